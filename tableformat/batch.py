@@ -1,0 +1,136 @@
+"""Turning user input into a validated Arrow table of the schema's types.
+
+Every check is whole-column, and every failure raises a typed InvalidDataError
+before anything is written. Kudu's rules: keys and non-null columns have no
+NULLs, cells are at most 64 KiB, varchar values are truncated to their length,
+decimals must fit their precision, missing columns take their default.
+"""
+from __future__ import annotations
+
+import decimal
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as pat
+
+from .errors import (CellTooLargeError, DecimalOutOfRangeError, InvalidDataError, MissingColumnError,
+                     NullValueError, TypeMismatchError, UnknownColumnError)
+from .schema import Column, Schema
+from .types import MAX_CELL_BYTES
+
+
+def to_arrow_table(data: Any) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, a pandas DataFrame or a list of dicts."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
+        try:
+            return pa.Table.from_pandas(data, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise TypeMismatchError(f"cannot convert the DataFrame to Arrow: {e}") from None
+    if isinstance(data, list) and all(isinstance(r, dict) for r in data):
+        try:
+            return pa.Table.from_pylist(data)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise TypeMismatchError(f"cannot convert the rows to Arrow: {e}") from None
+    raise InvalidDataError(f"input must be a pyarrow Table, RecordBatch, RecordBatchReader, pandas DataFrame "
+                           f"or list of dicts, got {type(data).__name__}")
+
+
+def _compatible(src: pa.DataType, col: Column) -> bool:
+    k = col.type.kind
+    if pat.is_null(src):
+        return True
+    if k == "bool":
+        return pat.is_boolean(src)
+    if k in ("int8", "int16", "int32", "int64"):
+        return pat.is_integer(src)
+    if k in ("float", "double"):
+        return pat.is_integer(src) or pat.is_floating(src)
+    if k == "date":
+        return pat.is_date(src)
+    if k == "unixtime_micros":
+        return pat.is_timestamp(src)
+    if k == "decimal":
+        return pat.is_decimal(src) or pat.is_integer(src)
+    if k in ("string", "varchar"):
+        return pat.is_string(src) or pat.is_large_string(src) or src == pa.string_view()
+    if k == "binary":
+        return pat.is_binary(src) or pat.is_large_binary(src) or pat.is_fixed_size_binary(src) \
+            or src == pa.binary_view()
+    return False
+
+
+def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bool = True) -> pa.Array:
+    """Cast one input column to the column's type, applying Kudu's value rules."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pat.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    target = col.arrow_type
+    if not _compatible(arr.type, col):
+        raise TypeMismatchError(f"column {col.name!r} is {col.type.name}; input has type {arr.type}")
+    if arr.type != target:
+        try:
+            if col.type.kind == "decimal" and pat.is_integer(arr.type):
+                arr = arr.cast(pa.decimal128(38, 0)).cast(target, safe=True)
+            else:
+                arr = arr.cast(target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            if col.type.kind == "decimal":
+                raise DecimalOutOfRangeError(
+                    f"column {col.name!r} ({col.type.name}): a value does not fit the precision ({e})") from None
+            raise TypeMismatchError(f"column {col.name!r} ({col.type.name}): cannot convert {arr.type} "
+                                    f"without loss ({e})") from None
+    if col.type.kind == "decimal" and arr.null_count < len(arr):
+        # Arrow does not check that decimal128(p, s) values really have at most p digits.
+        fits = pc.less_equal(pc.abs(arr), _max_decimal(col))
+        if not pc.all(fits).as_py():
+            raise DecimalOutOfRangeError(f"column {col.name!r}: a value needs more than {col.type.precision} "
+                                         f"digits ({col.type.name})")
+    if col.type.kind == "varchar":
+        arr = pc.utf8_slice_codeunits(arr, 0, col.type.length)
+    if col.type.is_variable_width and len(arr):
+        longest = pc.max(pc.binary_length(arr)).as_py() or 0
+        if longest > MAX_CELL_BYTES:
+            raise CellTooLargeError(f"column {col.name!r}: a cell is {longest} bytes; the limit is "
+                                    f"{MAX_CELL_BYTES} bytes (64 KiB)")
+    if check_nulls and not col.nullable and arr.null_count:
+        raise NullValueError(f"column {col.name!r} is not nullable but has {arr.null_count} NULL value(s)")
+    return arr
+
+
+def _max_decimal(col: Column) -> pa.Scalar:
+    p, s = col.type.precision, col.type.scale
+    return pa.scalar(decimal.Decimal(10 ** p - 1).scaleb(-s), pa.decimal128(38, s))
+
+
+def prepare(schema: Schema, data: Any, columns: Iterable[str] | None = None) -> pa.Table:
+    """Validate input for an insert: every schema column present, converted and checked."""
+    t = to_arrow_table(data)
+    names = list(t.column_names)
+    if len(set(names)) != len(names):
+        raise InvalidDataError(f"input has duplicate column names: {names}")
+    unknown = [n for n in names if not schema.has_column(n)]
+    if unknown:
+        raise UnknownColumnError(f"input has column(s) {unknown} that table does not have; "
+                                 f"columns are {schema.names}")
+    n = t.num_rows
+    arrays, fields = [], []
+    for col in schema.columns:
+        if col.name in names:
+            arr = convert_column(t.column(col.name), col)
+        elif col.default is not None:
+            arr = pa.nulls(n, col.arrow_type).fill_null(pa.scalar(col.default, col.arrow_type))
+        elif col.nullable:
+            arr = pa.nulls(n, col.arrow_type)
+        else:
+            raise MissingColumnError(f"input lacks column {col.name!r}, which is not nullable and has no default")
+        arrays.append(arr)
+        fields.append(pa.field(col.name, col.arrow_type, nullable=col.nullable))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

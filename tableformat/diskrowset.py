@@ -1,0 +1,307 @@
+"""DiskRowSet files: writing a sorted batch as base data + PK index + bloom, and reading them.
+
+Base data is Parquet with one field per column, named `c<column id>` and with
+the column ID as Parquet field ID, so any Parquet reader can read it and no
+file depends on a column name. The PK index is a Parquet file of encoded keys
+in rowid order, in blocks whose first keys sit in its footer, so a key check
+reads one block rather than the whole index. See `specs/format.md`, "DiskRowSet".
+"""
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .bloom import BloomFilter
+from .errors import CorruptFileError
+from .metadata import FileRef, RowSetMeta
+from .schema import Column, Schema, value_to_json
+from .storage import Storage
+
+_PARQUET_CODEC = {"none": "NONE", "lz4": "LZ4", "snappy": "SNAPPY", "zlib": "GZIP", "zstd": "ZSTD"}
+_MAX_STAT_BYTES = 256
+_DICT_MAX_DISTINCT_RATIO = 0.5
+_DICT_SAMPLE = 65536
+BLOCK_KEYS_META = b"tableformat.pk_block_first_keys"
+
+
+def field_name(column_id: int) -> str:
+    return f"c{column_id}"
+
+
+# --- encodings ---------------------------------------------------------------------------
+
+def _high_cardinality(arr: pa.Array) -> bool:
+    """Kudu falls back from dictionary to plain when a rowset's values are mostly distinct."""
+    n = len(arr)
+    if n < 64:
+        return False
+    sample = arr if n <= _DICT_SAMPLE else arr.take(np.linspace(0, n - 1, _DICT_SAMPLE).astype(np.int64))
+    return pc.count_distinct(sample).as_py() > _DICT_MAX_DISTINCT_RATIO * len(sample)
+
+
+def parquet_encoding(col: Column, arr: pa.Array) -> tuple[bool, str | None]:
+    """(use_dictionary, explicit Parquet encoding) for a Kudu encoding; table in specs/format.md."""
+    enc = col.encoding
+    if enc == "dictionary" or (enc == "run_length" and col.type.kind != "bool"):
+        if _high_cardinality(arr):
+            return False, "PLAIN"
+        return True, None
+    if enc == "run_length":
+        return False, "RLE"
+    if enc == "bitshuffle":
+        return False, "BYTE_STREAM_SPLIT"
+    if enc == "prefix":
+        return False, "DELTA_BYTE_ARRAY"
+    return False, "PLAIN"
+
+
+def _column_stats(col: Column, arr: pa.Array) -> dict[str, Any]:
+    nulls = arr.null_count
+    stats: dict[str, Any] = {"nulls": nulls}
+    if nulls == len(arr) or col.type.kind == "bool":
+        return stats
+    mm = pc.min_max(arr)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if col.type.is_variable_width:
+        lo_b = lo.encode() if isinstance(lo, str) else lo
+        hi_b = hi.encode() if isinstance(hi, str) else hi
+        if len(lo_b) > _MAX_STAT_BYTES or len(hi_b) > _MAX_STAT_BYTES:
+            return stats
+    if col.type.kind in ("float", "double") and (lo != lo or hi != hi):
+        return stats
+    stats["min"] = value_to_json(col.type, lo)
+    stats["max"] = value_to_json(col.type, hi)
+    return stats
+
+
+def _to_parquet_bytes(table: pa.Table, **kwargs) -> pa.Buffer:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, write_page_checksum=True, store_decimal_as_integer=True, **kwargs)
+    return sink.getvalue()
+
+
+def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column], arrays: Sequence[pa.Array],
+                    row_group_rows: int) -> FileRef:
+    """Write one column group of a rowset (a base Parquet file). Returns its FileRef."""
+    fields, codecs, dict_cols, encodings = [], {}, [], {}
+    for col, arr in zip(columns, arrays):
+        name = field_name(col.id)
+        fields.append(pa.field(name, col.arrow_type, nullable=col.nullable,
+                               metadata={b"PARQUET:field_id": str(col.id).encode()}))
+        codecs[name] = _PARQUET_CODEC[col.compression]
+        use_dict, enc = parquet_encoding(col, arr)
+        if use_dict:
+            dict_cols.append(name)
+        else:
+            encodings[name] = enc
+    names = {field_name(c.id): c.name for c in columns}
+    schema = pa.schema(fields, metadata={b"tableformat.column_names": json.dumps(names).encode()})
+    table = pa.Table.from_arrays(list(arrays), schema=schema)
+    buf = _to_parquet_bytes(table, compression=codecs, use_dictionary=dict_cols or False,
+                            column_encoding=encodings or None, row_group_size=row_group_rows,
+                            data_page_version="2.0")
+    path = f"{rowset_dir}/base-{uuid.uuid4().hex[:12]}.parquet"
+    size = storage.write(path, buf)
+    return FileRef(path, size, tuple(c.id for c in columns))
+
+
+def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, keys: pa.Array,
+                 properties: dict, written: list[str]) -> RowSetMeta:
+    """Write a batch already sorted by key as one DiskRowSet. Appends each path to `written`."""
+    rowset_id = uuid.uuid4().hex
+    rowset_dir = f"tablets/{tablet}/{rowset_id}"
+    cols = list(schema.columns)
+    arrays = [data.column(c.name).combine_chunks() for c in cols]
+    written.append(f"{rowset_dir}/")
+    base = write_base_file(storage, rowset_dir, cols, arrays, properties["row_group_rows"])
+    written.append(base.path)
+
+    block = properties["pk_index_block_rows"]
+    first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64)))
+    idx_schema = pa.schema([pa.field("key", pa.binary(), nullable=False)],
+                           metadata={BLOCK_KEYS_META: json.dumps([k.hex() for k in first_keys.to_pylist()]).encode()})
+    idx_buf = _to_parquet_bytes(pa.Table.from_arrays([keys], schema=idx_schema), compression="LZ4",
+                                use_dictionary=False, column_encoding={"key": "DELTA_BYTE_ARRAY"},
+                                row_group_size=block, write_statistics=False)
+    idx_path = f"{rowset_dir}/pkindex.parquet"
+    idx_size = storage.write(idx_path, idx_buf)
+    written.append(idx_path)
+
+    bloom = BloomFilter.build(keys)
+    bloom_path = f"{rowset_dir}/bloom.bin"
+    bloom_bytes = bloom.to_bytes()
+    storage.write(bloom_path, bloom_bytes)
+    written.append(bloom_path)
+    FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes)
+
+    stats = {c.id: _column_stats(c, a) for c, a in zip(cols, arrays)}
+    return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,),
+                      FileRef(idx_path, idx_size), FileRef(bloom_path, len(bloom_bytes)), stats)
+
+
+# --- reading -----------------------------------------------------------------------------
+
+class FileCache:
+    """Process-wide LRU of parsed immutable files (blooms, index blocks, Parquet footers).
+
+    Files never change once written (unique names), so entries never go stale.
+    """
+
+    def __init__(self, max_bytes: int = 512 * 1024 * 1024):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, storage: Storage, path: str):
+        key = (storage.protocol, storage.path(path))
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, storage: Storage, path: str, value: Any, nbytes: int) -> None:
+        key = (storage.protocol, storage.path(path))
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes and len(self._items) > 1:
+                _, (_, b) = self._items.popitem(last=False)
+                self._bytes -= b
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+FILE_CACHE = FileCache()
+
+
+def _wrap_read_error(path: str, e: Exception) -> CorruptFileError:
+    if isinstance(e, FileNotFoundError):
+        return CorruptFileError(f"file {path} referenced by the log is missing")
+    return CorruptFileError(f"file {path} is corrupt or truncated: {e}")
+
+
+def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
+    meta = FILE_CACHE.get(storage, ref.path + "#footer")
+    try:
+        pf = pq.ParquetFile(storage.path(ref.path), filesystem=storage.arrow_filesystem(), metadata=meta,
+                            page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as e:
+        raise _wrap_read_error(ref.path, e) from None
+    if meta is None:
+        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+    return pf
+
+
+def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
+    b = FILE_CACHE.get(storage, rowset.bloom.path)
+    if b is None:
+        try:
+            data = storage.read(rowset.bloom.path)
+        except OSError as e:
+            raise _wrap_read_error(rowset.bloom.path, e) from None
+        if len(data) != rowset.bloom.size:
+            raise CorruptFileError(f"bloom file {rowset.bloom.path} has {len(data)} bytes, "
+                                   f"the log recorded {rowset.bloom.size}")
+        b = BloomFilter.from_bytes(data, rowset.bloom.path)
+        FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes)
+    return b
+
+
+def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[bytes], int]:
+    """First key of each PK index block, and the block size in rows."""
+    pf = parquet_file(storage, rowset.pk_index)
+    raw = pf.schema_arrow.metadata[BLOCK_KEYS_META]
+    firsts = [bytes.fromhex(h) for h in json.loads(raw)]
+    block = pf.metadata.row_group(0).num_rows if pf.metadata.num_row_groups else 1
+    return firsts, block
+
+
+def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) -> pa.Array:
+    """Encoded keys of the given PK index blocks, concatenated in block order."""
+    key = f"{rowset.pk_index.path}#all"
+    full = FILE_CACHE.get(storage, key)
+    if full is not None:
+        firsts, block = pk_block_first_keys(storage, rowset)
+        return pa.concat_arrays([full.slice(b * block, block) for b in blocks]) if blocks else full.slice(0, 0)
+    pf = parquet_file(storage, rowset.pk_index)
+    try:
+        t = pf.read_row_groups(list(blocks), columns=["key"], use_threads=False)
+    except (OSError, pa.ArrowException) as e:
+        raise _wrap_read_error(rowset.pk_index.path, e) from None
+    return t.column(0).combine_chunks()
+
+
+def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
+    """The whole PK index: encoded keys in rowid order."""
+    key = f"{rowset.pk_index.path}#all"
+    full = FILE_CACHE.get(storage, key)
+    if full is None:
+        pf = parquet_file(storage, rowset.pk_index)
+        try:
+            full = pf.read(columns=["key"]).column(0).combine_chunks()
+        except (OSError, pa.ArrowException) as e:
+            raise _wrap_read_error(rowset.pk_index.path, e) from None
+        if len(full) != rowset.num_rows:
+            raise CorruptFileError(f"PK index {rowset.pk_index.path} has {len(full)} keys, "
+                                   f"the rowset has {rowset.num_rows} rows")
+        FILE_CACHE.put(storage, key, full, full.nbytes)
+    return full
+
+
+def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Column],
+                      start: int = 0, stop: int | None = None) -> dict[int, pa.Array]:
+    """Base values of `columns` for rowids [start, stop); reads only the row groups needed.
+
+    Columns absent from the rowset (added later) are materialized from their default.
+    """
+    stop = rowset.num_rows if stop is None else stop
+    n = stop - start
+    out: dict[int, pa.Array] = {}
+    by_file: dict[FileRef, list[Column]] = {}
+    for c in columns:
+        ref = rowset.base_file_for(c.id)
+        if ref is None:
+            out[c.id] = pa.nulls(n, c.arrow_type) if c.default is None else \
+                pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.default, c.arrow_type))
+        else:
+            by_file.setdefault(ref, []).append(c)
+    for ref, cols in by_file.items():
+        pf = parquet_file(storage, ref)
+        names = [field_name(c.id) for c in cols]
+        try:
+            if start == 0 and stop == rowset.num_rows:
+                t = pf.read(columns=names, use_threads=True)
+                offset = 0
+            else:
+                md = pf.metadata
+                bounds = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
+                first = int(np.searchsorted(bounds, start, side="right") - 1)
+                last = int(np.searchsorted(bounds, stop, side="left"))
+                t = pf.read_row_groups(list(range(first, last)), columns=names, use_threads=True)
+                offset = start - int(bounds[first])
+        except (OSError, pa.ArrowException) as e:
+            raise _wrap_read_error(ref.path, e) from None
+        if t.num_rows < offset + n:
+            raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
+        for c, name in zip(cols, names):
+            arr = t.column(name).slice(offset, n)
+            if arr.type != c.arrow_type:
+                arr = arr.cast(c.arrow_type)
+            out[c.id] = arr
+    return out

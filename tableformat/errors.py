@@ -1,0 +1,105 @@
+"""Every error the format raises.
+
+Each says what was wrong and what to do. A failed call commits nothing, so
+catching one of these always leaves the table as it was.
+"""
+from __future__ import annotations
+
+
+class TableFormatError(Exception):
+    """Base of every error raised by tableformat."""
+
+
+# --- schema and table definition -------------------------------------------------
+
+class SchemaError(TableFormatError, ValueError):
+    """The schema is invalid: bad type, name, key, default or limit."""
+
+
+class InvalidIdentifierError(SchemaError):
+    """A table or column name is empty, too long, not UTF-8 or has forbidden characters."""
+
+
+class PartitionSchemaError(TableFormatError, ValueError):
+    """The partitioning is invalid: unknown or non-key column, overlapping ranges, bad splits."""
+
+
+class InvalidOptionError(TableFormatError, ValueError):
+    """An option or table property has a bad value (negative, absurd, or of the wrong type)."""
+
+
+# --- tables and storage -----------------------------------------------------------
+
+class InvalidURIError(TableFormatError, ValueError):
+    """The table URI cannot be parsed or names an unknown filesystem."""
+
+
+class TableNotFoundError(TableFormatError, FileNotFoundError):
+    """There is no table at the URI (no transaction log)."""
+
+
+class TableExistsError(TableFormatError, FileExistsError):
+    """create_table was called on a location that already holds a table."""
+
+
+class UnsupportedFormatVersionError(TableFormatError):
+    """The table was written by a newer format version than this reader knows."""
+
+
+class CorruptFileError(TableFormatError):
+    """A data, index or log file is truncated, has the wrong size or fails its checksum."""
+
+
+class CommitConflictError(TableFormatError):
+    """A commit lost too many races, or rebasing onto a concurrent commit is impossible."""
+
+
+class VersionNotFoundError(TableFormatError, ValueError):
+    """as_of names a version or timestamp the log does not have."""
+
+
+# --- data -------------------------------------------------------------------------
+
+class InvalidDataError(TableFormatError, ValueError):
+    """Input rows do not fit the schema. Subclasses name the exact reason."""
+
+
+class UnknownColumnError(InvalidDataError):
+    """Input has a column the table does not have."""
+
+
+class MissingColumnError(InvalidDataError):
+    """Input lacks a non-null column that has no default."""
+
+
+class TypeMismatchError(InvalidDataError):
+    """An input column's type cannot be converted losslessly to the column's type."""
+
+
+class NullValueError(InvalidDataError):
+    """A NULL in a primary key column or in a non-nullable column."""
+
+
+class CellTooLargeError(InvalidDataError):
+    """A string or binary cell over 64 KiB, or an encoded primary key over 16 KiB."""
+
+
+class DecimalOutOfRangeError(InvalidDataError):
+    """A decimal value needs more digits than the column's precision allows."""
+
+
+class NoRangePartitionError(InvalidDataError):
+    """A row's key falls in no range partition of the table."""
+
+
+class InvalidFilterError(TableFormatError, ValueError):
+    """A scan filter names an unknown column, an unknown operator or a bad value."""
+
+
+class DuplicateKeyError(TableFormatError):
+    """Inserted keys already exist in the table, or appear twice in the batch."""
+
+    def __init__(self, message: str, count: int = 0, keys: tuple = ()):
+        super().__init__(message)
+        self.count = count
+        self.keys = keys

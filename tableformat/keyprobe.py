@@ -1,0 +1,138 @@
+"""Finding keys in rowsets: key interval, then bloom filter, then PK index (tablet seed).
+
+Everything is over a whole batch of encoded keys at once. The PK index is read
+block by block when few keys survive the bloom filter, and whole otherwise.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .diskrowset import FILE_CACHE, load_bloom, pk_block_first_keys, read_pk_blocks, read_pk_index
+from .metadata import RowSetMeta
+from .storage import Storage
+
+
+def searchsorted_binary(haystack: pa.Array, needles: pa.Array, side: str = "right") -> np.ndarray:
+    """np.searchsorted for sorted binary arrays, vectorized by one merge sort of both."""
+    nh, nn = len(haystack), len(needles)
+    if nn == 0:
+        return np.zeros(0, dtype=np.int64)
+    combined = pa.concat_arrays([haystack.cast(pa.binary()), needles.cast(pa.binary())])
+    # On equal keys, side="right" puts needles after haystack entries (tag 1 > 0).
+    tag = np.concatenate([np.full(nh, 0 if side == "right" else 1, np.int8),
+                          np.full(nn, 1 if side == "right" else 0, np.int8)])
+    order = pc.sort_indices(pa.table({"k": combined, "t": tag}),
+                            sort_keys=[("k", "ascending"), ("t", "ascending")]).to_numpy()
+    is_hay = order < nh
+    hay_before = np.cumsum(is_hay) - is_hay
+    out = np.empty(nn, dtype=np.int64)
+    out[order[~is_hay] - nh] = hay_before[~is_hay]
+    return out
+
+
+def _index_in(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
+    """Position of each needle in haystack (-1 if absent), by hashing."""
+    pos = pc.index_in(needles, value_set=haystack).fill_null(-1)
+    return pos.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Array, list[bytes], int]:
+    key = rowset.pk_index.path + "#firsts"
+    cached = FILE_CACHE.get(storage, key)
+    if cached is None:
+        firsts, block = pk_block_first_keys(storage, rowset)
+        cached = (pa.array(firsts, pa.binary()), firsts, block)
+        FILE_CACHE.put(storage, key, cached, sum(len(f) for f in firsts) * 2 + 64)
+    return cached
+
+
+def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np.ndarray:
+    """Rowid of each key in the rowset's PK index, -1 where absent. No bloom check here."""
+    n = len(keys)
+    result = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return result
+    firsts_arr, _, block = _first_keys(storage, rowset)
+    nblocks = len(firsts_arr)
+    blk = searchsorted_binary(firsts_arr, keys, side="right") - 1
+    valid = blk >= 0
+    blocks = np.unique(blk[valid])
+    if len(blocks) * 4 >= nblocks or FILE_CACHE.get(storage, rowset.pk_index.path + "#all") is not None:
+        idx = read_pk_index(storage, rowset)
+        if n * 8 < len(idx):
+            # Hash the few probe keys and stream the index past them.
+            hit = pc.is_in(idx, value_set=keys).to_numpy(zero_copy_only=False)
+            matched = np.nonzero(hit)[0]
+            if len(matched):
+                pos = _index_in(keys, idx.take(pa.array(matched)))
+                found = pos >= 0
+                result[found] = matched[pos[found]]
+            return result
+        return _index_in(keys, idx)
+    block_keys = read_pk_blocks(storage, rowset, blocks.tolist())
+    block_lens = np.minimum(block, rowset.num_rows - blocks * block)
+    rowid_of = np.repeat(blocks * block - np.concatenate([[0], np.cumsum(block_lens)[:-1]]), block_lens) \
+        + np.arange(int(block_lens.sum()))
+    pos = _index_in(keys, block_keys)
+    found = pos >= 0
+    result[found] = rowid_of[pos[found]]
+    return result
+
+
+def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Locate each key: (index into `rowsets` or -1, rowid or -1).
+
+    A key is looked for in every rowset whose interval covers it; a later match
+    (a newer rowset) wins, which lets callers pass rowsets in commit order.
+    """
+    n = len(keys)
+    which = np.full(n, -1, dtype=np.int64)
+    rowid = np.full(n, -1, dtype=np.int64)
+    if n == 0 or not rowsets:
+        return which, rowid
+    for i, rs in enumerate(rowsets):
+        inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
+                         pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))
+        cand = np.nonzero(inside.to_numpy(zero_copy_only=False))[0]
+        if not len(cand):
+            continue
+        cand_keys = keys.take(pa.array(cand))
+        maybe = load_bloom(storage, rs).may_contain(cand_keys)
+        cand = cand[maybe]
+        if not len(cand):
+            continue
+        rid = rowids_in_rowset(storage, rs, keys.take(pa.array(cand)))
+        hit = rid >= 0
+        which[cand[hit]] = i
+        rowid[cand[hit]] = rid[hit]
+    return which, rowid
+
+
+def seek(storage: Storage, rowset: RowSetMeta, lower: bytes | None, upper: bytes | None) -> tuple[int, int]:
+    """Rowid range [start, stop) of keys in [lower, upper), by seeking the PK index."""
+    def position(key: bytes | None, default: int) -> int:
+        if key is None:
+            return default
+        if key <= rowset.min_key:
+            return 0
+        if key > rowset.max_key:
+            return rowset.num_rows
+        _, firsts, block = _first_keys(storage, rowset)
+        b = max(0, bisect.bisect_left(firsts, key) - 1)
+        keys = read_pk_blocks(storage, rowset, [b])
+        lo, hi = 0, len(keys)
+        while lo < hi:  # binary search within one block: O(log block) per bound
+            mid = (lo + hi) // 2
+            if keys[mid].as_py() < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return b * block + lo
+    start = position(lower, 0)
+    stop = position(upper, rowset.num_rows)
+    return start, max(start, stop)

@@ -1,0 +1,194 @@
+"""Immutable table metadata: rowset descriptors, table state and log actions.
+
+A TableState is what one version of the log says the table is. Each log action
+is a small record; `apply_commit` is the one pure function that folds a
+commit's actions into a new state, so replay, rebase and time travel share it.
+See `specs/format.md`, sections "Transaction log" and "Actions".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .errors import CorruptFileError, InvalidOptionError
+from .partition import Partitioning
+from .schema import Schema
+
+FORMAT_VERSION = 1
+
+DEFAULT_PROPERTIES: dict[str, int] = {
+    # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
+    # is roughly 20-60 MiB of Parquet, a good object-store GET size.
+    "rowset_target_bytes": 128 * 1024 * 1024,
+    # Parquet row group size of base files: the unit a point lookup decodes.
+    "row_group_rows": 16384,
+    # Rows per PK index block: the unit a key check reads when it need not read the whole index.
+    "pk_index_block_rows": 4096,
+    # A checkpoint every N commits keeps opening a table O(checkpoint + N commits).
+    "checkpoint_interval": 10,
+}
+_PROPERTY_RANGES = {
+    "rowset_target_bytes": (1 << 16, 1 << 34),
+    "row_group_rows": (128, 1 << 24),
+    "pk_index_block_rows": (16, 1 << 20),
+    "checkpoint_interval": (1, 100_000),
+}
+
+
+def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int] | None = None) -> dict:
+    out = dict(base or DEFAULT_PROPERTIES)
+    for k, v in (props or {}).items():
+        if k not in _PROPERTY_RANGES:
+            raise InvalidOptionError(f"unknown table property {k!r}; known: {', '.join(sorted(_PROPERTY_RANGES))}")
+        lo, hi = _PROPERTY_RANGES[k]
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise InvalidOptionError(f"table property {k} must be an integer in [{lo}, {hi}], got {v!r}")
+        out[k] = v
+    return out
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file of the table, relative to its root, with the size recorded at write time."""
+
+    path: str
+    size: int
+    column_ids: tuple[int, ...] = ()
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"path": self.path, "size": self.size}
+        if self.column_ids:
+            d["column_ids"] = list(self.column_ids)
+        return d
+
+    @staticmethod
+    def from_json(d: dict) -> "FileRef":
+        return FileRef(d["path"], d["size"], tuple(d.get("column_ids", ())))
+
+
+@dataclass(frozen=True)
+class RowSetMeta:
+    """A DiskRowSet: base files (column groups), PK index, bloom filter, key bounds, stats.
+
+    Rows are sorted by encoded primary key; a row's rowid is its ordinal.
+    `stats` maps column ID to {"min", "max", "nulls"} in the JSON value encoding.
+    """
+
+    id: str
+    tablet: str
+    num_rows: int
+    min_key: bytes
+    max_key: bytes
+    base: tuple[FileRef, ...]
+    pk_index: FileRef
+    bloom: FileRef
+    stats: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def files(self) -> list[FileRef]:
+        return [*self.base, self.pk_index, self.bloom]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def base_file_for(self, column_id: int) -> FileRef | None:
+        """The newest base file holding the column (later column groups win)."""
+        for f in reversed(self.base):
+            if column_id in f.column_ids:
+                return f
+        return None
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "tablet": self.tablet, "num_rows": self.num_rows,
+                "min_key": self.min_key.hex(), "max_key": self.max_key.hex(),
+                "base": [f.to_json() for f in self.base], "pk_index": self.pk_index.to_json(),
+                "bloom": self.bloom.to_json(),
+                "stats": {str(k): dict(v) for k, v in self.stats.items()}}
+
+    @staticmethod
+    def from_json(d: dict) -> "RowSetMeta":
+        return RowSetMeta(d["id"], d["tablet"], d["num_rows"], bytes.fromhex(d["min_key"]),
+                          bytes.fromhex(d["max_key"]), tuple(FileRef.from_json(f) for f in d["base"]),
+                          FileRef.from_json(d["pk_index"]), FileRef.from_json(d["bloom"]),
+                          {int(k): v for k, v in d.get("stats", {}).items()})
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One line of history: what a version did and when."""
+
+    version: int
+    timestamp: int
+    operation: str
+    counts: Mapping[str, int]
+    read_version: int | None = None
+
+    def to_json(self) -> list:
+        return [self.version, self.timestamp, self.operation, dict(self.counts), self.read_version]
+
+    @staticmethod
+    def from_json(d: list) -> "CommitInfo":
+        return CommitInfo(d[0], d[1], d[2], d[3], d[4])
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The table as of one version: definition plus the live rowsets."""
+
+    version: int
+    timestamp: int
+    table_id: str
+    name: str
+    schema: Schema
+    partitioning: Partitioning
+    properties: Mapping[str, int]
+    rowsets: Mapping[str, RowSetMeta]
+    format_version: int = FORMAT_VERSION
+
+    def rowsets_in(self, tablet: str) -> list[RowSetMeta]:
+        return [r for r in self.rowsets.values() if r.tablet == tablet]
+
+    @property
+    def num_rows(self) -> int:
+        return sum(r.num_rows for r in self.rowsets.values())
+
+    def to_json(self) -> dict:
+        return {"format_version": self.format_version, "version": self.version, "timestamp": self.timestamp,
+                "table_id": self.table_id, "name": self.name, "schema": self.schema.to_json(),
+                "partitioning": self.partitioning.to_json(self.schema), "properties": dict(self.properties),
+                "rowsets": [r.to_json() for r in self.rowsets.values()]}
+
+    @staticmethod
+    def from_json(d: dict) -> "TableState":
+        schema = Schema.from_json(d["schema"])
+        return TableState(d["version"], d["timestamp"], d["table_id"], d["name"], schema,
+                          Partitioning.from_json(d["partitioning"], schema),
+                          MappingProxyType(dict(d["properties"])),
+                          MappingProxyType({r["id"]: RowSetMeta.from_json(r) for r in d["rowsets"]}),
+                          d["format_version"])
+
+
+def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>") -> TableState:
+    """Fold one commit's actions into the state before it (None before version 0)."""
+    version, ts = commit["version"], commit["timestamp"]
+    if state is None:
+        meta = next((a["metadata"] for a in commit["actions"] if "metadata" in a), None)
+        if meta is None:
+            raise CorruptFileError(f"{path}: version 0 has no metadata action")
+        state = TableState.from_json({**meta, "version": version, "timestamp": ts, "rowsets": []})
+    elif commit["version"] != state.version + 1:
+        raise CorruptFileError(f"{path}: expected version {state.version + 1}, found {commit['version']}")
+    rowsets = dict(state.rowsets)
+    for action in commit["actions"]:
+        if "add_rowset" in action:
+            r = RowSetMeta.from_json(action["add_rowset"])
+            rowsets[r.id] = r
+        elif "remove_rowset" in action:
+            rowsets.pop(action["remove_rowset"]["id"], None)
+        elif "metadata" in action:
+            continue
+        else:
+            raise CorruptFileError(f"{path}: unknown log action {sorted(action)}")
+    return replace(state, version=version, timestamp=ts, rowsets=MappingProxyType(rowsets))

@@ -1,0 +1,283 @@
+"""Partitioning into tablets: hash levels times range partitions (schema-design seed).
+
+A row's tablet is one range partition (by its encoded range key) and one bucket
+per hash level (MurmurHash2_64 of the level's encoded columns, mod buckets).
+Partition metadata refers to columns by ID. Assignment and pruning are
+whole-column operations. See `specs/format.md`, section "Partitioning".
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import NoRangePartitionError, PartitionSchemaError
+from .hashing import murmur2_64
+from .keyencoder import encode_key, encode_keys
+from .schema import Schema, coerce_scalar, value_from_json, value_to_json
+
+MAX_TABLETS = 10_000
+
+
+@dataclass(frozen=True)
+class HashPartition:
+    """One hash level: `buckets` buckets over a subset of the key columns."""
+
+    columns: tuple[str, ...]
+    buckets: int
+    seed: int = 0
+
+    def __init__(self, columns: Sequence[str] | str, buckets: int, seed: int = 0):
+        object.__setattr__(self, "columns", (columns,) if isinstance(columns, str) else tuple(columns))
+        object.__setattr__(self, "buckets", buckets)
+        object.__setattr__(self, "seed", seed)
+
+
+@dataclass(frozen=True)
+class RangePartition:
+    """Range partitioning on key columns: bounds [lower, upper) plus split points.
+
+    With no bounds the range is unbounded; `None` in a bound means unbounded on that side.
+    """
+
+    columns: tuple[str, ...] | None = None
+    bounds: tuple = ()
+    splits: tuple = ()
+
+    def __init__(self, columns: Sequence[str] | str | None = None, bounds: Sequence = (), splits: Sequence = ()):
+        cols = (columns,) if isinstance(columns, str) else (tuple(columns) if columns is not None else None)
+        object.__setattr__(self, "columns", cols)
+        object.__setattr__(self, "bounds", tuple(bounds or ()))
+        object.__setattr__(self, "splits", tuple(splits or ()))
+
+
+@dataclass(frozen=True)
+class PartitionSchema:
+    """The user's partitioning: zero or more hash levels and one range level."""
+
+    hash: tuple[HashPartition, ...] = ()
+    range: RangePartition | None = None
+
+    def __init__(self, hash: Sequence[HashPartition] = (), range: RangePartition | None = None):
+        if isinstance(hash, HashPartition):
+            hash = [hash]
+        object.__setattr__(self, "hash", tuple(hash or ()))
+        object.__setattr__(self, "range", range)
+
+
+# --- resolved, stored form -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class HashLevel:
+    column_ids: tuple[int, ...]
+    buckets: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class RangeBound:
+    """One range partition [lower, upper) over encoded range keys (None = unbounded)."""
+
+    id: int
+    lower: bytes | None
+    upper: bytes | None
+    lower_values: tuple | None = None   # for display only
+    upper_values: tuple | None = None
+
+    def overlaps(self, lo: bytes | None, hi: bytes | None) -> bool:
+        """Does [lower, upper) meet the key interval [lo, hi) (None = unbounded)?"""
+        if hi is not None and self.lower is not None and self.lower >= hi:
+            return False
+        if lo is not None and self.upper is not None and self.upper <= lo:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """Hash levels, range columns and the current range partitions, by column ID."""
+
+    hash_levels: tuple[HashLevel, ...]
+    range_column_ids: tuple[int, ...]
+    ranges: tuple[RangeBound, ...]
+    next_range_id: int = field(default=0)
+
+    # tablets ---------------------------------------------------------------------------
+    @property
+    def bucket_counts(self) -> tuple[int, ...]:
+        return tuple(h.buckets for h in self.hash_levels)
+
+    def tablet_id(self, range_id: int, buckets: Sequence[int]) -> str:
+        return f"r{range_id}" + "".join(f"-h{b}" for b in buckets)
+
+    def tablet_ids(self) -> list[str]:
+        out = []
+        for rb in self.ranges:
+            for combo in itertools.product(*[range(b) for b in self.bucket_counts]):
+                out.append(self.tablet_id(rb.id, combo))
+        return out
+
+    # assignment ------------------------------------------------------------------------
+    def assign(self, schema: Schema, table: pa.Table) -> tuple[np.ndarray, list[str]]:
+        """Tablet ordinal per row and the tablet ids. Raises NoRangePartitionError."""
+        range_pos = self._range_positions(schema, table)
+        ordinal = range_pos.astype(np.int64)
+        for level in self.hash_levels:
+            ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level).astype(np.int64)
+        return ordinal, self.tablet_ids()
+
+    def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel) -> np.ndarray:
+        cols = [schema.by_id(i) for i in level.column_ids]
+        enc = encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
+        return murmur2_64(enc, level.seed) % np.uint64(level.buckets)
+
+    def range_keys(self, schema: Schema, table: pa.Table) -> pa.Array:
+        cols = [schema.by_id(i) for i in self.range_column_ids]
+        return encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
+
+    def _range_positions(self, schema: Schema, table: pa.Table) -> np.ndarray:
+        n = table.num_rows
+        pos = np.full(n, -1, dtype=np.int64)
+        if len(self.ranges) == 1 and self.ranges[0].lower is None and self.ranges[0].upper is None:
+            pos[:] = 0
+            return pos
+        keys = self.range_keys(schema, table)
+        for i, rb in enumerate(self.ranges):
+            m = np.ones(n, dtype=bool)
+            if rb.lower is not None:
+                m &= pc.greater_equal(keys, pa.scalar(rb.lower, pa.binary())).to_numpy(zero_copy_only=False)
+            if rb.upper is not None:
+                m &= pc.less(keys, pa.scalar(rb.upper, pa.binary())).to_numpy(zero_copy_only=False)
+            pos[m] = i
+        bad = np.nonzero(pos < 0)[0]
+        if len(bad):
+            names = [schema.by_id(i).name for i in self.range_column_ids]
+            first = [tuple(table.column(c)[int(r)].as_py() for c in names) for r in bad[:3]]
+            raise NoRangePartitionError(
+                f"{len(bad)} rows fall in no range partition of ({', '.join(names)}) "
+                f"(first: {', '.join(map(repr, first))}); add a range partition that covers them")
+        return pos
+
+    # serialization -----------------------------------------------------------------------
+    def to_json(self, schema: Schema) -> dict:
+        rcols = [schema.by_id(i) for i in self.range_column_ids]
+
+        def vals(v):
+            return None if v is None else [value_to_json(c.type, x) for c, x in zip(rcols, v)]
+        return {
+            "hash": [{"column_ids": list(h.column_ids), "buckets": h.buckets, "seed": h.seed}
+                     for h in self.hash_levels],
+            "range_column_ids": list(self.range_column_ids),
+            "ranges": [{"id": r.id, "lower": r.lower.hex() if r.lower is not None else None,
+                        "upper": r.upper.hex() if r.upper is not None else None,
+                        "lower_values": vals(r.lower_values), "upper_values": vals(r.upper_values)}
+                       for r in self.ranges],
+            "next_range_id": self.next_range_id,
+        }
+
+    @staticmethod
+    def from_json(d: dict, schema: Schema) -> "Partitioning":
+        rcols = [schema.by_id(i) for i in d["range_column_ids"]]
+
+        def vals(v):
+            return None if v is None else tuple(value_from_json(c.type, x) for c, x in zip(rcols, v))
+        return Partitioning(
+            tuple(HashLevel(tuple(h["column_ids"]), h["buckets"], h["seed"]) for h in d["hash"]),
+            tuple(d["range_column_ids"]),
+            tuple(RangeBound(r["id"], bytes.fromhex(r["lower"]) if r["lower"] is not None else None,
+                             bytes.fromhex(r["upper"]) if r["upper"] is not None else None,
+                             vals(r.get("lower_values")), vals(r.get("upper_values")))
+                  for r in d["ranges"]),
+            d["next_range_id"],
+        )
+
+
+def _as_tuple(v: Any, n: int, what: str) -> tuple:
+    if n == 1 and not isinstance(v, (tuple, list)):
+        return (v,)
+    if not isinstance(v, (tuple, list)) or len(v) != n:
+        raise PartitionSchemaError(f"{what} {v!r} must give {n} value(s), one per range column")
+    return tuple(v)
+
+
+def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
+    """Validate the user's PartitionSchema against the schema and encode its bounds."""
+    spec = spec or PartitionSchema()
+    if not isinstance(spec, PartitionSchema):
+        raise PartitionSchemaError(f"partitioning must be a tf.PartitionSchema, got {type(spec).__name__}")
+    pk = set(schema.primary_key)
+    levels, seen = [], set()
+    for h in spec.hash:
+        if not isinstance(h, HashPartition):
+            raise PartitionSchemaError(f"hash levels must be tf.HashPartition, got {type(h).__name__}")
+        if not h.columns:
+            raise PartitionSchemaError("a hash level needs at least one column")
+        for c in h.columns:
+            if c not in pk:
+                raise PartitionSchemaError(f"hash column {c!r} is not a primary key column")
+            if c in seen:
+                raise PartitionSchemaError(f"column {c!r} is in two hash levels")
+        if len(set(h.columns)) != len(h.columns):
+            raise PartitionSchemaError(f"hash level lists a column twice: {h.columns}")
+        seen.update(h.columns)
+        if not isinstance(h.buckets, int) or isinstance(h.buckets, bool) or not 2 <= h.buckets <= 1024:
+            raise PartitionSchemaError(f"hash buckets must be an integer 2..1024, got {h.buckets!r}")
+        if not isinstance(h.seed, int) or not 0 <= h.seed < 2 ** 32:
+            raise PartitionSchemaError(f"hash seed must be a uint32, got {h.seed!r}")
+        levels.append(HashLevel(tuple(schema.column(c).id for c in h.columns), h.buckets, h.seed))
+
+    rp = spec.range or RangePartition()
+    rnames = list(rp.columns) if rp.columns is not None else list(schema.primary_key)
+    for c in rnames:
+        if c not in pk:
+            raise PartitionSchemaError(f"range column {c!r} is not a primary key column")
+    if len(set(rnames)) != len(rnames):
+        raise PartitionSchemaError(f"range columns list a column twice: {rnames}")
+    rcols = [schema.column(c) for c in rnames]
+    ctypes = [c.type for c in rcols]
+
+    def enc(v, what):
+        if v is None:
+            return None, None
+        if not rcols:
+            raise PartitionSchemaError("range bounds need range columns")
+        t = _as_tuple(v, len(rcols), what)
+        scal = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
+        if any(x is None for x in scal):
+            raise PartitionSchemaError(f"{what} {v!r} has a NULL; use None for the whole bound instead")
+        return encode_key(scal, ctypes), scal
+
+    raw_bounds = list(rp.bounds) or [(None, None)]
+    bounds = []
+    for b in raw_bounds:
+        if not isinstance(b, (tuple, list)) or len(b) != 2:
+            raise PartitionSchemaError(f"each range bound is a (lower, upper) pair, got {b!r}")
+        lo, lov = enc(b[0], "lower bound")
+        hi, hiv = enc(b[1], "upper bound")
+        if lo is not None and hi is not None and lo >= hi:
+            raise PartitionSchemaError(f"range bound {b!r}: lower must be below upper")
+        bounds.append([lo, hi, lov, hiv])
+    bounds.sort(key=lambda x: (x[0] is not None, x[0] or b""))
+    for a, b in zip(bounds, bounds[1:]):
+        if a[1] is None or b[0] is None or a[1] > b[0]:
+            raise PartitionSchemaError(f"range bounds overlap: [{a[2]}, {a[3]}) and [{b[2]}, {b[3]})")
+    # Apply splits inside their bounds.
+    parts = [tuple(b) for b in bounds]
+    for s in rp.splits:
+        sk, sv = enc(s, "split")
+        for i, (lo, hi, lov, hiv) in enumerate(parts):
+            if (lo is None or lo < sk) and (hi is None or sk < hi):
+                parts[i:i + 1] = [(lo, sk, lov, sv), (sk, hi, sv, hiv)]
+                break
+        else:
+            raise PartitionSchemaError(f"split {s!r} is not strictly inside any range bound")
+    ranges = tuple(RangeBound(i, lo, hi, lov, hiv) for i, (lo, hi, lov, hiv) in enumerate(parts))
+    p = Partitioning(tuple(levels), tuple(c.id for c in rcols), ranges, len(ranges))
+    ntablets = len(ranges) * int(np.prod(p.bucket_counts or (1,)))
+    if ntablets > MAX_TABLETS:
+        raise PartitionSchemaError(f"{ntablets} tablets is more than the limit of {MAX_TABLETS}")
+    return p

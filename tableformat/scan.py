@@ -1,0 +1,160 @@
+"""Snapshot scans: prune tablets, then rowsets, then row ranges; read; filter exactly.
+
+Pruning follows the schema-design seed: hash levels prune when every hashed
+column has = / IN predicates, range partitions by the range-key interval, and
+rowsets by key interval and column statistics. Key-range predicates seek the
+PK index so only the rows in range are read.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .diskrowset import read_base_columns
+from .errors import InvalidFilterError
+from .keyprobe import seek
+from .metadata import RowSetMeta, TableState
+from .predicate import Predicate, column_bounds, hash_values, key_range, parse_filter, stats_may_match, \
+    to_expression
+from .storage import Storage
+
+_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class ScanTask:
+    """One unit of scan work: rows [start, stop) of one rowset. A Spark partition later."""
+
+    rowset: RowSetMeta
+    start: int
+    stop: int
+
+
+def prune_tablets(state: TableState, bounds: dict) -> list[str]:
+    schema, part = state.schema, state.partitioning
+    rcols = [schema.by_id(i) for i in part.range_column_ids]
+    lo, hi = key_range(rcols, bounds) if rcols else (None, None)
+    ranges = [r for r in part.ranges if r.overlaps(lo, hi)]
+    allowed: list[list[int]] = []
+    for level in part.hash_levels:
+        cols = [schema.by_id(i) for i in level.column_ids]
+        combos = hash_values(bounds, cols)
+        if combos is None:
+            allowed.append(list(range(level.buckets)))
+        else:
+            allowed.append(sorted(set(part.bucket_of(schema, combos, level).astype(int).tolist())))
+    import itertools
+    return [part.tablet_id(r.id, combo) for r in ranges for combo in itertools.product(*allowed)]
+
+
+class Scanner:
+    """A planned scan of one snapshot. Iterate it as batches, or read it whole."""
+
+    def __init__(self, storage: Storage, state: TableState, columns: Sequence[str] | None = None,
+                 filter: Any = None, ordered: bool = False):
+        schema = state.schema
+        if columns is not None:
+            if isinstance(columns, str):
+                columns = [columns]
+            unknown = [c for c in columns if not isinstance(c, str) or not schema.has_column(c)]
+            if unknown:
+                raise InvalidFilterError(f"scan names unknown column(s) {unknown}; columns are {schema.names}")
+        self.storage = storage
+        self.state = state
+        self.columns = list(columns) if columns is not None else schema.names
+        self.predicates: list[Predicate] = parse_filter(schema, filter)
+        self.ordered = ordered
+        self._bounds = column_bounds(self.predicates)
+        self._expr = to_expression(self.predicates)
+        read = list(self.columns)
+        for p in self.predicates:
+            if p.column not in read:
+                read.append(p.column)
+        if ordered:
+            read += [k for k in schema.primary_key if k not in read]
+        self._read_cols = [schema.column(n) for n in read]
+        self.output_schema = schema.arrow_schema(self.columns)
+
+    # planning --------------------------------------------------------------------------
+    def plan(self) -> list[ScanTask]:
+        if any(b.empty for b in self._bounds.values()):
+            return []
+        state, schema = self.state, self.state.schema
+        tablets = set(prune_tablets(state, self._bounds))
+        lo, hi = key_range(schema.key_columns, self._bounds)
+        tasks = []
+        for rs in state.rowsets.values():
+            if rs.tablet not in tablets:
+                continue
+            if lo is not None and rs.max_key < lo:
+                continue
+            if hi is not None and rs.min_key >= hi:
+                continue
+            if not all(stats_may_match(schema.column(name), rs.stats.get(schema.column(name).id),
+                                       rs.num_rows, b) for name, b in self._bounds.items()):
+                continue
+            start, stop = (0, rs.num_rows) if lo is None and hi is None else seek(self.storage, rs, lo, hi)
+            if start < stop:
+                tasks.append(ScanTask(rs, start, stop))
+        return tasks
+
+    # execution -------------------------------------------------------------------------
+    def run_task(self, task: ScanTask) -> pa.Table:
+        arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
+        t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
+        if self._expr is not None:
+            t = t.filter(self._expr)
+        return t
+
+    def _project(self, t: pa.Table) -> pa.Table:
+        return t.select(self.columns).cast(self.output_schema)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self.ordered:
+            yield from self.to_arrow().to_batches()
+            return
+        tasks = self.plan()
+        with ThreadPoolExecutor(_WORKERS) as pool:
+            window = []
+            for task in tasks:
+                window.append(pool.submit(self.run_task, task))
+                if len(window) > _WORKERS:
+                    yield from self._project(window.pop(0).result()).to_batches()
+            for f in window:
+                yield from self._project(f.result()).to_batches()
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.output_schema, self.to_batches())
+
+    def to_arrow(self) -> pa.Table:
+        tasks = self.plan()
+        if not tasks:
+            return self.output_schema.empty_table()
+        if len(tasks) == 1:
+            parts = [self.run_task(tasks[0])]
+        else:
+            with ThreadPoolExecutor(_WORKERS) as pool:
+                parts = list(pool.map(self.run_task, tasks))
+        t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        if self.ordered and (len(parts) > 1):
+            keys = [(k, "ascending") for k in self.state.schema.primary_key]
+            t = t.take(pc.sort_indices(t, sort_keys=keys))
+        return self._project(t)
+
+    def to_pandas(self):
+        return self.to_arrow().to_pandas()
+
+    def count(self) -> int:
+        return sum(len(t) for t in (self.run_task(x) for x in self.plan()))
+
+    def __iter__(self):
+        return self.to_batches()
+
+
+def rowset_rows(tasks: Sequence[ScanTask]) -> int:
+    return int(np.sum([t.stop - t.start for t in tasks])) if tasks else 0

@@ -1,0 +1,246 @@
+"""Table schema: typed columns with internal column IDs and an enforced primary key.
+
+Column IDs follow the schema-change seed (`001_*`): they are assigned once, are
+never reused, and are what every file refers to. Users only ever see names.
+See `specs/format.md`, section "Schema".
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal as _decimal
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+
+from .errors import InvalidIdentifierError, SchemaError
+from .types import COMPRESSIONS, ColumnType, parse_type
+
+MAX_COLUMNS = 300
+MAX_IDENTIFIER_BYTES = 256
+
+
+def validate_identifier(name: Any, what: str = "column") -> str:
+    """Names are never used in file paths, but must still be clean, printable UTF-8."""
+    if isinstance(name, bytes):
+        try:
+            name = name.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidIdentifierError(f"{what} name {name!r} is not valid UTF-8") from None
+    if not isinstance(name, str):
+        raise InvalidIdentifierError(f"{what} name must be a string, got {type(name).__name__}")
+    if not name:
+        raise InvalidIdentifierError(f"{what} name must not be empty")
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidIdentifierError(f"{what} name {name!r} is not valid UTF-8 (lone surrogate)") from None
+    if len(encoded) > MAX_IDENTIFIER_BYTES:
+        raise InvalidIdentifierError(
+            f"{what} name is {len(encoded)} bytes of UTF-8; the limit is {MAX_IDENTIFIER_BYTES}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        raise InvalidIdentifierError(f"{what} name {name!r} contains a control character (NUL, newline...)")
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise InvalidIdentifierError(f"{what} name {name!r} contains a path separator or is '.'/'..'")
+    return name
+
+
+# --- typed values <-> JSON (defaults, statistics, partition bounds) ----------------
+
+def value_to_json(ctype: ColumnType, value: Any) -> Any:
+    """Encode a Python value of `ctype` as JSON; the inverse of value_from_json."""
+    if value is None:
+        return None
+    k = ctype.kind
+    if k == "binary":
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if k == "decimal":
+        return str(value)
+    if k == "date":
+        return value.isoformat() if isinstance(value, _dt.date) else value
+    if k == "unixtime_micros":
+        if isinstance(value, _dt.datetime):
+            return pa.scalar(value, type=ctype.arrow()).value
+        return int(value)
+    if k in ("float", "double"):
+        f = float(value)
+        return f if f == f and f not in (float("inf"), float("-inf")) else repr(f)
+    return value
+
+
+def value_from_json(ctype: ColumnType, value: Any) -> Any:
+    if value is None:
+        return None
+    k = ctype.kind
+    if k == "binary":
+        return base64.b64decode(value)
+    if k == "decimal":
+        return _decimal.Decimal(value)
+    if k == "date":
+        return _dt.date.fromisoformat(value)
+    if k == "unixtime_micros":
+        return pa.scalar(int(value), type=ctype.arrow()).as_py()
+    if k in ("float", "double") and isinstance(value, str):
+        return float(value)
+    return value
+
+
+def coerce_scalar(ctype: ColumnType, value: Any, what: str) -> pa.Scalar:
+    """Convert a user value to an Arrow scalar of the column type, or raise SchemaError."""
+    try:
+        if isinstance(value, pa.Scalar):
+            value = value.as_py()
+        if ctype.kind == "decimal" and isinstance(value, (int, float, str)):
+            value = _decimal.Decimal(str(value))
+        s = pa.scalar(value, type=ctype.arrow())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, _decimal.InvalidOperation) as e:
+        raise SchemaError(f"{what}: {value!r} is not a valid {ctype.name} ({e})") from None
+    if ctype.kind == "varchar" and s.is_valid and len(s.as_py()) > ctype.length:
+        s = pa.scalar(s.as_py()[: ctype.length], type=pa.string())
+    return s
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column. `id` is assigned by the Schema and never reused."""
+
+    name: str
+    type: ColumnType | str
+    nullable: bool = False
+    default: Any = None
+    encoding: str | None = None       # None: the type's default encoding
+    compression: str = "lz4"
+    id: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", validate_identifier(self.name))
+        ctype = parse_type(self.type)
+        object.__setattr__(self, "type", ctype)
+        enc = self.encoding or ctype.encodings[0]
+        enc = enc.lower().replace(" ", "_")
+        if enc == "rle":
+            enc = "run_length"
+        if enc not in ctype.encodings:
+            raise SchemaError(f"column {self.name!r}: encoding {self.encoding!r} is not allowed for "
+                              f"{ctype.name}; allowed: {', '.join(ctype.encodings)}")
+        object.__setattr__(self, "encoding", enc)
+        comp = (self.compression or "none").lower()
+        if comp not in COMPRESSIONS:
+            raise SchemaError(f"column {self.name!r}: unknown compression {self.compression!r}; "
+                              f"use one of {', '.join(COMPRESSIONS)}")
+        object.__setattr__(self, "compression", comp)
+        if self.default is not None:
+            s = coerce_scalar(ctype, self.default, f"default of column {self.name!r}")
+            object.__setattr__(self, "default", s.as_py())
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return self.type.arrow()
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "type": self.type.name, "nullable": self.nullable,
+                "default": value_to_json(self.type, self.default), "encoding": self.encoding,
+                "compression": self.compression}
+
+    @staticmethod
+    def from_json(d: dict) -> "Column":
+        ctype = parse_type(d["type"])
+        return Column(d["name"], ctype, d["nullable"], value_from_json(ctype, d.get("default")),
+                      d["encoding"], d["compression"], d["id"])
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Columns plus the primary key. Immutable; changes make a new Schema."""
+
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+    next_column_id: int = field(default=0)
+
+    def __init__(self, columns: Sequence[Column], primary_key: Sequence[str] | str,
+                 next_column_id: int | None = None):
+        if isinstance(primary_key, str):
+            primary_key = [primary_key]
+        cols = list(columns)
+        if not cols:
+            raise SchemaError("a schema needs at least one column")
+        if len(cols) > MAX_COLUMNS:
+            raise SchemaError(f"a table has at most {MAX_COLUMNS} columns, got {len(cols)}")
+        for c in cols:
+            if not isinstance(c, Column):
+                raise SchemaError(f"schema columns must be tf.Column, got {type(c).__name__}")
+        names = [c.name for c in cols]
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise SchemaError(f"duplicate column names: {', '.join(map(repr, dups))}")
+        pk = list(primary_key or [])
+        if not pk:
+            raise SchemaError("a primary key of one or more columns is required")
+        if len(set(pk)) != len(pk):
+            raise SchemaError(f"primary key lists a column twice: {pk}")
+        by_name = {c.name: c for c in cols}
+        for k in pk:
+            if k not in by_name:
+                raise SchemaError(f"primary key column {k!r} is not in the schema")
+            c = by_name[k]
+            if c.nullable:
+                raise SchemaError(f"primary key column {k!r} cannot be nullable")
+            if not c.type.is_keyable:
+                raise SchemaError(f"primary key column {k!r} has type {c.type.name}; "
+                                  "bool, float and double cannot be key columns")
+        # Assign IDs to new columns, never reusing one.
+        used = [c.id for c in cols if c.id is not None]
+        if len(set(used)) != len(used):
+            raise SchemaError("duplicate column IDs")
+        nxt = max([next_column_id or 0] + [i + 1 for i in used])
+        assigned = []
+        for c in cols:
+            if c.id is None:
+                c = replace(c, id=nxt)
+                nxt += 1
+            assigned.append(c)
+        object.__setattr__(self, "columns", tuple(assigned))
+        object.__setattr__(self, "primary_key", tuple(pk))
+        object.__setattr__(self, "next_column_id", nxt)
+
+    # lookups
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def has_column(self, name: str) -> bool:
+        return any(c.name == name for c in self.columns)
+
+    def by_id(self, column_id: int) -> Column:
+        for c in self.columns:
+            if c.id == column_id:
+                return c
+        raise KeyError(column_id)
+
+    @property
+    def key_columns(self) -> list[Column]:
+        return [self.column(k) for k in self.primary_key]
+
+    def arrow_schema(self, names: Iterable[str] | None = None) -> pa.Schema:
+        cols = self.columns if names is None else [self.column(n) for n in names]
+        return pa.schema([pa.field(c.name, c.arrow_type, nullable=c.nullable) for c in cols])
+
+    def to_json(self) -> dict:
+        return {"columns": [c.to_json() for c in self.columns], "primary_key": list(self.primary_key),
+                "next_column_id": self.next_column_id}
+
+    @staticmethod
+    def from_json(d: dict) -> "Schema":
+        return Schema([Column.from_json(c) for c in d["columns"]], d["primary_key"], d["next_column_id"])
+
+    def __repr__(self) -> str:
+        cols = ", ".join(f"{c.name} {c.type.name}{'' if c.nullable else ' NOT NULL'} [id {c.id}]"
+                         for c in self.columns)
+        return f"Schema({cols}; PRIMARY KEY ({', '.join(self.primary_key)}))"

@@ -1,0 +1,144 @@
+"""All table I/O, through fsspec: local paths, file://, s3:// and any fsspec store.
+
+Data files are written once under unique names and never modified, so the
+only write that must be atomic and exclusive is the commit (`put_if_absent`):
+a hard link of a fully written temporary file on local disk, a conditional
+put (If-None-Match) on S3, an exclusive create elsewhere. Never a rename.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from typing import Any, Callable
+
+import fsspec
+import pyarrow as pa
+
+from .errors import InvalidURIError, TableFormatError
+
+_CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential")
+
+
+class Storage:
+    """A table root on one filesystem. Paths given to methods are relative to the root."""
+
+    def __init__(self, uri: str, storage_options: dict | None = None):
+        if not isinstance(uri, str) or not uri.strip() or "\x00" in uri:
+            raise InvalidURIError(f"table URI must be a non-empty string without NUL, got {uri!r}")
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise InvalidURIError("storage_options must be a dict")
+        try:
+            fs, root = fsspec.core.url_to_fs(uri, **(storage_options or {}))
+        except (ValueError, ImportError, TypeError) as e:
+            raise InvalidURIError(f"cannot open table URI {self._safe_uri(uri)!r}: {e}") from None
+        self.fs = fs
+        self.root = root.rstrip("/") or "/"
+        self.uri = uri
+        self.protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        self.is_local = self.protocol in ("file", "local")
+        # Test hook: called with a step name before each write; raising simulates a crash.
+        self.fault_hook: Callable[[str, str], None] | None = None
+
+    @staticmethod
+    def _safe_uri(uri: str) -> str:
+        # Never echo credentials embedded in a URI (user:secret@host).
+        if "@" in uri and "://" in uri:
+            scheme, rest = uri.split("://", 1)
+            return f"{scheme}://***@{rest.split('@', 1)[1]}"
+        return uri
+
+    def __repr__(self) -> str:
+        return f"Storage({self.protocol}://{self.root})"
+
+    def path(self, rel: str) -> str:
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    def _fault(self, step: str, rel: str) -> None:
+        if self.fault_hook is not None:
+            self.fault_hook(step, rel)
+
+    # --- reads ------------------------------------------------------------------------
+    def read(self, rel: str) -> bytes:
+        return self.fs.cat_file(self.path(rel))
+
+    def exists(self, rel: str) -> bool:
+        return self.fs.exists(self.path(rel))
+
+    def size(self, rel: str) -> int:
+        return int(self.fs.size(self.path(rel)))
+
+    def list(self, rel_dir: str) -> list[str]:
+        """Names (not paths) directly below rel_dir; empty if it does not exist."""
+        try:
+            entries = self.fs.ls(self.path(rel_dir), detail=False, refresh=True) \
+                if not self.is_local else self.fs.ls(self.path(rel_dir), detail=False)
+        except FileNotFoundError:
+            return []
+        return [posixpath.basename(e.rstrip("/")) for e in entries]
+
+    def arrow_filesystem(self) -> Any:
+        """The filesystem for pyarrow readers (pyarrow maps fsspec's local fs to its native one)."""
+        return self.fs
+
+    # --- writes -----------------------------------------------------------------------
+    def write(self, rel: str, data: bytes | pa.Buffer) -> int:
+        """Write an immutable file under a fresh unique name. Returns its size."""
+        self._fault("write", rel)
+        p = self.path(rel)
+        if self.is_local:
+            os.makedirs(posixpath.dirname(p), exist_ok=True)
+        self.fs.pipe_file(p, bytes(data) if isinstance(data, pa.Buffer) else data)
+        return len(data) if not isinstance(data, pa.Buffer) else data.size
+
+    def put_if_absent(self, rel: str, data: bytes) -> bool:
+        """Create rel atomically with data, only if it does not exist. False if it did."""
+        self._fault("commit", rel)
+        p = self.path(rel)
+        if self.is_local:
+            d = posixpath.dirname(p)
+            os.makedirs(d, exist_ok=True)
+            tmp = posixpath.join(d, f".tmp-{uuid.uuid4().hex}")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                self._fault("commit-link", rel)
+                os.link(tmp, p)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+        try:
+            if self.protocol in ("s3", "s3a"):
+                self.fs.pipe_file(p, data, mode="create")
+            else:
+                with self.fs.open(p, "xb") as f:
+                    f.write(data)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as e:
+            # s3 answers 412 Precondition Failed when the key exists.
+            if "412" in str(e) or "PreconditionFailed" in str(e):
+                return False
+            raise
+
+    def delete(self, rel: str) -> None:
+        try:
+            self.fs.rm_file(self.path(rel))
+        except FileNotFoundError:
+            pass
+
+    def delete_quietly(self, rels: list[str]) -> None:
+        """Best-effort removal of files no commit references (a failed write's own files)."""
+        for r in rels:
+            try:
+                self.delete(r)
+            except (OSError, TableFormatError):
+                pass

@@ -1,0 +1,285 @@
+"""The public Table handle: create, open, insert, scan, snapshots and history.
+
+A Table caches the latest state it has read and refreshes it from the log
+before each operation. Writes are optimistic: plan against a snapshot, write
+files, then race for the next log version, rebasing onto any winner.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import posixpath
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .batch import prepare
+from .errors import CommitConflictError, InvalidOptionError, SchemaError, TableExistsError, VersionNotFoundError
+from .metadata import FORMAT_VERSION, CommitInfo, RowSetMeta, TableState, apply_commit, validate_properties
+from .partition import PartitionSchema, resolve
+from .scan import Scanner
+from .schema import Schema, validate_identifier
+from .storage import Storage
+from .txlog import TransactionLog
+from .writer import duplicate_error, plan_insert, rebase_conflicts, write_plan
+
+MAX_COMMIT_ATTEMPTS = 200
+
+
+class Timestamp(int):
+    """An MVCC timestamp in microseconds since the epoch (UTC).
+
+    Passing one as `as_of` means "as of this time"; a plain int means a version.
+    """
+
+    def to_datetime(self) -> _dt.datetime:
+        return _dt.datetime.fromtimestamp(self / 1e6, tz=_dt.timezone.utc)
+
+    def __repr__(self) -> str:
+        return f"Timestamp({int(self)})"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one committed write did."""
+
+    version: int
+    timestamp: Timestamp
+    operation: str
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    ignored: int = 0
+    rowsets_added: int = 0
+    bytes_written: int = 0
+
+
+class Snapshot:
+    """The table as of one version. Every scan of it sees the same state."""
+
+    def __init__(self, storage: Storage, state: TableState):
+        self.storage = storage
+        self.state = state
+
+    @property
+    def version(self) -> int:
+        return self.state.version
+
+    @property
+    def timestamp(self) -> Timestamp:
+        return Timestamp(self.state.timestamp)
+
+    @property
+    def schema(self) -> Schema:
+        return self.state.schema
+
+    def scan(self, columns: Sequence[str] | None = None, filter: Any = None, ordered: bool = False) -> Scanner:
+        return Scanner(self.storage, self.state, columns, filter, ordered)
+
+    def __repr__(self) -> str:
+        return f"Snapshot(version={self.version}, rowsets={len(self.state.rowsets)})"
+
+
+def _to_micros(t: Any) -> int:
+    if isinstance(t, Timestamp):
+        return int(t)
+    if isinstance(t, str):
+        try:
+            t = _dt.datetime.fromisoformat(t)
+        except ValueError:
+            raise InvalidOptionError(f"as_of {t!r} is not an ISO date-time") from None
+    if isinstance(t, _dt.datetime):
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=_dt.timezone.utc)
+        return int(t.timestamp() * 1_000_000) if t.microsecond == 0 else \
+            int(t.replace(microsecond=0).timestamp()) * 1_000_000 + t.microsecond
+    raise InvalidOptionError(f"as_of must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
+                             f"got {type(t).__name__}")
+
+
+class Table:
+    """A handle on one table. Cheap to create; safe to share across threads for reads."""
+
+    def __init__(self, storage: Storage, state: TableState, history: list[CommitInfo]):
+        self._storage = storage
+        self._log = TransactionLog(storage)
+        self._state = state
+        self._history = history
+        self._states: OrderedDict[int, tuple[TableState, list[CommitInfo]]] = OrderedDict()
+
+    # --- state ------------------------------------------------------------------------
+    def refresh(self) -> TableState:
+        listing = self._log.listing()
+        if listing.latest != self._state.version:
+            self._state, self._history = self._log.load(None, (self._state, self._history), listing)
+        return self._state
+
+    @property
+    def uri(self) -> str:
+        return self._storage.uri
+
+    @property
+    def name(self) -> str:
+        return self._state.name
+
+    @property
+    def schema(self) -> Schema:
+        return self.refresh().schema
+
+    @property
+    def version(self) -> int:
+        return self.refresh().version
+
+    @property
+    def properties(self) -> dict:
+        return dict(self._state.properties)
+
+    @property
+    def state(self) -> TableState:
+        return self.refresh()
+
+    def history(self) -> list[CommitInfo]:
+        self.refresh()
+        return list(self._history)
+
+    def _resolve_version(self, as_of: Any) -> int:
+        latest = self.refresh()
+        if isinstance(as_of, bool):
+            raise InvalidOptionError("as_of must be a version, a timestamp or a datetime, not a bool")
+        if isinstance(as_of, int) and not isinstance(as_of, Timestamp):
+            if as_of < 0 or as_of > latest.version:
+                raise VersionNotFoundError(f"version {as_of} does not exist; versions are 0..{latest.version}")
+            return as_of
+        ts = _to_micros(as_of)
+        candidates = [h.version for h in self._history if h.timestamp <= ts]
+        if not candidates:
+            raise VersionNotFoundError(f"timestamp {ts} is before the table was created "
+                                       f"({self._history[0].timestamp})")
+        return candidates[-1]
+
+    def snapshot(self, as_of: Any = None) -> Snapshot:
+        """A fixed view of the table: latest, or as of a version / Timestamp / datetime."""
+        if as_of is None:
+            return Snapshot(self._storage, self.refresh())
+        v = self._resolve_version(as_of)
+        if v == self._state.version:
+            return Snapshot(self._storage, self._state)
+        if v not in self._states:
+            self._states[v] = self._log.load(v)
+            while len(self._states) > 16:
+                self._states.popitem(last=False)
+        return Snapshot(self._storage, self._states[v][0])
+
+    # --- reads ------------------------------------------------------------------------
+    def scan(self, columns: Sequence[str] | None = None, filter: Any = None, as_of: Any = None,
+             ordered: bool = False) -> Scanner:
+        return self.snapshot(as_of).scan(columns, filter, ordered)
+
+    def to_arrow(self, as_of: Any = None):
+        return self.scan(as_of=as_of).to_arrow()
+
+    # --- writes -----------------------------------------------------------------------
+    def insert(self, data: Any) -> WriteResult:
+        """Insert rows; any key that exists (or repeats in the batch) raises DuplicateKeyError."""
+        return self._insert(data, ignore=False)
+
+    def insert_ignore(self, data: Any) -> WriteResult:
+        """Insert rows, skipping keys that exist or repeat; `ignored` counts them."""
+        return self._insert(data, ignore=True)
+
+    def _insert(self, data: Any, ignore: bool) -> WriteResult:
+        op = "INSERT_IGNORE" if ignore else "INSERT"
+        for _attempt in range(MAX_COMMIT_ATTEMPTS):
+            state = self.refresh()
+            batch = prepare(state.schema, data)
+            plan = plan_insert(self._storage, state, batch, ignore)
+            if not plan.batches:
+                return WriteResult(state.version, Timestamp(state.timestamp), op, 0, ignored=plan.ignored)
+            written: list[str] = []
+            try:
+                rowsets = write_plan(self._storage, state, plan, written)
+                actions = [{"add_rowset": r.to_json()} for r in rowsets]
+                counts = {"inserted": plan.rows, "ignored": plan.ignored}
+
+                def rebase(new_commits: list[dict]) -> None:
+                    actions_seen = [a for c in new_commits for a in c["actions"]]
+                    if any("add_rowset" not in a and "remove_rowset" not in a for a in actions_seen):
+                        raise CommitConflictError("the table definition changed during the insert; retry it")
+                    added = [RowSetMeta.from_json(a["add_rowset"]) for a in actions_seen if "add_rowset" in a]
+                    rows = rebase_conflicts(self._storage, state, batch, plan, added)
+                    if len(rows):
+                        if ignore:
+                            raise _Restart()
+                        raise duplicate_error(state, batch, rows, "were inserted concurrently")
+
+                commit = self._commit(state, op, actions, counts, rebase)
+            except _Restart:
+                self._storage.delete_quietly(written)
+                continue
+            except BaseException:
+                self._storage.delete_quietly(written)
+                raise
+            return WriteResult(commit["version"], Timestamp(commit["timestamp"]), op, plan.rows,
+                               ignored=plan.ignored, rowsets_added=len(rowsets),
+                               bytes_written=sum(r.size_bytes for r in rowsets))
+        raise CommitConflictError(f"insert_ignore restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
+
+    def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase) -> dict:
+        """Race for the next version; on losing, rebase onto the winners and try again."""
+        read_version = state.version
+        base = state
+        for _ in range(MAX_COMMIT_ATTEMPTS):
+            commit = self._log.try_commit(base, operation, actions, counts, read_version)
+            if commit is not None:
+                new_state = apply_commit(base, commit)
+                if base is self._state or base.version == self._state.version:
+                    self._history = self._history + [CommitInfo(commit["version"], commit["timestamp"],
+                                                                operation, counts, read_version)]
+                    self._state = new_state
+                    if new_state.version % new_state.properties["checkpoint_interval"] == 0:
+                        self._log.write_checkpoint(new_state, self._history)
+                return commit
+            listing = self._log.listing()
+            new_commits = self._log.read_commits(range(base.version + 1, listing.latest + 1))
+            rebase(new_commits)
+            self.refresh()
+            base = self._state
+        raise CommitConflictError(f"{operation} lost {MAX_COMMIT_ATTEMPTS} commit races in a row; retry later")
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {self._storage!r}, version={self._state.version})"
+
+
+class _Restart(Exception):
+    """insert_ignore found new duplicates while rebasing: redo the plan on the new state."""
+
+
+def create_table(uri: str, schema: Schema, partitioning: PartitionSchema | None = None,
+                 properties: dict | None = None, storage_options: dict | None = None,
+                 name: str | None = None) -> Table:
+    """Create a table at `uri`; raises TableExistsError if one is there."""
+    storage = Storage(uri, storage_options)
+    log = TransactionLog(storage)
+    if not isinstance(schema, Schema):
+        raise SchemaError(f"schema must be a tf.Schema, got {type(schema).__name__}")
+    if log.listing().commits:
+        raise TableExistsError(f"a table already exists at {storage!r}")
+    if name is None:
+        name = posixpath.basename(storage.root.rstrip("/")) or "table"
+    name = validate_identifier(name, "table")
+    part = resolve(partitioning, schema)
+    props = validate_properties(properties)
+    meta = {"format_version": FORMAT_VERSION, "table_id": uuid.uuid4().hex, "name": name,
+            "schema": schema.to_json(), "partitioning": part.to_json(schema), "properties": props}
+    commit = log.try_commit(None, "CREATE TABLE", [{"metadata": meta}], {}, None)
+    if commit is None:
+        raise TableExistsError(f"a table was created concurrently at {storage!r}")
+    state = apply_commit(None, commit)
+    return Table(storage, state, [CommitInfo(0, commit["timestamp"], "CREATE TABLE", {}, None)])
+
+
+def open_table(uri: str, storage_options: dict | None = None) -> Table:
+    """Open an existing table; raises TableNotFoundError if there is none."""
+    storage = Storage(uri, storage_options)
+    state, history = TransactionLog(storage).load()
+    return Table(storage, state, history)

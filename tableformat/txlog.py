@@ -1,0 +1,177 @@
+"""The transaction log: ordered commit files plus periodic checkpoints.
+
+Version v is the file `_log/<v:020d>.json`, created with put-if-absent: whoever
+creates it first owns v. Its MVCC timestamp is chosen at commit time
+(max(now_us, previous + 1)), so a retried commit never rewrites data files.
+A checkpoint `_log/<v:020d>.checkpoint.json` holds the full state at v and the
+history summary, so opening reads one checkpoint plus the commits after it.
+See `specs/format.md`, section "Transaction log".
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+import zlib
+from dataclasses import dataclass
+from typing import Iterable
+
+from .errors import (CorruptFileError, TableNotFoundError, UnsupportedFormatVersionError,
+                     VersionNotFoundError)
+from .metadata import FORMAT_VERSION, CommitInfo, TableState, apply_commit
+from .storage import Storage
+
+LOG_DIR = "_log"
+_COMMIT_SUFFIX = ".json"
+_CHECKPOINT_SUFFIX = ".checkpoint.json"
+
+
+def commit_path(version: int) -> str:
+    return f"{LOG_DIR}/{version:020d}{_COMMIT_SUFFIX}"
+
+
+def checkpoint_path(version: int) -> str:
+    return f"{LOG_DIR}/{version:020d}{_CHECKPOINT_SUFFIX}"
+
+
+def now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+def _check_format(d: dict, path: str) -> None:
+    fv = d.get("format_version")
+    if not isinstance(fv, int):
+        raise CorruptFileError(f"{path}: no format_version")
+    if fv > FORMAT_VERSION:
+        raise UnsupportedFormatVersionError(
+            f"{path} was written with format version {fv}; this reader supports up to {FORMAT_VERSION}. "
+            "Upgrade tableformat to read this table")
+
+
+@dataclass(frozen=True)
+class Listing:
+    commits: tuple[int, ...]
+    checkpoints: tuple[int, ...]
+
+    @property
+    def latest(self) -> int:
+        return self.commits[-1] if self.commits else -1
+
+
+class TransactionLog:
+    """Reads and appends the log of one table."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.reads = 0  # log files read, for tests of the open cost
+
+    # --- reading ----------------------------------------------------------------------
+    def listing(self) -> Listing:
+        commits, checkpoints = [], []
+        for name in self.storage.list(LOG_DIR):
+            if name.endswith(_CHECKPOINT_SUFFIX):
+                stem = name[: -len(_CHECKPOINT_SUFFIX)]
+                if stem.isdigit():
+                    checkpoints.append(int(stem))
+            elif name.endswith(_COMMIT_SUFFIX):
+                stem = name[: -len(_COMMIT_SUFFIX)]
+                if stem.isdigit():
+                    commits.append(int(stem))
+        return Listing(tuple(sorted(commits)), tuple(sorted(checkpoints)))
+
+    def read_commit(self, version: int) -> dict:
+        path = commit_path(version)
+        try:
+            raw = self.storage.read(path)
+        except FileNotFoundError:
+            raise VersionNotFoundError(f"commit {path} does not exist") from None
+        self.reads += 1
+        try:
+            d = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CorruptFileError(f"commit file {path} is corrupt or truncated: {e}") from None
+        _check_format(d, path)
+        if d.get("version") != version:
+            raise CorruptFileError(f"commit file {path} says version {d.get('version')}")
+        body = d.get("checksum")
+        if body is not None:
+            expect = zlib.crc32(json.dumps(d["actions"], sort_keys=True, separators=(",", ":")).encode())
+            if expect != body:
+                raise CorruptFileError(f"commit file {path} fails its checksum")
+        return d
+
+    def _read_checkpoint(self, version: int) -> tuple[TableState, list[CommitInfo]] | None:
+        path = checkpoint_path(version)
+        try:
+            raw = self.storage.read(path)
+            self.reads += 1
+            d = json.loads(raw)
+            payload = json.dumps(d["state"], sort_keys=True, separators=(",", ":")).encode()
+            if zlib.crc32(payload) != d["checksum"]:
+                return None
+        except (FileNotFoundError, ValueError, KeyError, UnicodeDecodeError):
+            return None  # a checkpoint is derived data: fall back to an older one
+        _check_format(d, path)
+        return TableState.from_json(d["state"]), [CommitInfo.from_json(x) for x in d["history"]]
+
+    def load(self, version: int | None = None, base: tuple[TableState, list[CommitInfo]] | None = None,
+             listing: Listing | None = None) -> tuple[TableState, list[CommitInfo]]:
+        """State at `version` (latest if None) and the history up to it.
+
+        `base` is an already-loaded state to continue from when it is not newer.
+        """
+        listing = listing or self.listing()
+        if not listing.commits:
+            raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+        target = listing.latest if version is None else version
+        if target < 0 or target > listing.latest:
+            raise VersionNotFoundError(f"version {target} does not exist; the latest is {listing.latest}")
+        state, history = None, []
+        if base is not None and base[0].version <= target:
+            state, history = base[0], list(base[1])
+        for cp in reversed(listing.checkpoints):
+            if cp <= target and (state is None or cp > state.version):
+                loaded = self._read_checkpoint(cp)
+                if loaded is not None:
+                    state, history = loaded
+                    break
+        start = 0 if state is None else state.version + 1
+        for v in range(start, target + 1):
+            d = self.read_commit(v)
+            state = apply_commit(state, d, commit_path(v))
+            history.append(CommitInfo(v, d["timestamp"], d["operation"], d.get("counts", {}),
+                                      d.get("read_version")))
+        return state, history
+
+    def read_commits(self, versions: Iterable[int]) -> list[dict]:
+        return [self.read_commit(v) for v in versions]
+
+    # --- writing ----------------------------------------------------------------------
+    def try_commit(self, prev: TableState | None, operation: str, actions: list[dict],
+                   counts: dict, read_version: int | None) -> dict | None:
+        """Try to create version prev.version + 1. Returns the commit, or None if it was taken."""
+        version = 0 if prev is None else prev.version + 1
+        ts = now_micros()
+        if prev is not None and ts <= prev.timestamp:
+            ts = prev.timestamp + 1
+        commit = {
+            "format_version": FORMAT_VERSION, "version": version, "timestamp": ts,
+            "operation": operation, "read_version": read_version, "txn_id": uuid.uuid4().hex,
+            "counts": counts, "actions": actions,
+            "checksum": zlib.crc32(json.dumps(actions, sort_keys=True, separators=(",", ":")).encode()),
+        }
+        data = json.dumps(commit, separators=(",", ":")).encode()
+        if not self.storage.put_if_absent(commit_path(version), data):
+            return None
+        return commit
+
+    def write_checkpoint(self, state: TableState, history: list[CommitInfo]) -> None:
+        """Best effort: a missing or broken checkpoint only costs replay time."""
+        st = state.to_json()
+        payload = json.dumps(st, sort_keys=True, separators=(",", ":")).encode()
+        d = {"format_version": FORMAT_VERSION, "version": state.version, "checksum": zlib.crc32(payload),
+             "state": st, "history": [h.to_json() for h in history]}
+        try:
+            self.storage.put_if_absent(checkpoint_path(state.version), json.dumps(d).encode())
+        except OSError:
+            pass

@@ -1,0 +1,153 @@
+"""The insert path: validate, assign tablets, sort by key, enforce the primary key, write rowsets.
+
+Keys are checked against the snapshot's rowsets (interval, bloom, PK index) and,
+when the commit races another, against the rowsets the winners added: that is
+the rebase that makes concurrent inserts of one key fail exactly once.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .diskrowset import write_rowset
+from .errors import CellTooLargeError, DuplicateKeyError
+from .keyencoder import encode_keys
+from .keyprobe import probe
+from .metadata import RowSetMeta, TableState
+from .storage import Storage
+from .types import MAX_ENCODED_KEY_BYTES
+
+_WORKERS = 2
+
+
+@dataclass
+class TabletBatch:
+    """Rows of one insert bound for one tablet, sorted by encoded key."""
+
+    tablet: str
+    data: pa.Table
+    keys: pa.Array
+
+
+@dataclass
+class InsertPlan:
+    batches: list[TabletBatch]
+    ignored: int = 0
+    rowsets: list[RowSetMeta] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(b.data.num_rows for b in self.batches)
+
+
+def encoded_keys(state: TableState, batch: pa.Table) -> pa.Array:
+    kcols = state.schema.key_columns
+    keys = encode_keys([batch.column(c.name) for c in kcols], [c.type for c in kcols])
+    if len(keys):
+        longest = pc.max(pc.binary_length(keys)).as_py()
+        if longest > MAX_ENCODED_KEY_BYTES:
+            raise CellTooLargeError(f"an encoded primary key is {longest} bytes; the limit is "
+                                    f"{MAX_ENCODED_KEY_BYTES} bytes (16 KiB)")
+    return keys
+
+
+def describe_keys(state: TableState, batch: pa.Table, rows: np.ndarray, limit: int = 3) -> str:
+    """The first few keys of `rows` as tuples, for error messages."""
+    pk = list(state.schema.primary_key)
+    sub = batch.select(pk).take(pa.array(rows[:limit], pa.int64())).to_pylist()
+    shown = [tuple(r[k] for k in pk) if len(pk) > 1 else r[pk[0]] for r in sub]
+    return ", ".join(map(repr, shown))
+
+
+def duplicate_error(state: TableState, batch: pa.Table, rows: np.ndarray, where: str) -> DuplicateKeyError:
+    first = describe_keys(state, batch, rows)
+    return DuplicateKeyError(
+        f"{len(rows)} key(s) {where} in table {state.name!r} (first: {first}); use insert_ignore or upsert",
+        len(rows), tuple(first))
+
+
+def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bool) -> InsertPlan:
+    """Split by tablet, sort, drop or reject keys duplicated in the batch or present in the table."""
+    keys = encoded_keys(state, batch)
+    ordinal, tablet_ids = state.partitioning.assign(state.schema, batch)
+    by_tablet = np.argsort(ordinal, kind="stable")
+    cuts = np.flatnonzero(np.diff(ordinal[by_tablet])) + 1
+    groups = [g for g in np.split(by_tablet, cuts) if len(g)]
+
+    def sort_group(rows: np.ndarray):
+        # Stable sort by key keeps batch order among equal keys: the first one wins.
+        order = pc.array_sort_indices(keys.take(pa.array(rows)))
+        rows = rows[order.to_numpy()]
+        k = keys.take(pa.array(rows))
+        dup = np.zeros(len(rows), dtype=bool)
+        if len(rows) > 1:
+            dup[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
+        return rows, k, dup
+
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        sorted_groups = list(pool.map(sort_group, groups))
+
+    batches, ignored = [], 0
+    dup_rows = [rows[dup] for rows, _, dup in sorted_groups if dup.any()]
+    if dup_rows and not ignore:
+        raise duplicate_error(state, batch, np.concatenate(dup_rows), "appear more than once in the batch")
+
+    def check_existing(item):
+        rows, k, dup = item
+        if dup.any():
+            rows, k = rows[~dup], k.filter(pa.array(~dup))
+        tablet = tablet_ids[int(ordinal[rows[0]])]
+        which, _ = probe(storage, state.rowsets_in(tablet), k)
+        return tablet, rows, k, which >= 0, int(dup.sum())
+
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        checked = list(pool.map(check_existing, sorted_groups))
+    exists = [rows[ex] for _, rows, _, ex, _ in checked if ex.any()]
+    if exists and not ignore:
+        raise duplicate_error(state, batch, np.concatenate(exists), "already exist")
+    for tablet, rows, k, ex, ndup in checked:
+        ignored += ndup + int(ex.sum())
+        if ex.any():
+            rows, k = rows[~ex], k.filter(pa.array(~ex))
+        if len(rows):
+            batches.append(TabletBatch(tablet, batch.take(pa.array(rows)), k))
+    return InsertPlan(batches, ignored)
+
+
+def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str]) -> list[RowSetMeta]:
+    """Write each tablet's rows as rowsets, rolling at the target size."""
+    target = state.properties["rowset_target_bytes"]
+    jobs = []
+    for b in plan.batches:
+        n = b.data.num_rows
+        pieces = max(1, -(-b.data.nbytes // target))
+        step = -(-n // pieces)
+        for start in range(0, n, step):
+            jobs.append((b.tablet, b.data.slice(start, step), b.keys.slice(start, step)))
+
+    def write(job):
+        tablet, data, keys = job
+        return write_rowset(storage, state.schema, tablet, data, keys, dict(state.properties), written)
+
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        return list(pool.map(write, jobs))
+
+
+def rebase_conflicts(storage: Storage, state: TableState, batch: pa.Table, plan: InsertPlan,
+                     added: list[RowSetMeta]) -> np.ndarray:
+    """Batch rows whose keys exist in rowsets committed after the plan's snapshot."""
+    hits = []
+    for b in plan.batches:
+        rowsets = [r for r in added if r.tablet == b.tablet]
+        if rowsets:
+            which, _ = probe(storage, rowsets, b.keys)
+            if (which >= 0).any():
+                hits.append(b.keys.filter(pa.array(which >= 0)))
+    if not hits:
+        return np.zeros(0, dtype=np.int64)
+    mask = pc.is_in(encoded_keys(state, batch), value_set=pa.concat_arrays(hits))
+    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
