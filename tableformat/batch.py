@@ -69,7 +69,7 @@ def _compatible(src: pa.DataType, col: Column) -> bool:
 def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bool = True) -> pa.Array:
     """Cast one input column to the column's type, applying Kudu's value rules."""
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
     if pat.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     target = col.arrow_type
@@ -93,10 +93,12 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
         if not pc.all(fits).as_py():
             raise DecimalOutOfRangeError(f"column {col.name!r}: a value needs more than {col.type.precision} "
                                          f"digits ({col.type.name})")
-    if col.type.kind == "varchar":
-        arr = pc.utf8_slice_codeunits(arr, 0, col.type.length)
     if col.type.is_variable_width and len(arr):
         longest = pc.max(pc.binary_length(arr)).as_py() or 0
+        if col.type.kind == "varchar" and longest > col.type.length:
+            # Kudu truncates varchar values to n characters; bytes <= n means nothing to cut.
+            arr = pc.utf8_slice_codeunits(arr, 0, col.type.length)
+            longest = pc.max(pc.binary_length(arr)).as_py() or 0
         if longest > MAX_CELL_BYTES:
             raise CellTooLargeError(f"column {col.name!r}: a cell is {longest} bytes; the limit is "
                                     f"{MAX_CELL_BYTES} bytes (64 KiB)")

@@ -29,45 +29,89 @@ def _binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, starts, lens
 
 
+def _gather_words(padded: np.ndarray, pos: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The little-endian uint64 starting at each byte position, without a per-byte index array."""
+    rem = pos & 7
+    if not rem.any():
+        np.take(padded[: 8 * (len(padded) // 8)].view("<u8"), pos >> 3, out=out)
+        return out
+    for o in range(8):
+        sel = np.flatnonzero(rem == o)
+        if len(sel):
+            view = padded[o: o + 8 * ((len(padded) - o) // 8)].view("<u8")
+            out[sel] = view[(pos[sel] - o) >> 3]
+    return out
+
+
+def _mix_into(h: np.ndarray, k: np.ndarray, tmp: np.ndarray) -> None:
+    """h = (h ^ mix(k)) * m, in place: this machine pays heavily for fresh temporaries."""
+    np.multiply(k, M, out=k)
+    np.right_shift(k, R, out=tmp)
+    np.bitwise_xor(k, tmp, out=k)
+    np.multiply(k, M, out=k)
+    np.bitwise_xor(h, k, out=h)
+    np.multiply(h, M, out=h)
+
+
+_CHUNK = 1 << 16
+
+
 def murmur2_64(arr: pa.Array, seed: int = 0) -> np.ndarray:
-    """Hash every value of a binary array; returns uint64 per value."""
+    """Hash every value of a binary array; returns uint64 per value.
+
+    Works in chunks so temporaries stay small and are reused rather than faulted in.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if len(arr) <= _CHUNK:
+        return _murmur2_64(arr, seed)
+    out = np.empty(len(arr), dtype=np.uint64)
+    for start in range(0, len(arr), _CHUNK):
+        out[start:start + _CHUNK] = _murmur2_64(arr.slice(start, _CHUNK), seed)
+    return out
+
+
+def _murmur2_64(arr: pa.Array, seed: int) -> np.ndarray:
     data, starts, lens = _binary_buffers(arr)
     n = len(lens)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
-    h = np.uint64(seed) ^ (lens.astype(np.uint64) * M)
+    first, last = int(starts[0]), int(starts[-1] + lens[-1])
+    padded = np.zeros(last - first + 16, dtype=np.uint8)
+    padded[: last - first] = data[first:last]
+    starts = starts - first
+    h = lens.astype(np.uint64)
+    np.multiply(h, M, out=h)
+    np.bitwise_xor(h, np.uint64(seed), out=h)
     nwords = lens >> 3
-    # Process rows with the most words first, so each word step is a prefix slice.
-    order = np.argsort(-nwords, kind="stable")
-    words_sorted = nwords[order]
-    starts_sorted = starts[order]
-    hs = h[order]
-    max_words = int(words_sorted[0]) if n else 0
-    # counts[j] = number of rows having more than j words
-    counts = np.searchsorted(-words_sorted, -np.arange(max_words), side="left")
+    max_words = int(nwords.max())
+    k = np.empty(n, dtype=np.uint64)
+    tmp = np.empty(n, dtype=np.uint64)
     for j in range(max_words):
-        c = int(counts[j])
-        pos = starts_sorted[:c, None] + (8 * j + _BYTE_SHIFTS)
-        k = np.ascontiguousarray(data[pos]).view("<u8").ravel().astype(np.uint64)
-        k *= M
-        k ^= k >> R
-        k *= M
-        hv = hs[:c]
-        hv ^= k
-        hv *= M
-        hs[:c] = hv
-    h[order] = hs
-    tail = lens & 7
-    tail_start = starts + (nwords << 3)
-    for b in range(6, -1, -1):
-        rows = np.nonzero(tail > b)[0]
-        if len(rows):
-            h[rows] ^= data[tail_start[rows] + b].astype(np.uint64) << np.uint64(8 * b)
-    rows = np.nonzero(tail > 0)[0]
-    h[rows] *= M
-    h ^= h >> R
-    h *= M
-    h ^= h >> R
+        if int(nwords.min()) > j:
+            _mix_into(h, _gather_words(padded, starts + 8 * j, k), tmp)
+        else:
+            rows = np.flatnonzero(nwords > j)
+            m = len(rows)
+            hs = h[rows]
+            _mix_into(hs, _gather_words(padded, starts[rows] + 8 * j, k[:m]), tmp[:m])
+            h[rows] = hs
+    tail = (lens & 7).astype(np.uint64)
+    if tail.any():
+        # The tail bytes XORed in at shifts 0..48 are exactly their masked little-endian word.
+        word = _gather_words(padded, starts + (nwords << 3), k)
+        np.multiply(tail, np.uint64(8), out=tail)
+        mask = np.left_shift(np.uint64(1), tail, out=tmp)
+        np.subtract(mask, np.uint64(1), out=mask)
+        np.bitwise_and(word, mask, out=word)
+        has_tail = tail > 0
+        np.bitwise_xor(h, word, out=h)
+        np.multiply(h, M, out=h, where=has_tail)
+    np.right_shift(h, R, out=tmp)
+    np.bitwise_xor(h, tmp, out=h)
+    np.multiply(h, M, out=h)
+    np.right_shift(h, R, out=tmp)
+    np.bitwise_xor(h, tmp, out=h)
     return h
 
 

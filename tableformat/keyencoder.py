@@ -35,6 +35,14 @@ def _fixed_matrix(arr: pa.Array, ctype: ColumnType) -> np.ndarray:
     return flipped.astype(f">u{w}").view(np.uint8).reshape(n, w)
 
 
+def _has_nul(b: pa.Array) -> bool:
+    offsets = np.frombuffer(b.buffers()[1], dtype=np.int32, count=b.offset + len(b) + 1)[b.offset:]
+    data = b.buffers()[2]
+    if data is None or offsets[-1] == offsets[0]:
+        return False
+    return int(np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]].min()) == 0
+
+
 def _matrix_to_binary(m: np.ndarray) -> pa.Array:
     n, w = m.shape
     fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(np.ascontiguousarray(m))])
@@ -47,7 +55,8 @@ def encode_keys(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], termi
     `terminal` says whether the last column given is the last column of the full
     key (raw string bytes) or a prefix of it (escaped and terminated).
     """
-    columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    columns = [(c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()) if isinstance(c, pa.ChunkedArray) else c
+               for c in columns]
     n = len(columns[0]) if columns else 0
     parts: list[pa.Array] = []
     pending: list[np.ndarray] = []
@@ -62,10 +71,13 @@ def encode_keys(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], termi
         if ctype.is_variable_width:
             flush()
             b = arr.cast(pa.binary())
-            if not last:
-                b = pc.binary_join_element_wise(pc.replace_substring(b, b"\x00", b"\x00\x01"),
-                                                pa.scalar(b"\x00\x00", pa.binary()), b"")
+            if last:
+                parts.append(b)
+                continue
+            if _has_nul(b):
+                b = pc.replace_substring(b, b"\x00", b"\x00\x01")
             parts.append(b)
+            pending.append(np.zeros((n, 2), dtype=np.uint8))  # the 00 00 terminator
         else:
             pending.append(_fixed_matrix(arr, ctype))
     flush()

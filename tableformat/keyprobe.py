@@ -115,6 +115,8 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array) -> tu
 
 def seek(storage: Storage, rowset: RowSetMeta, lower: bytes | None, upper: bytes | None) -> tuple[int, int]:
     """Rowid range [start, stop) of keys in [lower, upper), by seeking the PK index."""
+    blocks: dict[int, pa.Array] = {}
+
     def position(key: bytes | None, default: int) -> int:
         if key is None:
             return default
@@ -124,7 +126,9 @@ def seek(storage: Storage, rowset: RowSetMeta, lower: bytes | None, upper: bytes
             return rowset.num_rows
         _, firsts, block = _first_keys(storage, rowset)
         b = max(0, bisect.bisect_left(firsts, key) - 1)
-        keys = read_pk_blocks(storage, rowset, [b])
+        if b not in blocks:
+            blocks[b] = read_pk_blocks(storage, rowset, [b])
+        keys = blocks[b]
         lo, hi = 0, len(keys)
         while lo < hi:  # binary search within one block: O(log block) per bound
             mid = (lo + hi) // 2

@@ -27,16 +27,23 @@ class Predicate:
     op: str
     value: Any = None   # a Python value of the column's type, a tuple for "in"
 
-    def expression(self) -> pc.Expression:
-        f = pc.field(self.column)
+    arrow_type: pa.DataType | None = None
+
+    def mask(self, table: pa.Table) -> pa.Array:
+        """Boolean mask of matching rows (NULL counts as no match, as in SQL)."""
+        col = table.column(self.column)
         if self.op == "is null":
-            return f.is_null()
+            return pc.is_null(col)
         if self.op == "is not null":
-            return f.is_valid()
+            return pc.is_valid(col)
         if self.op == "in":
-            return f.isin(list(self.value))
-        v = self.value
-        return {"=": f == v, "!=": f != v, "<": f < v, "<=": f <= v, ">": f > v, ">=": f >= v}[self.op]
+            return pc.is_in(col, value_set=pa.array(list(self.value), self.arrow_type))
+        v = pa.scalar(self.value, self.arrow_type)
+        return _COMPARE[self.op](col, v)
+
+
+_COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
+            ">=": pc.greater_equal}
 
 
 def parse_filter(schema: Schema, flt: Any) -> list[Predicate]:
@@ -61,7 +68,7 @@ def parse_filter(schema: Schema, flt: Any) -> list[Predicate]:
         op = _OPS[key]
         col = schema.column(name)
         if op in ("is null", "is not null"):
-            out.append(Predicate(name, op))
+            out.append(Predicate(name, op, None, col.arrow_type))
             continue
         if len(p) != 3:
             raise InvalidFilterError(f"filter term {p!r} needs a value")
@@ -70,22 +77,26 @@ def parse_filter(schema: Schema, flt: Any) -> list[Predicate]:
                 if isinstance(p[2], (str, bytes)) or not hasattr(p[2], "__iter__"):
                     raise InvalidFilterError(f"'in' needs a list of values, got {p[2]!r}")
                 vals = tuple(coerce_scalar(col.type, v, f"filter on {name!r}").as_py() for v in p[2])
-                out.append(Predicate(name, op, tuple(v for v in vals if v is not None)))
+                out.append(Predicate(name, op, tuple(v for v in vals if v is not None), col.arrow_type))
             else:
                 if p[2] is None:
                     raise InvalidFilterError(f"compare with None is never true; use (\"{name}\", \"is null\")")
-                out.append(Predicate(name, op, coerce_scalar(col.type, p[2], f"filter on {name!r}").as_py()))
+                v = coerce_scalar(col.type, p[2], f"filter on {name!r}").as_py()
+                out.append(Predicate(name, op, v, col.arrow_type))
         except SchemaError as e:
             raise InvalidFilterError(str(e)) from None
     return out
 
 
-def to_expression(preds: Sequence[Predicate]) -> pc.Expression | None:
-    expr = None
+def filter_table(table: pa.Table, preds: Sequence[Predicate]) -> pa.Table:
+    """Rows of `table` matching every predicate, by whole-column compute."""
+    if not preds or table.num_rows == 0:
+        return table
+    mask = None
     for p in preds:
-        e = p.expression()
-        expr = e if expr is None else (expr & e)
-    return expr
+        m = p.mask(table)
+        mask = m if mask is None else pc.and_kleene(mask, m)
+    return table.filter(mask, null_selection_behavior="drop")
 
 
 @dataclass

@@ -19,8 +19,8 @@ from .diskrowset import read_base_columns
 from .errors import InvalidFilterError
 from .keyprobe import seek
 from .metadata import RowSetMeta, TableState
-from .predicate import Predicate, column_bounds, hash_values, key_range, parse_filter, stats_may_match, \
-    to_expression
+from .predicate import Predicate, column_bounds, filter_table, hash_values, key_range, parse_filter, \
+    stats_may_match
 from .storage import Storage
 
 _WORKERS = 2
@@ -70,7 +70,6 @@ class Scanner:
         self.predicates: list[Predicate] = parse_filter(schema, filter)
         self.ordered = ordered
         self._bounds = column_bounds(self.predicates)
-        self._expr = to_expression(self.predicates)
         read = list(self.columns)
         for p in self.predicates:
             if p.column not in read:
@@ -107,9 +106,7 @@ class Scanner:
     def run_task(self, task: ScanTask) -> pa.Table:
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
         t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
-        if self._expr is not None:
-            t = t.filter(self._expr)
-        return t
+        return filter_table(t, self.predicates)
 
     def _project(self, t: pa.Table) -> pa.Table:
         return t.select(self.columns).cast(self.output_schema)

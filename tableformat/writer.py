@@ -7,7 +7,7 @@ the rebase that makes concurrent inserts of one key fail exactly once.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -26,22 +26,26 @@ _WORKERS = 2
 
 @dataclass
 class TabletBatch:
-    """Rows of one insert bound for one tablet, sorted by encoded key."""
+    """Rows of one insert bound for one tablet: batch row numbers sorted by encoded key."""
 
     tablet: str
-    data: pa.Table
+    rows: np.ndarray
     keys: pa.Array
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows)
 
 
 @dataclass
 class InsertPlan:
+    batch: pa.Table
     batches: list[TabletBatch]
     ignored: int = 0
-    rowsets: list[RowSetMeta] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
-        return sum(b.data.num_rows for b in self.batches)
+        return sum(b.num_rows for b in self.batches)
 
 
 def encoded_keys(state: TableState, batch: pa.Table) -> pa.Array:
@@ -53,6 +57,20 @@ def encoded_keys(state: TableState, batch: pa.Table) -> pa.Array:
             raise CellTooLargeError(f"an encoded primary key is {longest} bytes; the limit is "
                                     f"{MAX_ENCODED_KEY_BYTES} bytes (16 KiB)")
     return keys
+
+
+_ROUTE_CHUNK = 1 << 17
+
+
+def route(state: TableState, batch: pa.Table) -> tuple[pa.Array, np.ndarray]:
+    """Encoded key and tablet ordinal of every row, in chunks over the worker threads."""
+    def one(start: int):
+        part = batch.slice(start, _ROUTE_CHUNK)
+        return encoded_keys(state, part), state.partitioning.assign(state.schema, part)[0]
+    starts = range(0, max(batch.num_rows, 1), _ROUTE_CHUNK)
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        parts = list(pool.map(one, starts))
+    return pa.chunked_array([p[0] for p in parts], pa.binary()), np.concatenate([p[1] for p in parts])
 
 
 def describe_keys(state: TableState, batch: pa.Table, rows: np.ndarray, limit: int = 3) -> str:
@@ -72,17 +90,17 @@ def duplicate_error(state: TableState, batch: pa.Table, rows: np.ndarray, where:
 
 def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bool) -> InsertPlan:
     """Split by tablet, sort, drop or reject keys duplicated in the batch or present in the table."""
-    keys = encoded_keys(state, batch)
-    ordinal, tablet_ids = state.partitioning.assign(state.schema, batch)
-    by_tablet = np.argsort(ordinal, kind="stable")
+    keys, ordinal = route(state, batch)
+    tablet_ids = state.partitioning.tablet_ids()
+    by_tablet = np.argsort(ordinal.astype(np.int16 if len(tablet_ids) < 32768 else np.int64), kind="stable")
     cuts = np.flatnonzero(np.diff(ordinal[by_tablet])) + 1
     groups = [g for g in np.split(by_tablet, cuts) if len(g)]
 
     def sort_group(rows: np.ndarray):
         # Stable sort by key keeps batch order among equal keys: the first one wins.
-        order = pc.array_sort_indices(keys.take(pa.array(rows)))
+        order = pc.array_sort_indices(keys.take(pa.array(rows)).combine_chunks())
         rows = rows[order.to_numpy()]
-        k = keys.take(pa.array(rows))
+        k = keys.take(pa.array(rows)).combine_chunks()
         dup = np.zeros(len(rows), dtype=bool)
         if len(rows) > 1:
             dup[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
@@ -114,23 +132,25 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         if ex.any():
             rows, k = rows[~ex], k.filter(pa.array(~ex))
         if len(rows):
-            batches.append(TabletBatch(tablet, batch.take(pa.array(rows)), k))
-    return InsertPlan(batches, ignored)
+            batches.append(TabletBatch(tablet, rows, k))
+    return InsertPlan(batch, batches, ignored)
 
 
 def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str]) -> list[RowSetMeta]:
     """Write each tablet's rows as rowsets, rolling at the target size."""
     target = state.properties["rowset_target_bytes"]
+    row_bytes = plan.batch.nbytes / max(1, plan.batch.num_rows)
     jobs = []
     for b in plan.batches:
-        n = b.data.num_rows
-        pieces = max(1, -(-b.data.nbytes // target))
+        n = b.num_rows
+        pieces = max(1, int(-(-(n * row_bytes) // target)))
         step = -(-n // pieces)
         for start in range(0, n, step):
-            jobs.append((b.tablet, b.data.slice(start, step), b.keys.slice(start, step)))
+            jobs.append((b.tablet, b.rows[start:start + step], b.keys.slice(start, step)))
 
     def write(job):
-        tablet, data, keys = job
+        tablet, rows, keys = job
+        data = plan.batch.take(pa.array(rows))
         return write_rowset(storage, state.schema, tablet, data, keys, dict(state.properties), written)
 
     with ThreadPoolExecutor(_WORKERS) as pool:

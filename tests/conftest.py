@@ -1,0 +1,61 @@
+import datetime as dt
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+
+T0 = 1_700_000_000_000_000
+
+
+def metrics_schema():
+    return tf.Schema([
+        tf.Column("host", "string"), tf.Column("metric", "string"), tf.Column("time", "unixtime_micros"),
+        tf.Column("value", "double", nullable=True, encoding="bitshuffle", compression="lz4"),
+        tf.Column("price", "decimal(18,2)", nullable=True),
+        tf.Column("tag", "varchar(16)", nullable=True, default="none"),
+    ], primary_key=["host", "metric", "time"])
+
+
+def metrics_partitioning():
+    return tf.PartitionSchema(hash=[tf.HashPartition(["host", "metric"], buckets=4)],
+                              range=tf.RangePartition(["time"], bounds=[(T0, T0 + 10**12)], splits=[T0 + 10**11]))
+
+
+def metrics_rows(n, seed=0, hosts=20, start=0):
+    rng = np.random.default_rng(seed)
+    i = np.arange(start, start + n)
+    return pa.table({
+        "host": pa.array([f"h{x % hosts:03d}" for x in i]),
+        "metric": pa.array(np.array(["cpu", "mem", "disk"], dtype=object)[(i // hosts) % 3]),
+        "time": pa.array(T0 + (i // (hosts * 3)) * 3_000_000_000, pa.timestamp("us", tz="UTC")),
+        "value": pa.array(np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n))).cast(pa.float64()),
+        "price": pa.array([decimal.Decimal(int(x)).scaleb(-2) if x % 7 else None
+                           for x in rng.integers(0, 10**6, n)], pa.decimal128(18, 2)),
+        "tag": pa.array([["a", "b", None, "c"][x % 4] for x in i]),
+    })
+
+
+@pytest.fixture
+def table_uri(tmp_path):
+    return str(tmp_path / "metrics")
+
+
+@pytest.fixture
+def metrics_table(table_uri):
+    return tf.create_table(table_uri, metrics_schema(), partitioning=metrics_partitioning())
+
+
+def sort_rows(t: pa.Table, keys=("host", "metric", "time")) -> pa.Table:
+    return t.sort_by([(k, "ascending") for k in keys]) if t.num_rows else t
+
+
+def table_files(root) -> set:
+    import os
+    out = set()
+    for d, _, files in os.walk(root):
+        for f in files:
+            out.add(os.path.join(d, f))
+    return out
