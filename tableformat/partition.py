@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import NoRangePartitionError, PartitionSchemaError
+from .errors import NoRangePartitionError, PartitionSchemaError, SchemaError
 from .hashing import murmur2_64
 from .keyencoder import encode_key, encode_keys
 from .schema import Schema, coerce_scalar, value_from_json, value_to_json
@@ -246,7 +246,10 @@ def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
         if not rcols:
             raise PartitionSchemaError("range bounds need range columns")
         t = _as_tuple(v, len(rcols), what)
-        scal = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
+        try:
+            scal = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
+        except SchemaError as e:
+            raise PartitionSchemaError(str(e)) from None
         if any(x is None for x in scal):
             raise PartitionSchemaError(f"{what} {v!r} has a NULL; use None for the whole bound instead")
         return encode_key(scal, ctypes), scal

@@ -59,3 +59,16 @@ def table_files(root) -> set:
         for f in files:
             out.add(os.path.join(d, f))
     return out
+
+
+def _norm(v):
+    return "NaN" if isinstance(v, float) and v != v else v
+
+
+def assert_same_rows(got: pa.Table, expect: pa.Table, keys=("host", "metric", "time")):
+    """Same rows regardless of order (NaN equal to NaN)."""
+    got, expect = sort_rows(got, keys), sort_rows(expect, keys)
+    assert got.num_rows == expect.num_rows
+    assert got.column_names == expect.column_names
+    for c in expect.column_names:
+        assert [_norm(v) for v in got[c].to_pylist()] == [_norm(v) for v in expect[c].to_pylist()], c

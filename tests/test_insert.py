@@ -1,0 +1,229 @@
+"""Inserts: primary key enforcement, defaults, Kudu's value rules, rowset files."""
+import decimal
+import glob
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tableformat as tf
+from tableformat.diskrowset import read_pk_index, load_bloom
+
+from conftest import T0, metrics_partitioning, assert_same_rows, metrics_rows, metrics_schema, sort_rows, table_files
+
+
+def test_insert_then_scan_round_trips(metrics_table):
+    data = metrics_rows(3000)
+    res = metrics_table.insert(data)
+    assert (res.version, res.inserted, res.ignored, res.operation) == (1, 3000, 0, "INSERT")
+    assert isinstance(res.timestamp, tf.Timestamp) and res.timestamp > 0
+    assert res.rowsets_added == 8 and res.bytes_written > 0
+    assert_same_rows(metrics_table.scan().to_arrow(), data)
+    h = metrics_table.history()
+    assert [(x.version, x.operation) for x in h] == [(0, "CREATE TABLE"), (1, "INSERT")]
+    assert h[1].counts["inserted"] == 3000
+
+
+def test_defaults_and_varchar_truncation(metrics_table):
+    data = pa.table({"host": ["a", "b"], "metric": ["m", "m"],
+                     "time": pa.array([T0, T0 + 1], pa.timestamp("us", tz="UTC"))})
+    metrics_table.insert(data)
+    got = sort_rows(metrics_table.scan().to_arrow())
+    assert got["tag"].to_pylist() == ["none", "none"]          # default
+    assert got["value"].to_pylist() == [None, None]            # nullable, no default
+    metrics_table.insert(pa.table({"host": ["c"], "metric": ["m"], "time": pa.array([T0], pa.timestamp("us")),
+                                   "tag": ["ééééééééééééééééééééé"]}))   # 21 two-byte characters
+    tag = metrics_table.scan(columns=["tag"], filter=[("host", "=", "c")]).to_arrow()["tag"][0].as_py()
+    assert tag == "é" * 16
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: d.to_pandas(),
+    lambda d: pa.RecordBatchReader.from_batches(d.schema, d.to_batches(max_chunksize=100)),
+    lambda d: d.to_batches()[0],
+    lambda d: d.to_pylist(),
+])
+def test_input_kinds(metrics_table, make):
+    data = metrics_rows(300)
+    assert metrics_table.insert(make(data)).inserted == 300
+    assert metrics_table.scan().count() == 300
+
+
+def test_duplicate_in_batch_rejected_and_nothing_written(metrics_table, table_uri):
+    data = metrics_rows(100)
+    dup = pa.concat_tables([data, data.slice(10, 3)])
+    before = table_files(table_uri)
+    with pytest.raises(tf.DuplicateKeyError, match="3 key.*more than once") as e:
+        metrics_table.insert(dup)
+    assert e.value.count == 3
+    assert metrics_table.version == 0
+    assert table_files(table_uri) == before
+
+
+def test_existing_key_rejected_with_count_and_first_keys(metrics_table, table_uri):
+    data = metrics_rows(200)
+    metrics_table.insert(data)
+    before = table_files(table_uri)
+    again = pa.concat_tables([data.slice(0, 5), metrics_rows(5, start=1000)])
+    with pytest.raises(tf.DuplicateKeyError, match=r"5 key\(s\) already exist in table 'metrics' \(first: \(") as e:
+        metrics_table.insert(again)
+    assert e.value.count == 5
+    assert "use insert_ignore or upsert" in str(e.value)
+    assert metrics_table.version == 1
+    assert table_files(table_uri) == before
+    assert metrics_table.scan().count() == 200
+
+
+def test_insert_ignore_skips_existing_and_repeated(metrics_table):
+    data = metrics_rows(200)
+    metrics_table.insert(data.slice(0, 100))
+    first = data.slice(150, 1).set_column(3, "value", pa.array([111.0]))
+    second = data.slice(150, 1).set_column(3, "value", pa.array([222.0]))
+    res = metrics_table.insert_ignore(pa.concat_tables([data.slice(50, 100), first, second]))
+    assert (res.inserted, res.ignored) == (51, 51)
+    got = metrics_table.scan(filter=[("host", "=", data["host"][150].as_py()), ("metric", "=", data["metric"][150].as_py()),
+                                     ("time", "=", data["time"][150])]).to_arrow()
+    assert got["value"].to_pylist() == [111.0]   # batch order: the first wins
+    res = metrics_table.insert_ignore(data.slice(0, 10))
+    assert (res.inserted, res.ignored, res.version) == (0, 10, 2)  # nothing new: no commit
+
+
+def test_empty_insert_commits_nothing(metrics_table):
+    res = metrics_table.insert(metrics_rows(0))
+    assert res.inserted == 0 and res.version == 0
+
+
+BAD_INPUTS = [
+    ("null key", lambda d: d.set_column(0, "host", pa.array([None] + d["host"].to_pylist()[1:])),
+     tf.NullValueError, "host.*not nullable"),
+    ("null in non-null column", None, tf.NullValueError, "not nullable"),
+    ("type mismatch", lambda d: d.set_column(3, "value", pa.array(["x"] * len(d))), tf.TypeMismatchError,
+     "value.*double.*string"),
+    ("lossy time", lambda d: d.set_column(2, "time", pa.array(["2020-01-01"] * len(d))), tf.TypeMismatchError, "time"),
+    ("unknown column", lambda d: d.append_column("nope", pa.array([1] * len(d))), tf.UnknownColumnError, "nope"),
+    ("missing column", lambda d: d.drop(["metric"]), tf.MissingColumnError, "metric"),
+    ("oversized cell", lambda d: d.set_column(5, "tag", pa.array(["x"] * (len(d) - 1) + ["y" * 70000])),
+     None, None),  # varchar(16) truncates: not an error
+    ("oversized key cell", lambda d: d.set_column(1, "metric", pa.array(["m" * 70000] + ["m"] * (len(d) - 1))),
+     tf.CellTooLargeError, "64 KiB"),
+    ("oversized key", lambda d: d.set_column(1, "metric", pa.array(["m" * 9000] + ["m"] * (len(d) - 1)))
+     .set_column(0, "host", pa.array(["h" * 9000] + ["h"] * (len(d) - 1))), tf.CellTooLargeError, "16 KiB"),
+    ("decimal too wide", lambda d: d.set_column(4, "price", pa.array([decimal.Decimal("1e20")] + [None] * (len(d) - 1),
+                                                                    pa.decimal128(38, 2))),
+     tf.DecimalOutOfRangeError, "precision"),
+    ("decimal digits", lambda d: d.set_column(4, "price", pa.array([10**17] + [None] * (len(d) - 1), pa.int64())),
+     tf.DecimalOutOfRangeError, "price"),
+    ("not a table", lambda d: {"host": 1}, tf.InvalidDataError, "input must be"),
+    ("out of range partition", lambda d: d.set_column(2, "time", pa.array([T0 - 1] * len(d), pa.timestamp("us"))),
+     tf.NoRangePartitionError, "no range partition"),
+]
+
+
+@pytest.mark.parametrize("name,mutate,err,msg", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_is_rejected_and_changes_nothing(tmp_path, name, mutate, err, msg):
+    schema = metrics_schema()
+    if name == "null in non-null column":
+        schema = tf.Schema([*schema.columns[:3], tf.Column("value", "double")], primary_key=schema.primary_key)
+        mutate = lambda d: d.select(["host", "metric", "time", "value"]).set_column(  # noqa: E731
+            3, "value", pa.array([None] * len(d), pa.float64()))
+    t = tf.create_table(str(tmp_path / "t"), schema, partitioning=metrics_partitioning())
+    t.insert(metrics_rows(10, start=500).select(schema.names))
+    before = table_files(tmp_path / "t")
+    data = mutate(metrics_rows(20).select(schema.names))
+    if err is None:
+        t.insert(data)
+        return
+    with pytest.raises(err, match=msg):
+        t.insert(data)
+    assert t.version == 1
+    assert table_files(tmp_path / "t") == before
+    assert tf.open_table(str(tmp_path / "t")).scan().count() == 10
+
+
+def test_safe_casts_are_accepted(tmp_path):
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("d", "decimal(10,2)", nullable=True),
+                   tf.Column("f", "double", nullable=True), tf.Column("b", "binary", nullable=True)], primary_key="k")
+    t = tf.create_table(str(tmp_path / "t"), s)
+    t.insert(pa.table({"k": pa.array([1, 2], pa.int8()), "d": pa.array([3, 4], pa.int32()),
+                       "f": pa.array([1, 2], pa.int32()), "b": pa.array([b"x", b"y"], pa.large_binary())}))
+    got = t.scan(ordered=True).to_arrow()
+    assert got["d"].to_pylist() == [decimal.Decimal("3.00"), decimal.Decimal("4.00")]
+    with pytest.raises(tf.TypeMismatchError, match="without loss"):
+        t.insert(pa.table({"k": pa.array([2**64 - 1], pa.uint64())}))
+
+
+def test_rowsets_roll_at_target_size(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema(), properties={"rowset_target_bytes": 1 << 16})
+    data = metrics_rows(5000)
+    t.insert(data)
+    rowsets = sorted(t.state.rowsets.values(), key=lambda r: r.min_key)
+    assert len(rowsets) > 3
+    for a, b in zip(rowsets, rowsets[1:]):
+        assert a.max_key < b.min_key  # one insert writes non-overlapping rowsets
+    assert sum(r.num_rows for r in rowsets) == 5000
+    assert t.scan().count() == 5000
+
+
+@pytest.mark.parametrize("props", [{"rowset_target_bytes": -1}, {"row_group_rows": 0}, {"nope": 1},
+                                   {"checkpoint_interval": 1.5}, {"rowset_target_bytes": 1 << 60}])
+def test_bad_properties(tmp_path, props):
+    with pytest.raises(tf.InvalidOptionError):
+        tf.create_table(str(tmp_path / "t"), metrics_schema(), properties=props)
+
+
+def test_rowset_files_are_plain_parquet_with_field_ids_and_kudu_encodings(tmp_path):
+    s = tf.Schema([
+        tf.Column("k", "int64"), tf.Column("bs", "int32", encoding="bitshuffle", compression="zstd"),
+        tf.Column("pl", "double", encoding="plain", compression="none"),
+        tf.Column("rl", "bool", encoding="run_length", compression="snappy"),
+        tf.Column("dict_low", "string"), tf.Column("dict_high", "string"),
+        tf.Column("pre", "string", encoding="prefix", compression="zlib"),
+        tf.Column("dec", "decimal(18,2)"), tf.Column("dec4", "decimal(9,2)"),
+    ], primary_key="k")
+    t = tf.create_table(str(tmp_path / "t"), s)
+    n = 5000
+    t.insert(pa.table({"k": pa.array(np.arange(n)), "bs": pa.array(np.arange(n) % 100, pa.int32()),
+                       "pl": np.random.default_rng(0).random(n), "rl": pa.array(np.arange(n) < 10),
+                       "dict_low": [f"v{i % 5}" for i in range(n)], "dict_high": [f"u{i}" for i in range(n)],
+                       "pre": [f"prefix/{i:06d}" for i in range(n)],
+                       "dec": pa.array(np.arange(n)).cast(pa.decimal128(38, 0)).cast(pa.decimal128(18, 2)),
+                       "dec4": pa.array(np.arange(n)).cast(pa.decimal128(38, 0)).cast(pa.decimal128(9, 2))}))
+    (rs,) = t.state.rowsets.values()
+    path = os.path.join(str(tmp_path / "t"), rs.base[0].path)
+    pf = pq.ParquetFile(path)
+    plain = pq.read_table(path)
+    assert plain.num_rows == n
+    ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in pf.schema_arrow}
+    assert ids == {f"c{c.id}": c.id for c in s.columns}
+    md = pf.metadata.row_group(0)
+    cols = {md.column(i).path_in_schema: md.column(i) for i in range(md.num_columns)}
+    enc = {c.name: set(cols[f"c{c.id}"].encodings) for c in s.columns}
+    comp = {c.name: cols[f"c{c.id}"].compression for c in s.columns}
+    assert "BYTE_STREAM_SPLIT" in enc["bs"] and comp["bs"] == "ZSTD"
+    assert enc["pl"] <= {"PLAIN", "RLE"} and comp["pl"] == "UNCOMPRESSED"
+    assert "RLE" in enc["rl"] and comp["rl"] == "SNAPPY"
+    assert "RLE_DICTIONARY" in enc["dict_low"]
+    assert "RLE_DICTIONARY" not in enc["dict_high"]          # high cardinality falls back to plain
+    assert "DELTA_BYTE_ARRAY" in enc["pre"] and comp["pre"] == "GZIP"
+    assert cols[f"c{s.column('dec').id}"].physical_type == "INT64"   # 8 bytes for p <= 18
+    assert cols[f"c{s.column('dec4').id}"].physical_type == "INT32"  # 4 bytes for p <= 9
+
+
+def test_pk_index_and_bloom_describe_the_rowset(metrics_table):
+    metrics_table.insert(metrics_rows(2000))
+    from tableformat.keyencoder import encode_keys
+    st = metrics_table.state
+    for rs in st.rowsets.values():
+        idx = read_pk_index(metrics_table._storage, rs)
+        keys = idx.to_pylist()
+        assert keys == sorted(keys) and len(set(keys)) == len(keys) == rs.num_rows
+        assert (keys[0], keys[-1]) == (rs.min_key, rs.max_key)
+        assert load_bloom(metrics_table._storage, rs).may_contain(idx).all()
+    base = metrics_table.scan().to_arrow()
+    kc = st.schema.key_columns
+    enc = encode_keys([base[c.name] for c in kc], [c.type for c in kc]).to_pylist()
+    all_idx = sorted(k for rs in st.rowsets.values() for k in read_pk_index(metrics_table._storage, rs).to_pylist())
+    assert sorted(enc) == all_idx

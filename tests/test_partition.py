@@ -1,0 +1,93 @@
+"""Hash and range partitioning into tablets."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+from tableformat.hashing import murmur2_64_bytes
+from tableformat.keyencoder import encode_key
+from tableformat.partition import resolve
+
+from conftest import T0, metrics_rows, metrics_schema, metrics_partitioning
+
+
+def schema():
+    return tf.Schema([tf.Column("a", "string"), tf.Column("b", "int32"), tf.Column("c", "int64"),
+                      tf.Column("v", "double", nullable=True)], primary_key=["a", "b", "c"])
+
+
+@pytest.mark.parametrize("spec,msg", [
+    (tf.PartitionSchema(hash=[tf.HashPartition(["v"], 4)]), "not a primary key"),
+    (tf.PartitionSchema(hash=[tf.HashPartition(["a"], 1)]), "buckets"),
+    (tf.PartitionSchema(hash=[tf.HashPartition(["a"], "4")]), "buckets"),
+    (tf.PartitionSchema(hash=[tf.HashPartition(["a"], 2), tf.HashPartition(["a", "b"], 2)]), "two hash levels"),
+    (tf.PartitionSchema(hash=[tf.HashPartition([], 2)]), "at least one"),
+    (tf.PartitionSchema(range=tf.RangePartition(["v"])), "not a primary key"),
+    (tf.PartitionSchema(range=tf.RangePartition(["b"], bounds=[(0, 10), (5, 20)])), "overlap"),
+    (tf.PartitionSchema(range=tf.RangePartition(["b"], bounds=[(10, 0)])), "lower must be below"),
+    (tf.PartitionSchema(range=tf.RangePartition(["b"], bounds=[(0, 10)], splits=[10])), "not strictly inside"),
+    (tf.PartitionSchema(range=tf.RangePartition(["b"], bounds=[(0, 10)], splits=[0])), "not strictly inside"),
+    (tf.PartitionSchema(range=tf.RangePartition(["b"], bounds=[(0, "x")])), "not a valid int32"),
+    (tf.PartitionSchema(range=tf.RangePartition(["b", "c"], bounds=[(0, 5)])), "2 value"),
+])
+def test_bad_partitioning(spec, msg, tmp_path):
+    with pytest.raises(tf.PartitionSchemaError, match=msg):
+        resolve(spec, schema())
+    with pytest.raises(tf.PartitionSchemaError):
+        tf.create_table(str(tmp_path / "t"), schema(), partitioning=spec)
+    assert not (tmp_path / "t" / "_log").exists()
+
+
+def test_tablets_are_product_of_levels():
+    p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a"], 3), tf.HashPartition(["b"], 2)],
+                                   range=tf.RangePartition(["c"], bounds=[(0, 100), (200, None)], splits=[50])),
+                schema())
+    assert len(p.ranges) == 3
+    assert len(p.tablet_ids()) == 3 * 3 * 2
+    assert len(set(p.tablet_ids())) == 18
+
+
+def test_default_is_one_unbounded_range_on_the_key():
+    p = resolve(None, schema())
+    assert len(p.tablet_ids()) == 1
+    assert p.range_column_ids == (0, 1, 2)
+
+
+def test_assignment_matches_scalar_hash_and_bounds():
+    s = schema()
+    p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a", "b"], 5, seed=7)],
+                                   range=tf.RangePartition(["c"], bounds=[(None, 0), (0, None)], splits=[100])), s)
+    rng = np.random.default_rng(3)
+    t = pa.table({"a": [f"k{x}" for x in rng.integers(0, 50, 300)],
+                  "b": pa.array(rng.integers(-5, 5, 300), pa.int32()),
+                  "c": pa.array(rng.integers(-500, 500, 300), pa.int64()), "v": pa.nulls(300, pa.float64())})
+    ordinal, ids = p.assign(s, t)
+    at, bt = s.column("a").type, s.column("b").type
+    for i in range(300):
+        a, b, c = t["a"][i].as_py(), t["b"][i].as_py(), t["c"][i].as_py()
+        bucket = murmur2_64_bytes(encode_key([a, b], [at, bt]), 7) % 5
+        rng_pos = 0 if c < 0 else (1 if c < 100 else 2)
+        assert ordinal[i] == rng_pos * 5 + bucket
+
+
+def test_rows_outside_every_range_are_rejected_and_nothing_commits(tmp_path):
+    s = schema()
+    t = tf.create_table(str(tmp_path / "t"), s, partitioning=tf.PartitionSchema(
+        range=tf.RangePartition(["c"], bounds=[(0, 10), (20, 30)])))
+    bad = pa.table({"a": ["x", "y", "z"], "b": pa.array([1, 1, 1], pa.int32()),
+                    "c": pa.array([5, 15, 25], pa.int64())})
+    with pytest.raises(tf.NoRangePartitionError, match="1 rows fall in no range partition.*15"):
+        t.insert(bad)
+    assert t.version == 0
+    assert t.scan().to_arrow().num_rows == 0
+    assert not (tmp_path / "t" / "tablets").exists()
+
+
+def test_metrics_table_spreads_rows_over_tablets(metrics_table):
+    metrics_table.insert(metrics_rows(3000))
+    st = metrics_table.state
+    tablets = {r.tablet for r in st.rowsets.values()}
+    assert len(tablets) == 8  # 4 buckets x 2 ranges
+    # each tablet's rows really belong there
+    for r in st.rowsets.values():
+        assert r.tablet.startswith("r")
