@@ -95,7 +95,11 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array) -> tu
     rowid = np.full(n, -1, dtype=np.int64)
     if n == 0 or not rowsets:
         return which, rowid
+    mm = pc.min_max(keys)
+    kmin, kmax = mm["min"].as_py(), mm["max"].as_py()
     for i, rs in enumerate(rowsets):
+        if rs.min_key > kmax or rs.max_key < kmin:  # the rowset-tree check, before any column work
+            continue
         inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
                          pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))
         cand = np.nonzero(inside.to_numpy(zero_copy_only=False))[0]

@@ -7,7 +7,6 @@ PK index so only the rows in range are read.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -18,12 +17,12 @@ import pyarrow.compute as pc
 from .diskrowset import read_base_columns
 from .errors import InvalidFilterError
 from .keyprobe import seek
+from .parallel import pmap, pmap_iter
 from .metadata import RowSetMeta, TableState
 from .predicate import Predicate, column_bounds, filter_table, hash_values, key_range, parse_filter, \
     stats_may_match
 from .storage import Storage
 
-_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -115,15 +114,8 @@ class Scanner:
         if self.ordered:
             yield from self.to_arrow().to_batches()
             return
-        tasks = self.plan()
-        with ThreadPoolExecutor(_WORKERS) as pool:
-            window = []
-            for task in tasks:
-                window.append(pool.submit(self.run_task, task))
-                if len(window) > _WORKERS:
-                    yield from self._project(window.pop(0).result()).to_batches()
-            for f in window:
-                yield from self._project(f.result()).to_batches()
+        for t in pmap_iter(self.run_task, self.plan()):
+            yield from self._project(t).to_batches()
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.output_schema, self.to_batches())
@@ -132,11 +124,7 @@ class Scanner:
         tasks = self.plan()
         if not tasks:
             return self.output_schema.empty_table()
-        if len(tasks) == 1:
-            parts = [self.run_task(tasks[0])]
-        else:
-            with ThreadPoolExecutor(_WORKERS) as pool:
-                parts = list(pool.map(self.run_task, tasks))
+        parts = pmap(self.run_task, tasks)
         t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         if self.ordered and (len(parts) > 1):
             keys = [(k, "ascending") for k in self.state.schema.primary_key]

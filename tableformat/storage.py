@@ -60,7 +60,10 @@ class Storage:
 
     # --- reads ------------------------------------------------------------------------
     def read(self, rel: str) -> bytes:
-        return self.fs.cat_file(self.path(rel))
+        try:
+            return self.fs.cat_file(self.path(rel))
+        except NotADirectoryError as e:
+            raise FileNotFoundError(str(e)) from None
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
@@ -73,7 +76,7 @@ class Storage:
         try:
             entries = self.fs.ls(self.path(rel_dir), detail=False, refresh=True) \
                 if not self.is_local else self.fs.ls(self.path(rel_dir), detail=False)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         return [posixpath.basename(e.rstrip("/")) for e in entries]
 

@@ -100,18 +100,18 @@ def _to_micros(t: Any) -> int:
 class Table:
     """A handle on one table. Cheap to create; safe to share across threads for reads."""
 
-    def __init__(self, storage: Storage, state: TableState, history: list[CommitInfo]):
+    def __init__(self, storage: Storage, state: TableState, history: list[CommitInfo],
+                 log: TransactionLog | None = None):
         self._storage = storage
-        self._log = TransactionLog(storage)
+        self._log = log or TransactionLog(storage)
         self._state = state
         self._history = history
         self._states: OrderedDict[int, tuple[TableState, list[CommitInfo]]] = OrderedDict()
 
     # --- state ------------------------------------------------------------------------
     def refresh(self) -> TableState:
-        listing = self._log.listing()
-        if listing.latest != self._state.version:
-            self._state, self._history = self._log.load(None, (self._state, self._history), listing)
+        """Catch up with commits made since this handle last looked (one read when there are none)."""
+        self._state, self._history = self._log.load(None, (self._state, self._history))
         return self._state
 
     @property
@@ -239,8 +239,7 @@ class Table:
                     if new_state.version % new_state.properties["checkpoint_interval"] == 0:
                         self._log.write_checkpoint(new_state, self._history)
                 return commit
-            listing = self._log.listing()
-            new_commits = self._log.read_commits(range(base.version + 1, listing.latest + 1))
+            new_commits = self._log.read_new_commits(base.version)
             rebase(new_commits)
             self.refresh()
             base = self._state
@@ -281,5 +280,6 @@ def create_table(uri: str, schema: Schema, partitioning: PartitionSchema | None 
 def open_table(uri: str, storage_options: dict | None = None) -> Table:
     """Open an existing table; raises TableNotFoundError if there is none."""
     storage = Storage(uri, storage_options)
-    state, history = TransactionLog(storage).load()
-    return Table(storage, state, history)
+    log = TransactionLog(storage)
+    state, history = log.load()
+    return Table(storage, state, history, log)

@@ -24,6 +24,7 @@ from .storage import Storage
 LOG_DIR = "_log"
 _COMMIT_SUFFIX = ".json"
 _CHECKPOINT_SUFFIX = ".checkpoint.json"
+LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"
 
 
 def commit_path(version: int) -> str:
@@ -114,34 +115,68 @@ class TransactionLog:
         _check_format(d, path)
         return TableState.from_json(d["state"]), [CommitInfo.from_json(x) for x in d["history"]]
 
+    def _last_checkpoint_hint(self) -> int | None:
+        try:
+            d = json.loads(self.storage.read(LAST_CHECKPOINT))
+            return int(d["version"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+
+    def _try_read_commit(self, version: int) -> dict | None:
+        try:
+            return self.read_commit(version)
+        except VersionNotFoundError:
+            return None
+
     def load(self, version: int | None = None, base: tuple[TableState, list[CommitInfo]] | None = None,
-             listing: Listing | None = None) -> tuple[TableState, list[CommitInfo]]:
+             ) -> tuple[TableState, list[CommitInfo]]:
         """State at `version` (latest if None) and the history up to it.
 
-        `base` is an already-loaded state to continue from when it is not newer.
+        The latest state is found without listing: start from `base` or the
+        checkpoint named by `_last_checkpoint`, then read commits v+1, v+2, ...
+        until one is missing. Versions are dense, so that is the head.
         """
-        listing = listing or self.listing()
-        if not listing.commits:
-            raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
-        target = listing.latest if version is None else version
-        if target < 0 or target > listing.latest:
-            raise VersionNotFoundError(f"version {target} does not exist; the latest is {listing.latest}")
-        state, history = None, []
-        if base is not None and base[0].version <= target:
-            state, history = base[0], list(base[1])
-        for cp in reversed(listing.checkpoints):
-            if cp <= target and (state is None or cp > state.version):
-                loaded = self._read_checkpoint(cp)
-                if loaded is not None:
-                    state, history = loaded
-                    break
-        start = 0 if state is None else state.version + 1
-        for v in range(start, target + 1):
-            d = self.read_commit(v)
+        state, history = (base[0], list(base[1])) if base is not None else (None, [])
+        if state is not None and version is not None and state.version > version:
+            state, history = None, []
+        if state is None:
+            cp = self._last_checkpoint_hint() if version is None else None
+            loaded = self._read_checkpoint(cp) if cp is not None else None
+            if loaded is None:
+                listing = self.listing()
+                if not listing.commits:
+                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+                if version is not None and version > listing.latest:
+                    raise VersionNotFoundError(f"version {version} does not exist; the latest is {listing.latest}")
+                for c in reversed(listing.checkpoints):
+                    if c != cp and (version is None or c <= version):
+                        loaded = self._read_checkpoint(c)
+                        if loaded is not None:
+                            break
+            if loaded is not None:
+                state, history = loaded
+        v = 0 if state is None else state.version + 1
+        while version is None or v <= version:
+            d = self._try_read_commit(v)
+            if d is None:
+                if state is None:
+                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+                if version is not None:
+                    raise VersionNotFoundError(f"version {version} does not exist; the latest is {state.version}")
+                break
             state = apply_commit(state, d, commit_path(v))
             history.append(CommitInfo(v, d["timestamp"], d["operation"], d.get("counts", {}),
                                       d.get("read_version")))
+            v += 1
         return state, history
+
+    def read_new_commits(self, after: int) -> list[dict]:
+        """Commits after version `after`, up to the head."""
+        out, v = [], after + 1
+        while (d := self._try_read_commit(v)) is not None:
+            out.append(d)
+            v += 1
+        return out
 
     def read_commits(self, versions: Iterable[int]) -> list[dict]:
         return [self.read_commit(v) for v in versions]
@@ -173,5 +208,8 @@ class TransactionLog:
              "state": st, "history": [h.to_json() for h in history]}
         try:
             self.storage.put_if_absent(checkpoint_path(state.version), json.dumps(d).encode())
+            hint = self._last_checkpoint_hint()
+            if hint is None or hint < state.version:
+                self.storage.write(LAST_CHECKPOINT, json.dumps({"version": state.version}).encode())
         except OSError:
             pass

@@ -6,7 +6,6 @@ the rebase that makes concurrent inserts of one key fail exactly once.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,10 +17,10 @@ from .errors import CellTooLargeError, DuplicateKeyError
 from .keyencoder import encode_keys
 from .keyprobe import probe
 from .metadata import RowSetMeta, TableState
+from .parallel import pmap
 from .storage import Storage
 from .types import MAX_ENCODED_KEY_BYTES
 
-_WORKERS = 2
 
 
 @dataclass
@@ -67,9 +66,7 @@ def route(state: TableState, batch: pa.Table) -> tuple[pa.Array, np.ndarray]:
     def one(start: int):
         part = batch.slice(start, _ROUTE_CHUNK)
         return encoded_keys(state, part), state.partitioning.assign(state.schema, part)[0]
-    starts = range(0, max(batch.num_rows, 1), _ROUTE_CHUNK)
-    with ThreadPoolExecutor(_WORKERS) as pool:
-        parts = list(pool.map(one, starts))
+    parts = pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK))
     return pa.chunked_array([p[0] for p in parts], pa.binary()), np.concatenate([p[1] for p in parts])
 
 
@@ -106,8 +103,7 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
             dup[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
         return rows, k, dup
 
-    with ThreadPoolExecutor(_WORKERS) as pool:
-        sorted_groups = list(pool.map(sort_group, groups))
+    sorted_groups = pmap(sort_group, groups)
 
     batches, ignored = [], 0
     dup_rows = [rows[dup] for rows, _, dup in sorted_groups if dup.any()]
@@ -122,8 +118,7 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         which, _ = probe(storage, state.rowsets_in(tablet), k)
         return tablet, rows, k, which >= 0, int(dup.sum())
 
-    with ThreadPoolExecutor(_WORKERS) as pool:
-        checked = list(pool.map(check_existing, sorted_groups))
+    checked = pmap(check_existing, sorted_groups)
     exists = [rows[ex] for _, rows, _, ex, _ in checked if ex.any()]
     if exists and not ignore:
         raise duplicate_error(state, batch, np.concatenate(exists), "already exist")
@@ -153,8 +148,7 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
         data = plan.batch.take(pa.array(rows))
         return write_rowset(storage, state.schema, tablet, data, keys, dict(state.properties), written)
 
-    with ThreadPoolExecutor(_WORKERS) as pool:
-        return list(pool.map(write, jobs))
+    return pmap(write, jobs)
 
 
 def rebase_conflicts(storage: Storage, state: TableState, batch: pa.Table, plan: InsertPlan,

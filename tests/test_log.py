@@ -1,0 +1,139 @@
+"""The transaction log: exclusive commits, MVCC timestamps, checkpoints, format versions, bad tables."""
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+from tableformat import txlog
+from tableformat.txlog import TransactionLog, checkpoint_path, commit_path
+
+from conftest import metrics_rows, metrics_schema
+
+
+def small_schema():
+    return tf.Schema([tf.Column("k", "int64"), tf.Column("v", "string", nullable=True)], primary_key="k")
+
+
+def test_commit_files_record_what_they_did(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema())
+    t.insert(metrics_rows(50))
+    d = json.loads((tmp_path / "t" / "_log" / "00000000000000000001.json").read_text())
+    assert d["format_version"] == tf.FORMAT_VERSION and d["version"] == 1 and d["operation"] == "INSERT"
+    assert d["counts"] == {"inserted": 50, "ignored": 0}
+    (add,) = [a["add_rowset"] for a in d["actions"]]
+    for f in [*add["base"], add["pk_index"], add["bloom"]]:
+        assert os.path.getsize(tmp_path / "t" / f["path"]) == f["size"]
+    assert add["num_rows"] == 50
+    assert d["timestamp"] > json.loads((tmp_path / "t" / "_log" / "00000000000000000000.json").read_text())["timestamp"]
+
+
+def test_timestamps_increase_strictly_even_if_the_clock_does_not(tmp_path, monkeypatch):
+    monkeypatch.setattr(txlog, "now_micros", lambda: 1_000)
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    for i in range(5):
+        t.insert(pa.table({"k": [i]}))
+    ts = [h.timestamp for h in t.history()]
+    assert ts == sorted(ts) and len(set(ts)) == len(ts) == 6
+
+
+def test_a_version_can_be_taken_only_once(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    log = TransactionLog(t._storage)
+    state = t.state
+    assert log.try_commit(state, "X", [], {}, 0) is not None
+    assert log.try_commit(state, "Y", [], {}, 0) is None   # version 1 is taken
+    assert json.loads((tmp_path / "t" / "_log" / "00000000000000000001.json").read_text())["operation"] == "X"
+    assert not [f for f in os.listdir(tmp_path / "t" / "_log") if f.startswith(".tmp")]
+
+
+def test_open_reads_one_checkpoint_plus_later_commits(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema(), properties={"checkpoint_interval": 10})
+    for i in range(1000):
+        t.insert(pa.table({"k": [i]}))
+    t2 = tf.open_table(uri)
+    assert t2.version == 1000
+    assert t2._log.reads <= 1 + 9
+    assert t2.scan().count() == 1000
+    assert len(t2.history()) == 1001
+    # time travel to the distant past still works
+    assert t2.scan(as_of=5).count() == 5
+    assert t2.scan(as_of=t2.history()[500].timestamp if False else 500).count() == 500
+
+
+def test_broken_checkpoint_falls_back_to_an_older_one(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema(), properties={"checkpoint_interval": 5})
+    for i in range(12):
+        t.insert(pa.table({"k": [i]}))
+    p = tmp_path / "t" / checkpoint_path(10)
+    p.write_bytes(p.read_bytes()[:100])
+    t2 = tf.open_table(uri)
+    assert t2.scan().count() == 12
+    assert t2._log.reads <= 2 + 7  # the broken one, the older one, 7 commits
+
+
+def test_corrupt_commit_is_detected_and_named(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema())
+    t.insert(pa.table({"k": [1]}))
+    p = tmp_path / "t" / commit_path(1)
+    p.write_bytes(p.read_bytes()[:-20])
+    with pytest.raises(tf.CorruptFileError, match="00000000000000000001.json"):
+        tf.open_table(uri)
+
+
+def test_tampered_commit_fails_its_checksum(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema())
+    t.insert(pa.table({"k": [1]}))
+    p = tmp_path / "t" / commit_path(1)
+    d = json.loads(p.read_text())
+    d["actions"][0]["add_rowset"]["num_rows"] = 2
+    p.write_text(json.dumps(d))
+    with pytest.raises(tf.CorruptFileError, match="checksum"):
+        tf.open_table(uri)
+
+
+def test_newer_format_version_is_refused(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema())
+    d = {"format_version": tf.FORMAT_VERSION + 1, "version": 1, "timestamp": 1, "operation": "FUTURE",
+         "actions": [{"something_new": {}}]}
+    (tmp_path / "t" / commit_path(1)).write_text(json.dumps(d))
+    with pytest.raises(tf.UnsupportedFormatVersionError, match="format version 2.*supports up to 1"):
+        tf.open_table(uri)
+    with pytest.raises(tf.UnsupportedFormatVersionError):
+        t.scan()
+
+
+def test_not_a_table(tmp_path):
+    with pytest.raises(tf.TableNotFoundError):
+        tf.open_table(str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(tf.TableNotFoundError):
+        tf.open_table(str(tmp_path / "empty"))
+    (tmp_path / "file.txt").write_text("hello")
+    with pytest.raises(tf.TableNotFoundError):
+        tf.open_table(str(tmp_path / "file.txt"))
+
+
+def test_create_twice(tmp_path):
+    tf.create_table(str(tmp_path / "t"), small_schema())
+    with pytest.raises(tf.TableExistsError):
+        tf.create_table(str(tmp_path / "t"), small_schema())
+
+
+@pytest.mark.parametrize("uri", ["", "   ", None, 42, "nosuchproto://bucket/x", "a\x00b"])
+def test_malformed_uris(uri):
+    with pytest.raises(tf.InvalidURIError):
+        tf.open_table(uri)
+
+
+def test_file_uri_and_repr_hide_options(tmp_path):
+    t = tf.create_table("file://" + str(tmp_path / "t"), small_schema(), name="events")
+    assert t.name == "events"
+    assert tf.open_table(str(tmp_path / "t")).name == "events"
+    assert "events" in repr(t)
