@@ -74,15 +74,19 @@ def describe_keys(state: TableState, batch: pa.Table, rows: np.ndarray, limit: i
     """The first few keys of `rows` as tuples, for error messages."""
     pk = list(state.schema.primary_key)
     sub = batch.select(pk).take(pa.array(rows[:limit], pa.int64())).to_pylist()
-    shown = [tuple(r[k] for k in pk) if len(pk) > 1 else r[pk[0]] for r in sub]
-    return ", ".join(map(repr, shown))
+
+    def fmt(v):
+        return repr(v) if isinstance(v, (str, bytes, int, float)) else f"'{v}'"
+    shown = [("(" + ", ".join(fmt(r[k]) for k in pk) + ")") if len(pk) > 1 else fmt(r[pk[0]]) for r in sub]
+    return ", ".join(shown)
 
 
 def duplicate_error(state: TableState, batch: pa.Table, rows: np.ndarray, where: str) -> DuplicateKeyError:
     first = describe_keys(state, batch, rows)
     return DuplicateKeyError(
         f"{len(rows)} key(s) {where} in table {state.name!r} (first: {first}); use insert_ignore or upsert",
-        len(rows), tuple(first))
+        len(rows), tuple(batch.select(list(state.schema.primary_key)).take(
+            pa.array(rows[:3], pa.int64())).to_pylist()))
 
 
 def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bool) -> InsertPlan:
