@@ -103,3 +103,20 @@ class DuplicateKeyError(TableFormatError):
         super().__init__(message)
         self.count = count
         self.keys = keys
+
+
+class KeyNotFoundError(TableFormatError):
+    """An update or delete names a key that does not exist (or was deleted)."""
+
+    def __init__(self, message: str, count: int = 0, keys: tuple = ()):
+        super().__init__(message)
+        self.count = count
+        self.keys = keys
+
+
+class KeyColumnUpdateError(TableFormatError, ValueError):
+    """Primary key columns cannot be updated: delete the row and insert the new key."""
+
+
+class HistoryExpiredError(TableFormatError):
+    """Time travel to before the retained history (history_max_age)."""

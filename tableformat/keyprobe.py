@@ -6,12 +6,13 @@ block by block when few keys survive the bloom filter, and whole otherwise.
 from __future__ import annotations
 
 import bisect
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .deltafile import deleted_mask
 from .diskrowset import FILE_CACHE, load_bloom, pk_block_first_keys, read_pk_blocks, read_pk_index
 from .metadata import RowSetMeta
 from .storage import Storage
@@ -84,11 +85,13 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
     return result
 
 
-def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Locate each key: (index into `rowsets` or -1, rowid or -1).
+def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
+          deltas_of: Callable[[str], Sequence] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Locate each key's live row: (index into `rowsets` or -1, rowid or -1).
 
-    A key is looked for in every rowset whose interval covers it; a later match
-    (a newer rowset) wins, which lets callers pass rowsets in commit order.
+    A key is looked for in every rowset whose interval covers it. With
+    `deltas_of`, rows deleted by a rowset's REDO deltas do not count: a key
+    deleted and inserted again has one live copy, in the newer rowset.
     """
     n = len(keys)
     which = np.full(n, -1, dtype=np.int64)
@@ -112,6 +115,10 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array) -> tu
             continue
         rid = rowids_in_rowset(storage, rs, keys.take(pa.array(cand)))
         hit = rid >= 0
+        if deltas_of is not None and hit.any():
+            deleted = deleted_mask(storage, rs, deltas_of(rs.id))
+            if deleted is not None:
+                hit[hit] = ~deleted[rid[hit]]
         which[cand[hit]] = i
         rowid[cand[hit]] = rid[hit]
     return which, rowid

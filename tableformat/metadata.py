@@ -146,9 +146,14 @@ class TableState:
     properties: Mapping[str, int]
     rowsets: Mapping[str, RowSetMeta]
     format_version: int = FORMAT_VERSION
+    # Delta files per rowset id, in commit order (oldest first).
+    deltas: Mapping[str, tuple] = field(default_factory=dict)
 
     def rowsets_in(self, tablet: str) -> list[RowSetMeta]:
         return [r for r in self.rowsets.values() if r.tablet == tablet]
+
+    def deltas_of(self, rowset_id: str) -> tuple:
+        return self.deltas.get(rowset_id, ())
 
     @property
     def num_rows(self) -> int:
@@ -158,16 +163,22 @@ class TableState:
         return {"format_version": self.format_version, "version": self.version, "timestamp": self.timestamp,
                 "table_id": self.table_id, "name": self.name, "schema": self.schema.to_json(),
                 "partitioning": self.partitioning.to_json(self.schema), "properties": dict(self.properties),
-                "rowsets": [r.to_json() for r in self.rowsets.values()]}
+                "rowsets": [r.to_json() for r in self.rowsets.values()],
+                "deltas": [d.to_json() for ds in self.deltas.values() for d in ds]}
 
     @staticmethod
     def from_json(d: dict) -> "TableState":
+        from .deltafile import DeltaFileMeta
         schema = Schema.from_json(d["schema"])
+        deltas: dict[str, tuple] = {}
+        for x in d.get("deltas", []):
+            m = DeltaFileMeta.from_json(x)
+            deltas[m.rowset] = deltas.get(m.rowset, ()) + (m,)
         return TableState(d["version"], d["timestamp"], d["table_id"], d["name"], schema,
                           Partitioning.from_json(d["partitioning"], schema),
                           MappingProxyType(dict(d["properties"])),
                           MappingProxyType({r["id"]: RowSetMeta.from_json(r) for r in d["rowsets"]}),
-                          d["format_version"])
+                          d["format_version"], MappingProxyType(deltas))
 
 
 def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>") -> TableState:
@@ -180,15 +191,30 @@ def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>")
         state = TableState.from_json({**meta, "version": version, "timestamp": ts, "rowsets": []})
     elif commit["version"] != state.version + 1:
         raise CorruptFileError(f"{path}: expected version {state.version + 1}, found {commit['version']}")
+    from .deltafile import DeltaFileMeta
     rowsets = dict(state.rowsets)
+    deltas = dict(state.deltas)
     for action in commit["actions"]:
         if "add_rowset" in action:
             r = RowSetMeta.from_json(action["add_rowset"])
             rowsets[r.id] = r
         elif "remove_rowset" in action:
-            rowsets.pop(action["remove_rowset"]["id"], None)
+            rid = action["remove_rowset"]["id"]
+            rowsets.pop(rid, None)
+            deltas.pop(rid, None)
+        elif "add_delta" in action:
+            m = DeltaFileMeta.from_json(action["add_delta"])
+            if not m.has_ts_column:
+                m = replace(m, min_ts=ts, max_ts=ts)   # a commit's REDO takes the commit's timestamp
+            if m.rowset not in rowsets:
+                raise CorruptFileError(f"{path}: delta {m.path} names unknown rowset {m.rowset}")
+            deltas[m.rowset] = deltas.get(m.rowset, ()) + (m,)
+        elif "remove_delta" in action:
+            rid, p = action["remove_delta"]["rowset"], action["remove_delta"]["path"]
+            deltas[rid] = tuple(d for d in deltas.get(rid, ()) if d.path != p)
         elif "metadata" in action:
             continue
         else:
             raise CorruptFileError(f"{path}: unknown log action {sorted(action)}")
-    return replace(state, version=version, timestamp=ts, rowsets=MappingProxyType(rowsets))
+    return replace(state, version=version, timestamp=ts, rowsets=MappingProxyType(rowsets),
+                   deltas=MappingProxyType(deltas))

@@ -122,12 +122,16 @@ class Partitioning:
         return out
 
     # assignment ------------------------------------------------------------------------
-    def assign(self, schema: Schema, table: pa.Table) -> tuple[np.ndarray, list[str]]:
-        """Tablet ordinal per row and the tablet ids. Raises NoRangePartitionError."""
-        range_pos = self._range_positions(schema, table)
+    def assign(self, schema: Schema, table: pa.Table, strict: bool = True) -> tuple[np.ndarray, list[str]]:
+        """Tablet ordinal per row and the tablet ids.
+
+        Rows in no range partition raise NoRangePartitionError, or get -1 when not strict.
+        """
+        range_pos = self._range_positions(schema, table, strict)
         ordinal = range_pos.astype(np.int64)
         for level in self.hash_levels:
             ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level).astype(np.int64)
+        ordinal[range_pos < 0] = -1
         return ordinal, self.tablet_ids()
 
     def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel) -> np.ndarray:
@@ -139,7 +143,7 @@ class Partitioning:
         cols = [schema.by_id(i) for i in self.range_column_ids]
         return encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
 
-    def _range_positions(self, schema: Schema, table: pa.Table) -> np.ndarray:
+    def _range_positions(self, schema: Schema, table: pa.Table, strict: bool = True) -> np.ndarray:
         n = table.num_rows
         pos = np.full(n, -1, dtype=np.int64)
         if len(self.ranges) == 1 and self.ranges[0].lower is None and self.ranges[0].upper is None:
@@ -154,7 +158,7 @@ class Partitioning:
                 m &= pc.less(keys, pa.scalar(rb.upper, pa.binary())).to_numpy(zero_copy_only=False)
             pos[m] = i
         bad = np.nonzero(pos < 0)[0]
-        if len(bad):
+        if len(bad) and strict:
             names = [schema.by_id(i).name for i in self.range_column_ids]
             first = [tuple(table.column(c)[int(r)].as_py() for c in names) for r in bad[:3]]
             raise NoRangePartitionError(

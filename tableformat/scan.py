@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .deltafile import apply_redo, updated_columns
 from .diskrowset import read_base_columns
 from .errors import InvalidFilterError
 from .keyprobe import seek
@@ -93,8 +94,10 @@ class Scanner:
                 continue
             if hi is not None and rs.min_key >= hi:
                 continue
+            updated = updated_columns(state.deltas_of(rs.id))
             if not all(stats_may_match(schema.column(name), rs.stats.get(schema.column(name).id),
-                                       rs.num_rows, b) for name, b in self._bounds.items()):
+                                       rs.num_rows, b)
+                       for name, b in self._bounds.items() if schema.column(name).id not in updated):
                 continue
             start, stop = (0, rs.num_rows) if lo is None and hi is None else seek(self.storage, rs, lo, hi)
             if start < stop:
@@ -104,7 +107,14 @@ class Scanner:
     # execution -------------------------------------------------------------------------
     def run_task(self, task: ScanTask) -> pa.Table:
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
+        deltas = self.state.deltas_of(task.rowset.id)
+        live = None
+        if deltas:
+            arrays, live = apply_redo(self.storage, task.rowset, deltas, self._read_cols, arrays,
+                                      task.start, task.stop)
         t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
+        if live is not None:
+            t = t.filter(pa.array(live))
         return filter_table(t, self.predicates)
 
     def _project(self, t: pa.Table) -> pa.Table:

@@ -13,7 +13,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .batch import prepare
+from .batch import prepare, to_arrow_table
+from .mutation import (DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, has_conflict, plan_mutation,
+                       validate, write_deltas)
 from .errors import CommitConflictError, InvalidOptionError, SchemaError, TableExistsError, VersionNotFoundError
 from .metadata import FORMAT_VERSION, CommitInfo, RowSetMeta, TableState, apply_commit, validate_properties
 from .partition import PartitionSchema, resolve
@@ -224,6 +226,66 @@ class Table:
                                bytes_written=sum(r.size_bytes for r in rowsets))
         raise CommitConflictError(f"insert_ignore restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
 
+    # --- mutations --------------------------------------------------------------------
+    def update(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
+        """Update existing rows: key columns plus the columns to change. Missing keys raise KeyNotFoundError."""
+        return self._mutate(data, "UPDATE", UPDATE_OP, None, columns)
+
+    def update_ignore(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
+        return self._mutate(data, "UPDATE_IGNORE", UPDATE_IGNORE, None, columns)
+
+    def delete(self, data: Any) -> WriteResult:
+        """Delete rows by key (other columns are ignored). Missing keys raise KeyNotFoundError."""
+        return self._mutate(_keys_only(self.refresh(), data), "DELETE", DELETE_OP, None, None)
+
+    def delete_ignore(self, data: Any) -> WriteResult:
+        return self._mutate(_keys_only(self.refresh(), data), "DELETE_IGNORE", DELETE_IGNORE, None, None)
+
+    def upsert(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
+        """Insert new keys; update the given columns of existing ones."""
+        return self._mutate(data, "UPSERT", UPSERT, None, columns)
+
+    def apply(self, data: Any, op_column: str = "op") -> WriteResult:
+        """A mixed batch, as a Kudu session: `op_column` names each row's operation
+        (insert, insert_ignore, update, update_ignore, delete, delete_ignore, upsert);
+        operations on one key apply in batch order."""
+        return self._mutate(data, "APPLY", None, op_column, None)
+
+    def _mutate(self, data: Any, operation: str, op: int | None, op_column: str | None,
+                columns: Sequence[str] | None) -> WriteResult:
+        for _attempt in range(MAX_COMMIT_ATTEMPTS):
+            state = self.refresh()
+            batch, ops, update_cols = validate(state, data, op, op_column, columns)
+            plan = plan_mutation(self._storage, state, batch, ops, update_cols)
+            counts = dict(plan.counts)
+            if plan.new_rows is None and not plan.deltas:
+                return WriteResult(state.version, Timestamp(state.timestamp), operation, **_result_counts(counts))
+            written: list[str] = []
+            try:
+                ins = plan_insert(self._storage, state, plan.new_rows, False, check_existing=False) \
+                    if plan.new_rows is not None else None
+                rowsets = write_plan(self._storage, state, ins, written) if ins is not None else []
+                deltas = write_deltas(self._storage, state, plan, written)
+                actions = [{"add_rowset": r.to_json()} for r in rowsets] + \
+                          [{"add_delta": d.to_json()} for d in deltas]
+                new_keys = {b.tablet: b.keys for b in ins.batches} if ins is not None else {}
+
+                def rebase(new_commits: list[dict]) -> None:
+                    if has_conflict(self._storage, plan, new_keys, new_commits):
+                        raise _Restart()
+
+                commit = self._commit(state, operation, actions, counts, rebase)
+            except _Restart:
+                self._storage.delete_quietly(written)
+                continue
+            except BaseException:
+                self._storage.delete_quietly(written)
+                raise
+            return WriteResult(commit["version"], Timestamp(commit["timestamp"]), operation,
+                               **_result_counts(counts), rowsets_added=len(rowsets),
+                               bytes_written=sum(r.size_bytes for r in rowsets) + sum(d.size for d in deltas))
+        raise CommitConflictError(f"{operation} restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
+
     def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase) -> dict:
         """Race for the next version; on losing, rebase onto the winners and try again."""
         read_version = state.version
@@ -247,6 +309,17 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self._storage!r}, version={self._state.version})"
+
+
+def _result_counts(counts: dict) -> dict:
+    return {k: counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored")}
+
+
+def _keys_only(state: TableState, data: Any):
+    """A delete needs only the key: drop other columns so they are never validated."""
+    t = to_arrow_table(data)
+    extra = [c for c in t.column_names if c not in state.schema.primary_key and state.schema.has_column(c)]
+    return t.drop(extra) if extra else t
 
 
 class _Restart(Exception):

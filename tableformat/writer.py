@@ -89,8 +89,12 @@ def duplicate_error(state: TableState, batch: pa.Table, rows: np.ndarray, where:
             pa.array(rows[:3], pa.int64())).to_pylist()))
 
 
-def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bool) -> InsertPlan:
-    """Split by tablet, sort, drop or reject keys duplicated in the batch or present in the table."""
+def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bool,
+                check_existing: bool = True) -> InsertPlan:
+    """Split by tablet, sort, drop or reject keys duplicated in the batch or present in the table.
+
+    check_existing=False is for rows already known to be new (a mutation's inserts).
+    """
     keys, ordinal = route(state, batch)
     tablet_ids = state.partitioning.tablet_ids()
     by_tablet = np.argsort(ordinal.astype(np.int16 if len(tablet_ids) < 32768 else np.int64), kind="stable")
@@ -114,15 +118,17 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
     if dup_rows and not ignore:
         raise duplicate_error(state, batch, np.concatenate(dup_rows), "appear more than once in the batch")
 
-    def check_existing(item):
+    def against_table(item):
         rows, k, dup = item
         if dup.any():
             rows, k = rows[~dup], k.filter(pa.array(~dup))
         tablet = tablet_ids[int(ordinal[rows[0]])]
-        which, _ = probe(storage, state.rowsets_in(tablet), k)
+        if not check_existing:
+            return tablet, rows, k, np.zeros(len(rows), dtype=bool), int(dup.sum())
+        which, _ = probe(storage, state.rowsets_in(tablet), k, state.deltas_of)
         return tablet, rows, k, which >= 0, int(dup.sum())
 
-    checked = pmap(check_existing, sorted_groups)
+    checked = pmap(against_table, sorted_groups)
     exists = [rows[ex] for _, rows, _, ex, _ in checked if ex.any()]
     if exists and not ignore:
         raise duplicate_error(state, batch, np.concatenate(exists), "already exist")

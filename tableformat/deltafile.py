@@ -1,0 +1,215 @@
+"""Delta files: rowid-keyed REDO and UNDO records of one rowset (tablet seed, KUDU-NOTES §3).
+
+A delta file holds records for exactly one rowset, sorted by rowid, at most one
+per (rowid, timestamp). Each record has an operation (UPDATE / DELETE /
+REINSERT) and, per changed column ID c, a flag `u<c>` ("this cell changed")
+and the new value `c<c>` (NULL there is "set to NULL", distinct from "not
+changed"). Key columns are stored too (`c<key id>`), so change history and
+conflict checks never need the PK index. A REDO file written by a commit has
+no timestamp column: every record takes the commit's timestamp. Files that
+span several timestamps (compaction output, UNDO) carry a `ts` column.
+See `specs/format.md`, section "Delta files".
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .diskrowset import FILE_CACHE, _PARQUET_CODEC, _wrap_read_error, field_name, parquet_file
+from .errors import CorruptFileError
+from .metadata import FileRef, RowSetMeta
+from .schema import Column, Schema
+from .storage import Storage
+
+UPDATE, DELETE, REINSERT = 1, 2, 3
+REDO, UNDO = "redo", "undo"
+
+
+def flag_name(column_id: int) -> str:
+    return f"u{column_id}"
+
+
+@dataclass(frozen=True)
+class DeltaFileMeta:
+    """A delta file and its stats (Kudu's DeltaStats), as recorded in the log."""
+
+    path: str
+    size: int
+    kind: str                      # "redo" or "undo"
+    rowset: str
+    num_records: int
+    delete_count: int
+    reinsert_count: int
+    update_counts: Mapping[int, int] = field(default_factory=dict)
+    min_ts: int = 0                # for a commit's REDO: the commit timestamp
+    max_ts: int = 0
+    has_ts_column: bool = False
+
+    def updates(self, column_id: int) -> bool:
+        return self.update_counts.get(column_id, 0) > 0
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "size": self.size, "kind": self.kind, "rowset": self.rowset,
+                "num_records": self.num_records, "delete_count": self.delete_count,
+                "reinsert_count": self.reinsert_count,
+                "update_counts": {str(k): v for k, v in self.update_counts.items()},
+                "min_ts": self.min_ts, "max_ts": self.max_ts, "has_ts_column": self.has_ts_column}
+
+    @staticmethod
+    def from_json(d: dict) -> "DeltaFileMeta":
+        return DeltaFileMeta(d["path"], d["size"], d["kind"], d["rowset"], d["num_records"], d["delete_count"],
+                             d["reinsert_count"], {int(k): v for k, v in d["update_counts"].items()},
+                             d.get("min_ts", 0), d.get("max_ts", 0), d.get("has_ts_column", False))
+
+
+def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowids: np.ndarray, ops: np.ndarray,
+                     keys: pa.Table, updates: dict[int, tuple[np.ndarray, pa.Array]], kind: str = REDO,
+                     ts: np.ndarray | None = None) -> DeltaFileMeta:
+    """Write records sorted by rowid. `updates[col_id] = (changed mask, values)`; `keys` by column name."""
+    order = np.lexsort((ts,) + (rowids,)) if ts is not None else np.argsort(rowids, kind="stable")
+    idx = pa.array(order)
+    names = ["rowid", "op"]
+    arrays: list[pa.Array] = [pa.array(rowids[order].astype(np.uint32)), pa.array(ops[order].astype(np.int8))]
+    fields = [pa.field("rowid", pa.uint32(), nullable=False), pa.field("op", pa.int8(), nullable=False)]
+    if ts is not None:
+        names.append("ts")
+        arrays.append(pa.array(ts[order].astype(np.int64)))
+        fields.append(pa.field("ts", pa.int64(), nullable=False))
+    for c in schema.key_columns:
+        arrays.append(keys.column(c.name).take(idx))
+        fields.append(pa.field(field_name(c.id), c.arrow_type, nullable=False,
+                               metadata={b"PARQUET:field_id": str(c.id).encode()}))
+    codecs = {}
+    update_counts = {}
+    for cid, (mask, values) in sorted(updates.items()):
+        col = schema.by_id(cid)
+        m = mask[order]
+        if not m.any():
+            continue
+        update_counts[cid] = int(m.sum())
+        arrays.append(pa.array(m))
+        fields.append(pa.field(flag_name(cid), pa.bool_(), nullable=False))
+        arrays.append(values.take(idx))
+        fields.append(pa.field(field_name(cid), col.arrow_type, nullable=True,
+                               metadata={b"PARQUET:field_id": str(cid).encode()}))
+        codecs[field_name(cid)] = _PARQUET_CODEC[col.compression]
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="LZ4", use_dictionary=False, write_page_checksum=True,
+                   store_decimal_as_integer=True, column_encoding={"rowid": "DELTA_BINARY_PACKED"},
+                   row_group_size=1 << 20)
+    buf = sink.getvalue()
+    path = f"tablets/{rowset.tablet}/{rowset.id}/{kind}-{uuid.uuid4().hex[:12]}.parquet"
+    size = storage.write(path, buf)
+    ops_sorted = ops[order]
+    t_min = int(ts.min()) if ts is not None and len(ts) else 0
+    t_max = int(ts.max()) if ts is not None and len(ts) else 0
+    return DeltaFileMeta(path, size, kind, rowset.id, len(rowids), int((ops_sorted == DELETE).sum()),
+                         int((ops_sorted == REINSERT).sum()), update_counts, t_min, t_max, ts is not None)
+
+
+def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] = (),
+               keys: Sequence[Column] = ()) -> pa.Table:
+    """rowid, op, (ts), the u/c pairs of the requested columns present in the file, and key columns."""
+    ref = FileRef(meta.path, meta.size)
+    pf = parquet_file(storage, ref)
+    names = set(pf.schema_arrow.names)
+    cols = ["rowid", "op"] + (["ts"] if "ts" in names else [])
+    for cid in column_ids:
+        if flag_name(cid) in names:
+            cols += [flag_name(cid), field_name(cid)]
+    cols += [field_name(c.id) for c in keys if field_name(c.id) in names]
+    key = f"{meta.path}#" + ",".join(cols)
+    cached = FILE_CACHE.get(storage, key)
+    if cached is not None:
+        return cached
+    try:
+        t = pf.read(columns=cols, use_threads=False)
+    except (OSError, pa.ArrowException) as e:
+        raise _wrap_read_error(meta.path, e) from None
+    if t.num_rows != meta.num_records:
+        raise CorruptFileError(f"delta file {meta.path} has {t.num_rows} records, the log says {meta.num_records}")
+    FILE_CACHE.put(storage, key, t, t.nbytes)
+    return t
+
+
+def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta]) -> np.ndarray | None:
+    """Rows deleted after applying the REDO files in order; None if none can be."""
+    relevant = [d for d in deltas if d.kind == REDO and (d.delete_count or d.reinsert_count)]
+    if not relevant:
+        return None
+    key = rowset.id + "#deleted#" + ",".join(d.path for d in relevant)
+    cached = FILE_CACHE.get(storage, key)
+    if cached is not None:
+        return cached
+    deleted = np.zeros(rowset.num_rows, dtype=bool)
+    for d in relevant:
+        t = read_delta(storage, d)
+        rowid = t.column("rowid").to_numpy()
+        op = t.column("op").to_numpy()
+        _check_rowids(rowid, rowset, d)
+        deleted[rowid[op == DELETE]] = True
+        deleted[rowid[op == REINSERT]] = False
+    FILE_CACHE.put(storage, key, deleted, deleted.nbytes)
+    return deleted
+
+
+def _check_rowids(rowid: np.ndarray, rowset: RowSetMeta, d: DeltaFileMeta) -> None:
+    if len(rowid) and int(rowid.max()) >= rowset.num_rows:
+        raise CorruptFileError(f"delta file {d.path} has rowid {int(rowid.max())} beyond its rowset's "
+                               f"{rowset.num_rows} rows")
+
+
+def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], columns: Sequence[Column],
+               arrays: dict[int, pa.Array], start: int, stop: int) -> tuple[dict[int, pa.Array], np.ndarray | None]:
+    """Apply REDO files (oldest first) to base values of rows [start, stop).
+
+    Whole-column: each file's updates are placed with one replace_with_mask per
+    column. Files that touch none of `columns` and delete nothing are not read.
+    Returns the new arrays and the live-row mask (None when every row is live).
+    """
+    out = dict(arrays)
+    n = stop - start
+    for d in deltas:
+        if d.kind != REDO:
+            continue
+        wanted = [c.id for c in columns if d.updates(c.id)]
+        if not wanted and not (d.delete_count or d.reinsert_count):
+            continue
+        t = read_delta(storage, d, wanted)
+        rowid = t.column("rowid").to_numpy().astype(np.int64)
+        _check_rowids(rowid, rowset, d)
+        lo, hi = np.searchsorted(rowid, [start, stop])
+        if lo == hi:
+            continue
+        pos = rowid[lo:hi] - start
+        op = t.column("op").to_numpy()[lo:hi]
+        for cid in wanted:
+            flags = t.column(flag_name(cid)).to_numpy()[lo:hi] & (op != DELETE)
+            if not flags.any():
+                continue
+            mask = np.zeros(n, dtype=bool)
+            mask[pos[flags]] = True
+            values = t.column(field_name(cid)).slice(lo, hi - lo).filter(pa.array(flags))
+            base = out[cid]
+            if isinstance(base, pa.ChunkedArray):
+                base = base.combine_chunks()
+            out[cid] = pc.replace_with_mask(base, pa.array(mask), values.combine_chunks().cast(base.type))
+    deleted = deleted_mask(storage, rowset, deltas)
+    live = None if deleted is None else ~deleted[start:stop]
+    if live is not None and live.all():
+        live = None
+    return out, live
+
+
+def updated_columns(deltas: Sequence[DeltaFileMeta]) -> set[int]:
+    out: set[int] = set()
+    for d in deltas:
+        out.update(k for k, v in d.update_counts.items() if v)
+    return out

@@ -1,0 +1,317 @@
+"""Row operations (insert / update / delete / upsert and their _ignore forms) as one batch.
+
+As in a Kudu session, a batch is a list of row operations applied in order.
+Planning is whole-column: every distinct key is located once (interval, bloom,
+PK index, minus deleted rows), then the operations are applied in rounds, the
+r-th round holding the r-th operation on each key, so a key's operations keep
+batch order while each round is vectorized. The outcome is:
+
+- new rows, written as new rowsets (a deleted key inserted again lands there);
+- per touched rowset, one REDO delta file keyed by rowid holding only the
+  changed cells, or DELETE.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .batch import convert_column, to_arrow_table
+from .deltafile import DELETE, UPDATE, DeltaFileMeta, read_delta, write_delta_file
+from .errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
+                     NoRangePartitionError, NullValueError, UnknownColumnError)
+from .keyprobe import probe
+from .metadata import RowSetMeta, TableState
+from .parallel import pmap
+from .storage import Storage
+from .writer import describe_keys, duplicate_error, encoded_keys
+
+INSERT, INSERT_IGNORE, UPDATE_OP, UPDATE_IGNORE, DELETE_OP, DELETE_IGNORE, UPSERT = range(7)
+OP_NAMES = {"insert": INSERT, "insert_ignore": INSERT_IGNORE, "update": UPDATE_OP, "update_ignore": UPDATE_IGNORE,
+            "delete": DELETE_OP, "delete_ignore": DELETE_IGNORE, "upsert": UPSERT}
+
+
+@dataclass
+class RowSetDelta:
+    """The REDO records one mutation writes for one rowset."""
+
+    rowset: RowSetMeta
+    rowids: np.ndarray
+    ops: np.ndarray
+    key_rows: np.ndarray                         # batch row holding each record's key
+    updates: dict[int, np.ndarray]               # column id -> batch row of the new value, -1 = unchanged
+
+
+@dataclass
+class MutationPlan:
+    batch: pa.Table                              # the validated input (present columns only)
+    new_rows: pa.Table | None                    # full rows to insert as new rowsets
+    deltas: list[RowSetDelta]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _parse_ops(op_column: pa.Array) -> np.ndarray:
+    if pa.types.is_dictionary(op_column.type):
+        op_column = op_column.dictionary_decode()
+    if not (pa.types.is_string(op_column.type) or pa.types.is_large_string(op_column.type)):
+        raise InvalidDataError(f"the op column must hold strings ({', '.join(OP_NAMES)}), got {op_column.type}")
+    if op_column.null_count:
+        raise InvalidDataError("the op column has NULLs")
+    names = pc.utf8_lower(op_column)
+    idx = pc.index_in(names, value_set=pa.array(list(OP_NAMES)))
+    if idx.null_count:
+        bad = names.filter(pc.is_null(idx)).unique().to_pylist()[:5]
+        raise InvalidDataError(f"unknown op(s) {bad}; use one of {list(OP_NAMES)}")
+    return np.array(list(OP_NAMES.values()), dtype=np.int8)[idx.to_numpy(zero_copy_only=False)]
+
+
+def validate(state: TableState, data: Any, op: int | None, op_column: str | None,
+             update_columns: Sequence[str] | None) -> tuple[pa.Table, np.ndarray, list[str]]:
+    """Validate a mutation batch. Returns (batch with present columns, op per row, updated columns)."""
+    schema = state.schema
+    t = to_arrow_table(data)
+    ops = np.full(t.num_rows, op if op is not None else INSERT, dtype=np.int8)
+    if op_column is not None:
+        if op_column not in t.column_names:
+            raise MissingColumnError(f"apply needs an op column {op_column!r} in the input")
+        ops = _parse_ops(t.column(op_column).combine_chunks())
+        t = t.drop([op_column])
+    names = list(t.column_names)
+    unknown = [n for n in names if not schema.has_column(n)]
+    if unknown:
+        raise UnknownColumnError(f"input has column(s) {unknown} that table {state.name!r} does not have; "
+                                 f"columns are {schema.names}")
+    missing = [k for k in schema.primary_key if k not in names]
+    if missing:
+        raise MissingColumnError(f"input lacks primary key column(s) {missing}")
+    non_key = [n for n in names if n not in schema.primary_key]
+    if update_columns is not None:
+        keycols = [c for c in update_columns if c in schema.primary_key]
+        if keycols:
+            raise KeyColumnUpdateError(f"primary key column(s) {keycols} cannot be updated; delete the row and "
+                                       "insert it with the new key")
+        bad = [c for c in update_columns if c not in non_key]
+        if bad:
+            raise UnknownColumnError(f"columns to update {bad} are not in the input")
+        non_key = list(update_columns)
+    mutating = np.isin(ops, [INSERT, INSERT_IGNORE, UPDATE_OP, UPDATE_IGNORE, UPSERT])
+    arrays, fields = [], []
+    for n in names:
+        col = schema.column(n)
+        arr = convert_column(t.column(n), col, check_nulls=False)
+        if not col.nullable and arr.null_count:
+            if col.name in schema.primary_key:
+                raise NullValueError(f"primary key column {n!r} has {arr.null_count} NULL value(s)")
+            nulls = pc.is_null(arr).to_numpy(zero_copy_only=False) & mutating
+            if nulls.any():
+                raise NullValueError(f"column {n!r} is not nullable but {int(nulls.sum())} row(s) set it to NULL")
+        arrays.append(arr)
+        fields.append(pa.field(n, col.arrow_type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), ops, non_key
+
+
+def locate(storage: Storage, state: TableState, keys: pa.Array, tablet_pos: np.ndarray,
+           tablet_ids: list[str]) -> tuple[np.ndarray, np.ndarray, list[RowSetMeta]]:
+    """Live location of each key: (index into the returned rowset list or -1, rowid or -1)."""
+    n = len(keys)
+    which = np.full(n, -1, dtype=np.int64)
+    rowid = np.full(n, -1, dtype=np.int64)
+    all_rowsets: list[RowSetMeta] = []
+    groups = []
+    for t in np.unique(tablet_pos[tablet_pos >= 0]):
+        rows = np.flatnonzero(tablet_pos == t)
+        rowsets = state.rowsets_in(tablet_ids[int(t)])
+        if rowsets:
+            groups.append((rows, rowsets, len(all_rowsets)))
+            all_rowsets.extend(rowsets)
+
+    def one(g):
+        rows, rowsets, offset = g
+        w, r = probe(storage, rowsets, keys.take(pa.array(rows)), state.deltas_of)
+        return rows, np.where(w >= 0, w + offset, -1), r
+    for rows, w, r in pmap(one, groups):
+        which[rows] = w
+        rowid[rows] = r
+    return which, rowid, all_rowsets
+
+
+def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.ndarray,
+                  update_cols: list[str]) -> MutationPlan:
+    schema = state.schema
+    n = batch.num_rows
+    if n == 0:
+        return MutationPlan(batch, None, [], {})
+    keys = encoded_keys(state, batch)
+    part = state.partitioning
+    tablet_ids = part.tablet_ids()
+    try:
+        tablet_pos, _ = part.assign(schema, batch)
+    except NoRangePartitionError:
+        tablet_pos = part.assign(schema, batch, strict=False)[0]
+    # Distinct keys, in first-occurrence order; key_id per row.
+    enc = pc.dictionary_encode(keys)
+    key_id = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    uniq = enc.dictionary
+    u = len(uniq)
+    first_row = np.full(u, n, dtype=np.int64)
+    np.minimum.at(first_row, key_id, np.arange(n))
+    u_tablet = tablet_pos[first_row]
+    loc_rs, loc_rowid, rowsets = locate(storage, state, uniq, u_tablet, tablet_ids)
+
+    live_old = loc_rs >= 0
+    old_deleted = np.zeros(u, dtype=bool)
+    new_src = np.full(u, -1, dtype=np.int64)          # batch row of the pending new row's insert
+    present = list(batch.column_names)
+    new_col = {c: np.full(u, -1, dtype=np.int64) for c in present}   # batch row per column of the new row
+    upd = {c: np.full(u, -1, dtype=np.int64) for c in update_cols}    # batch row of each old-row update
+    counts = {"inserted": 0, "updated": 0, "deleted": 0, "ignored": 0}
+
+    # Occurrence rank of each row among the rows of its key: the round it runs in.
+    order = np.argsort(key_id, kind="stable")
+    ks = key_id[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(ks)) + 1]
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+
+    for r in range(int(rank.max()) + 1):
+        rows = np.flatnonzero(rank == r)
+        k = key_id[rows]
+        op = ops[rows]
+        exists = live_old[k] | (new_src[k] >= 0)
+        is_upsert = op == UPSERT
+        ins = np.isin(op, [INSERT, INSERT_IGNORE]) | (is_upsert & ~exists)
+        updt = np.isin(op, [UPDATE_OP, UPDATE_IGNORE]) | (is_upsert & exists)
+        dele = np.isin(op, [DELETE_OP, DELETE_IGNORE])
+        strict = np.isin(op, [INSERT, UPDATE_OP, DELETE_OP])
+        dup = ins & exists
+        missing = (updt | dele) & ~exists
+        if (dup & strict).any():
+            raise duplicate_error(state, batch, rows[dup & strict], "already exist")
+        if (missing & strict).any():
+            bad = rows[missing & strict]
+            raise KeyNotFoundError(f"{len(bad)} key(s) not found in table {state.name!r} "
+                                   f"(first: {describe_keys(state, batch, bad)}); use the _ignore variant or "
+                                   "upsert", len(bad))
+        no_range = ins & ~dup & (tablet_pos[rows] < 0)
+        if no_range.any():
+            raise NoRangePartitionError(f"{int(no_range.sum())} rows fall in no range partition "
+                                        f"(first: {describe_keys(state, batch, rows[no_range])})")
+        counts["ignored"] += int((dup | missing).sum())
+        ins &= ~dup
+        updt &= exists
+        dele &= exists
+        # inserts
+        ki, ri = k[ins], rows[ins]
+        new_src[ki] = ri
+        for c in present:
+            new_col[c][ki] = ri
+        counts["inserted"] += int(ins.sum())
+        # updates: to a pending new row, or as REDO on the old row
+        to_new = updt & (new_src[k] >= 0)
+        to_old = updt & ~to_new
+        for c in update_cols:
+            new_col[c][k[to_new]] = rows[to_new]
+            upd[c][k[to_old]] = rows[to_old]
+        counts["updated"] += int(updt.sum())
+        # deletes: drop a pending new row, or DELETE the old row
+        del_new = dele & (new_src[k] >= 0)
+        del_old = dele & ~del_new
+        new_src[k[del_new]] = -1
+        live_old[k[del_old]] = False
+        old_deleted[k[del_old]] = True
+        for c in update_cols:
+            upd[c][k[del_old]] = -1
+        counts["deleted"] += int(dele.sum())
+
+    new_rows = _new_rows(state, batch, new_src, new_col)
+    deltas = _deltas(rowsets, loc_rs, loc_rowid, old_deleted, upd, first_row, schema)
+    return MutationPlan(batch, new_rows, deltas, counts)
+
+
+def _new_rows(state: TableState, batch: pa.Table, new_src: np.ndarray, new_col: dict) -> pa.Table | None:
+    keep = np.flatnonzero(new_src >= 0)
+    if not len(keep):
+        return None
+    arrays, fields = [], []
+    for col in state.schema.columns:
+        if col.name in new_col:
+            arr = batch.column(col.name).take(pa.array(new_col[col.name][keep]))
+            if not col.nullable and arr.null_count:
+                raise NullValueError(f"column {col.name!r} is not nullable but inserted rows have NULLs")
+        elif col.default is not None:
+            arr = pa.nulls(len(keep), col.arrow_type).fill_null(pa.scalar(col.default, col.arrow_type))
+        elif col.nullable:
+            arr = pa.nulls(len(keep), col.arrow_type)
+        else:
+            raise MissingColumnError(f"inserted rows lack column {col.name!r}, which is not nullable and has "
+                                     "no default")
+        arrays.append(arr)
+        fields.append(pa.field(col.name, col.arrow_type, nullable=col.nullable))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _deltas(rowsets, loc_rs, loc_rowid, old_deleted, upd, first_row, schema) -> list[RowSetDelta]:
+    touched = old_deleted.copy()
+    for src in upd.values():
+        touched |= src >= 0
+    touched &= loc_rs >= 0
+    out = []
+    for rs_idx in np.unique(loc_rs[touched]):
+        sel = np.flatnonzero(touched & (loc_rs == rs_idx))
+        order = np.argsort(loc_rowid[sel], kind="stable")
+        sel = sel[order]
+        ops = np.where(old_deleted[sel], DELETE, UPDATE).astype(np.int8)
+        updates = {schema.column(c).id: np.where(old_deleted[sel], -1, src[sel]) for c, src in upd.items()}
+        out.append(RowSetDelta(rowsets[int(rs_idx)], loc_rowid[sel], ops, first_row[sel], updates))
+    return out
+
+
+def write_deltas(storage: Storage, state: TableState, plan: MutationPlan, written: list[str]) -> list[DeltaFileMeta]:
+    """One REDO delta file per touched rowset, holding only the changed cells."""
+    pk = list(state.schema.primary_key)
+
+    def one(d: RowSetDelta) -> DeltaFileMeta:
+        keys = plan.batch.select(pk).take(pa.array(d.key_rows))
+        updates = {}
+        for cid, src in d.updates.items():
+            col = state.schema.by_id(cid)
+            idx = pa.array(np.where(src >= 0, src, 0), mask=src < 0)
+            updates[cid] = (src >= 0, plan.batch.column(col.name).take(idx))
+        meta = write_delta_file(storage, state.schema, d.rowset, d.rowids, d.ops, keys, updates)
+        written.append(meta.path)
+        return meta
+    return pmap(one, plan.deltas)
+
+
+def has_conflict(storage: Storage, plan: MutationPlan, new_rows_keys: dict[str, pa.Array],
+                 new_commits: list[dict]) -> bool:
+    """Did commits made since the plan's snapshot touch what the plan relies on?
+
+    True when they changed the table definition, removed a rowset the plan
+    writes deltas to, deleted one of its target rows, or added one of the keys
+    it inserts. Concurrent updates of the same row are not conflicts: both
+    apply, in commit order.
+    """
+    touched = {d.rowset.id: d.rowids for d in plan.deltas}
+    for c in new_commits:
+        for a in c["actions"]:
+            if "metadata" in a:
+                return True
+            if "remove_rowset" in a and a["remove_rowset"]["id"] in touched:
+                return True
+            if "add_delta" in a:
+                m = DeltaFileMeta.from_json(a["add_delta"])
+                if m.rowset in touched and (m.delete_count or m.reinsert_count):
+                    t = read_delta(storage, m)
+                    deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
+                    if np.isin(touched[m.rowset], deleted).any():
+                        return True
+            if "add_rowset" in a and new_rows_keys:
+                rs = RowSetMeta.from_json(a["add_rowset"])
+                keys = new_rows_keys.get(rs.tablet)
+                if keys is not None and (probe(storage, [rs], keys)[0] >= 0).any():
+                    return True
+    return False
