@@ -13,7 +13,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import pyarrow as pa
+
 from .batch import prepare, to_arrow_table
+from .changes import collect_changes, finish
 from .mutation import (DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, has_conflict, plan_mutation,
                        validate, write_deltas)
 from .errors import CommitConflictError, InvalidOptionError, SchemaError, TableExistsError, VersionNotFoundError
@@ -176,6 +179,31 @@ class Table:
     def scan(self, columns: Sequence[str] | None = None, filter: Any = None, as_of: Any = None,
              ordered: bool = False) -> Scanner:
         return self.snapshot(as_of).scan(columns, filter, ordered)
+
+    def changes(self, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
+                images: str = "full") -> pa.Table:
+        """Changes committed after `start` up to `end` (versions, Timestamps or datetimes).
+
+        Columns: `_op` (insert / update / delete), `_version`, `_timestamp`, every
+        column of the row's after-image (key only for a delete), `_changed_columns`
+        (for updates) and, with before_image=True, `_before_<column>`.
+        mode="all" gives every change in commit order; mode="net" one net change
+        per key. images="changed" fills only the key and the changed cells of an
+        update, which needs no base data at all.
+        """
+        if mode not in ("all", "net"):
+            raise InvalidOptionError(f"mode must be 'all' or 'net', got {mode!r}")
+        if images not in ("full", "changed"):
+            raise InvalidOptionError(f"images must be 'full' or 'changed', got {images!r}")
+        s = self._resolve_version(start)
+        e = self.refresh().version if end is None else self._resolve_version(end)
+        if e < s:
+            raise InvalidOptionError(f"end version {e} is before start version {s}")
+        end_state = self.snapshot(e).state
+        commits = [self._log.read_commit(v) for v in range(s + 1, e + 1)]
+        t, changed, cols = collect_changes(self._storage, end_state, commits, before_image, images == "full")
+        return finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
+                      pa.timestamp("us", tz="UTC"))
 
     def to_arrow(self, as_of: Any = None):
         return self.scan(as_of=as_of).to_arrow()

@@ -1,0 +1,260 @@
+"""Change history between two versions, from the log, the delta files and new rowsets only.
+
+Every change committed after `start` up to `end`: inserts are the rows of the
+rowsets those commits added; updates and deletes are the records of the REDO
+files they added. After-images (and before-images) replay each touched
+rowset's REDO files over just the touched rows' base values, so the cost
+grows with the number of changes and the rows they touch, not with the table.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .deltafile import DELETE, REINSERT, REDO, UPDATE, DeltaFileMeta, flag_name, read_delta
+from .diskrowset import field_name, read_base_columns
+from .metadata import RowSetMeta, TableState
+from .parallel import pmap
+from .schema import Column
+from .storage import Storage
+
+OP_LABEL = {UPDATE: "update", DELETE: "delete", REINSERT: "insert"}
+_INSERT_CODE = 0
+
+
+def _take_rows(storage: Storage, rs: RowSetMeta, cols: Sequence[Column], rowids: np.ndarray) -> dict[int, pa.Array]:
+    """Base values of the given (sorted) rowids, reading only the row groups that hold them."""
+    if not len(rowids):
+        return {c.id: pa.array([], c.arrow_type) for c in cols}
+    lo, hi = int(rowids[0]), int(rowids[-1]) + 1
+    if len(rowids) * 4 >= hi - lo:
+        arrays = read_base_columns(storage, rs, cols, lo, hi)
+        idx = pa.array(rowids - lo)
+        return {cid: a.take(idx) for cid, a in arrays.items()}
+    # Sparse rows: one read per run of row groups that holds a touched row.
+    rg = max(1, 16384)
+    groups = np.unique(rowids // rg)
+    parts = []
+    for g in groups:
+        sel = rowids[(rowids // rg) == g]
+        start, stop = int(g * rg), int(min(rs.num_rows, (g + 1) * rg))
+        arrays = read_base_columns(storage, rs, cols, start, stop)
+        idx = pa.array(sel - start)
+        parts.append({cid: a.take(idx) for cid, a in arrays.items()})
+    return {c.id: pa.concat_arrays([p[c.id].combine_chunks() if isinstance(p[c.id], pa.ChunkedArray)
+                                    else p[c.id] for p in parts]) for c in cols}
+
+
+class _Records:
+    """Change records gathered column-wise, finished into one Arrow table."""
+
+    def __init__(self, schema_cols: list[Column], before: bool):
+        self.cols = schema_cols
+        self.before = before
+        self.parts: list[dict] = []
+
+    def add(self, op: np.ndarray, version: np.ndarray, ts: np.ndarray, image: dict[int, pa.Array],
+            changed: np.ndarray, before: dict[int, pa.Array] | None, order: np.ndarray):
+        self.parts.append({"op": op, "version": version, "ts": ts, "image": image, "changed": changed,
+                           "before": before, "order": order})
+
+    def table(self) -> tuple[pa.Table, np.ndarray]:
+        n = sum(len(p["op"]) for p in self.parts)
+        if n == 0:
+            return None, np.zeros((0, len(self.cols)), dtype=bool)
+        op = np.concatenate([p["op"] for p in self.parts])
+        version = np.concatenate([p["version"] for p in self.parts])
+        ts = np.concatenate([p["ts"] for p in self.parts])
+        order_key = np.concatenate([p["order"] for p in self.parts])
+        changed = np.concatenate([p["changed"] for p in self.parts])
+        cols = {"_op": op, "_version": version, "_timestamp": ts}
+        for c in self.cols:
+            cols[c.name] = pa.concat_arrays([_arr(p["image"][c.id]) for p in self.parts])
+        if self.before:
+            for c in self.cols:
+                cols["_before_" + c.name] = pa.concat_arrays([
+                    _arr(p["before"][c.id]) if p["before"] is not None else pa.nulls(len(p["op"]), c.arrow_type)
+                    for p in self.parts])
+        # commit order; inside a commit, deltas (updates/deletes) before inserts, then by position
+        perm = np.lexsort((order_key, op == _INSERT_CODE, version))
+        t = pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in cols.items()})
+        return t.take(pa.array(perm)), changed[perm]
+
+
+def _arr(a):
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def collect_changes(storage: Storage, end: TableState, commits: list[dict], before_image: bool,
+                    full_images: bool) -> tuple[pa.Table | None, np.ndarray, list[Column]]:
+    """Every change in the commits (a contiguous range of the log ending at `end`)."""
+    schema = end.schema
+    cols = list(schema.columns)
+    key_ids = {c.id for c in schema.key_columns}
+    recs = _Records(cols, before_image)
+    in_range: dict[str, tuple[int, int]] = {}        # delta path -> (version, ts)
+    added: list[tuple[int, int, RowSetMeta]] = []
+    for c in commits:
+        if not c.get("data_change", True):
+            continue
+        for a in c["actions"]:
+            if "add_rowset" in a:
+                added.append((c["version"], c["timestamp"], RowSetMeta.from_json(a["add_rowset"])))
+            elif "add_delta" in a:
+                in_range[a["add_delta"]["path"]] = (c["version"], c["timestamp"])
+
+    def inserts(item):
+        v, ts, rs = item
+        arrays = read_base_columns(storage, rs, cols)
+        n = rs.num_rows
+        return (np.full(n, _INSERT_CODE, np.int8), np.full(n, v, np.int64), np.full(n, ts, np.int64),
+                arrays, np.zeros((n, len(cols)), dtype=bool), None, np.arange(n, dtype=np.int64))
+    for part in pmap(inserts, added):
+        op, ver, ts, arrays, changed, _, order = part
+        before = {c.id: pa.nulls(len(op), c.arrow_type) for c in cols} if before_image else None
+        recs.add(op, ver, ts, arrays, changed, before, order)
+
+    by_rowset: dict[str, list[DeltaFileMeta]] = {}
+    for rid, ds in end.deltas.items():
+        if any(d.path in in_range for d in ds):
+            by_rowset[rid] = list(ds)
+    for rid, ds in by_rowset.items():
+        _rowset_changes(storage, end.rowsets[rid], ds, in_range, cols, key_ids, recs, before_image, full_images)
+    t, changed = recs.table()
+    return t, changed, cols
+
+
+def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_image, full_images):
+    all_ids = [c.id for c in cols]
+    key_cols = [c for c in cols if c.id in key_ids]
+    mine = [d for d in deltas if d.kind == REDO]
+    tables = {d.path: read_delta(storage, d, all_ids, key_cols) for d in mine if d.path in in_range}
+    touched = np.unique(np.concatenate([t.column("rowid").to_numpy().astype(np.int64) for t in tables.values()]))
+    need_base = full_images or before_image
+    if need_base:
+        cur = _take_rows(storage, rs, cols, touched)
+        replay = mine
+    else:
+        cur = {c.id: pa.nulls(len(touched), c.arrow_type) for c in cols}
+        replay = [d for d in mine if d.path in in_range]
+    for d in replay:
+        t = tables[d.path] if d.path in tables else read_delta(storage, d, all_ids, key_cols)
+        rowid = t.column("rowid").to_numpy().astype(np.int64)
+        pos = np.searchsorted(touched, rowid)
+        ok = (pos < len(touched)) & (touched[np.minimum(pos, len(touched) - 1)] == rowid)
+        op = t.column("op").to_numpy()
+        prev = dict(cur)
+        n = len(touched)
+        changed = np.zeros((len(rowid), len(cols)), dtype=bool)
+        for j, c in enumerate(cols):
+            fname = flag_name(c.id)
+            if fname not in t.column_names:
+                continue
+            flags = t.column(fname).to_numpy() & (op != DELETE) & ok
+            changed[:, j] = flags
+            if not flags.any():
+                continue
+            mask = np.zeros(n, dtype=bool)
+            mask[pos[flags]] = True
+            vals = t.column(field_name(c.id)).filter(pa.array(flags)).combine_chunks().cast(c.arrow_type)
+            cur[c.id] = pc.replace_with_mask(_arr(cur[c.id]), pa.array(mask), vals)
+        if d.path not in in_range:
+            continue
+        version, ts = in_range[d.path]
+        sel = np.flatnonzero(ok)
+        p = pa.array(pos[sel])
+        image = {}
+        for c in cols:
+            if c.id in key_ids:
+                image[c.id] = t.column(field_name(c.id)).take(pa.array(sel))
+            else:
+                img = cur[c.id].take(p)
+                dele = op[sel] == DELETE
+                if dele.any():
+                    img = pc.if_else(pa.array(dele), pa.nulls(len(sel), c.arrow_type), img)
+                image[c.id] = img
+        before = None
+        if before_image:
+            before = {}
+            for c in cols:
+                before[c.id] = image[c.id] if c.id in key_ids else prev[c.id].take(p)
+        ops = np.select([op[sel] == DELETE, op[sel] == REINSERT], [1, _INSERT_CODE], 2).astype(np.int8)
+        recs.add(ops, np.full(len(sel), version, np.int64), np.full(len(sel), ts, np.int64), image,
+                 changed[sel], before, rowid[sel])
+
+
+# op codes in the finished table: 0 insert, 1 delete, 2 update
+_LABELS = np.array(["insert", "delete", "update"], dtype=object)
+
+
+def finish(t: pa.Table | None, changed: np.ndarray, cols: list[Column], key_names: list[str], net: bool,
+           before_image: bool, ts_type: pa.DataType) -> pa.Table:
+    """Label ops, build `_changed_columns`, and collapse to one net change per key if asked."""
+    names = [c.name for c in cols]
+    out_fields = [pa.field("_op", pa.string()), pa.field("_version", pa.int64()),
+                  pa.field("_timestamp", ts_type)] + \
+        [pa.field(c.name, c.arrow_type) for c in cols] + [pa.field("_changed_columns", pa.list_(pa.string()))] + \
+        ([pa.field("_before_" + c.name, c.arrow_type) for c in cols] if before_image else [])
+    schema = pa.schema(out_fields)
+    if t is None or t.num_rows == 0:
+        return schema.empty_table()
+    op = t.column("_op").to_numpy()
+    if net:
+        t, op, changed = _net(t, op, changed, cols, key_names, before_image)
+        if t.num_rows == 0:
+            return schema.empty_table()
+    non_key = np.array([c.name not in key_names for c in cols])
+    lists = _changed_lists(changed & non_key[None, :], names, op == 2)
+    arrays = [pa.array(_LABELS[op]), t.column("_version"), t.column("_timestamp").cast(pa.int64()).cast(ts_type)]
+    arrays += [t.column(n) for n in names] + [lists]
+    if before_image:
+        arrays += [t.column("_before_" + n) for n in names]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _changed_lists(changed: np.ndarray, names: list[str], is_update: np.ndarray) -> pa.Array:
+    counts = changed.sum(axis=1)
+    offsets = np.zeros(len(changed) + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    flat = np.nonzero(changed)[1]
+    values = pa.array(np.array(names, dtype=object)[flat] if len(flat) else [], pa.string())
+    arr = pa.ListArray.from_arrays(pa.array(offsets), values)
+    return pc.if_else(pa.array(is_update), arr, pa.nulls(len(changed), pa.list_(pa.string())))
+
+
+def _net(t, op, changed, cols, key_names, before_image):
+    """One change per key: insert..delete vanishes, update+update is one update, delete..insert an update."""
+    keys = t.select(key_names)
+    idx = pc.sort_indices(pa.table({**{k: keys.column(k) for k in key_names},
+                                    "_pos": pa.array(np.arange(t.num_rows))}),
+                          sort_keys=[(k, "ascending") for k in key_names] + [("_pos", "ascending")]).to_numpy()
+    ks = keys.take(pa.array(idx))
+    same = np.ones(len(idx), dtype=bool)
+    same[0] = False
+    for k in key_names:
+        col = ks.column(k).combine_chunks()
+        if len(idx) > 1:
+            same[1:] &= pc.equal(col.slice(1), col.slice(0, len(col) - 1)).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(~same)
+    ends = np.r_[starts[1:], len(idx)] - 1
+    first, last = idx[starts], idx[ends]
+    f_op, l_op = op[first], op[last]
+    any_changed = np.logical_or.reduceat(changed[idx], starts, axis=0)
+    # insert ... delete -> nothing; insert ... -> insert; ... delete -> delete;
+    # delete ... (re)insert/update -> update of every column; update ... update -> update
+    keep = ~((f_op == 0) & (l_op == 1))
+    new_op = np.where(f_op == 0, 0, np.where(l_op == 1, 1, 2)).astype(np.int8)
+    reinsert = (f_op == 1) & (l_op != 1)
+    any_changed[reinsert] = True
+    rows = last[keep]
+    out = t.take(pa.array(rows))
+    if before_image:
+        fb = t.take(pa.array(first[keep]))
+        for c in cols:
+            out = out.set_column(out.schema.get_field_index("_before_" + c.name), "_before_" + c.name,
+                                 fb.column("_before_" + c.name))
+    perm = np.argsort(rows, kind="stable")   # back to commit order of each key's last change
+    return out.take(pa.array(perm)), new_op[keep][perm], any_changed[keep][perm]
