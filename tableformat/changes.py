@@ -146,6 +146,8 @@ def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_i
         pos = np.searchsorted(touched, rowid)
         ok = (pos < len(touched)) & (touched[np.minimum(pos, len(touched) - 1)] == rowid)
         op = t.column("op").to_numpy()
+        if not need_base:   # images hold only this change's cells
+            cur = {c.id: pa.nulls(len(touched), c.arrow_type) for c in cols}
         prev = dict(cur)
         n = len(touched)
         changed = np.zeros((len(rowid), len(cols)), dtype=bool)
