@@ -233,7 +233,7 @@ class Table:
 
                 def rebase(new_commits: list[dict]) -> None:
                     actions_seen = [a for c in new_commits for a in c["actions"]]
-                    if any("add_rowset" not in a and "remove_rowset" not in a for a in actions_seen):
+                    if any("metadata" in a for a in actions_seen):
                         raise CommitConflictError("the table definition changed during the insert; retry it")
                     added = [RowSetMeta.from_json(a["add_rowset"]) for a in actions_seen if "add_rowset" in a]
                     rows = rebase_conflicts(self._storage, state, batch, plan, added)

@@ -183,7 +183,7 @@ class TransactionLog:
 
     # --- writing ----------------------------------------------------------------------
     def try_commit(self, prev: TableState | None, operation: str, actions: list[dict],
-                   counts: dict, read_version: int | None) -> dict | None:
+                   counts: dict, read_version: int | None, data_change: bool = True) -> dict | None:
         """Try to create version prev.version + 1. Returns the commit, or None if it was taken."""
         version = 0 if prev is None else prev.version + 1
         ts = now_micros()
@@ -192,7 +192,7 @@ class TransactionLog:
         commit = {
             "format_version": FORMAT_VERSION, "version": version, "timestamp": ts,
             "operation": operation, "read_version": read_version, "txn_id": uuid.uuid4().hex,
-            "counts": counts, "actions": actions,
+            "counts": counts, "data_change": data_change, "actions": actions,
             "checksum": zlib.crc32(json.dumps(actions, sort_keys=True, separators=(",", ":")).encode()),
         }
         data = json.dumps(commit, separators=(",", ":")).encode()
