@@ -176,11 +176,13 @@ def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileM
     """
     out = dict(arrays)
     n = stop - start
+    # Gather every file's changes per column, then place them with one masked replace.
+    pending: dict[int, list[tuple[np.ndarray, pa.Array]]] = {}
     for d in deltas:
         if d.kind != REDO:
             continue
         wanted = [c.id for c in columns if d.updates(c.id)]
-        if not wanted and not (d.delete_count or d.reinsert_count):
+        if not wanted:
             continue
         t = read_delta(storage, d, wanted)
         rowid = t.column("rowid").to_numpy().astype(np.int64)
@@ -192,15 +194,25 @@ def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileM
         op = t.column("op").to_numpy()[lo:hi]
         for cid in wanted:
             flags = t.column(flag_name(cid)).to_numpy()[lo:hi] & (op != DELETE)
-            if not flags.any():
-                continue
-            mask = np.zeros(n, dtype=bool)
-            mask[pos[flags]] = True
-            values = t.column(field_name(cid)).slice(lo, hi - lo).filter(pa.array(flags))
-            base = out[cid]
-            if isinstance(base, pa.ChunkedArray):
-                base = base.combine_chunks()
-            out[cid] = pc.replace_with_mask(base, pa.array(mask), values.combine_chunks().cast(base.type))
+            if flags.any():
+                values = t.column(field_name(cid)).slice(lo, hi - lo).filter(pa.array(flags)).combine_chunks()
+                pending.setdefault(cid, []).append((pos[flags], values))
+    for cid, changes in pending.items():
+        base = out[cid]
+        if isinstance(base, pa.ChunkedArray):
+            base = base.combine_chunks()
+        if len(changes) == 1:
+            pos, values = changes[0]
+        else:
+            allpos = np.concatenate([p for p, _ in changes])
+            allvals = pa.concat_arrays([v.cast(base.type) for _, v in changes])
+            # the last change to a row wins: unique over the reversed order, then ascending rowid
+            rev = allpos[::-1]
+            uniq, first_in_rev = np.unique(rev, return_index=True)
+            pos, values = uniq, allvals.take(pa.array(len(allpos) - 1 - first_in_rev))
+        mask = np.zeros(n, dtype=bool)
+        mask[pos] = True
+        out[cid] = pc.replace_with_mask(base, pa.array(mask), values.cast(base.type))
     deleted = deleted_mask(storage, rowset, deltas)
     live = None if deleted is None else ~deleted[start:stop]
     if live is not None and live.all():

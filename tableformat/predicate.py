@@ -88,11 +88,11 @@ def parse_filter(schema: Schema, flt: Any) -> list[Predicate]:
     return out
 
 
-def filter_table(table: pa.Table, preds: Sequence[Predicate]) -> pa.Table:
-    """Rows of `table` matching every predicate, by whole-column compute."""
+def filter_table(table: pa.Table, preds: Sequence[Predicate], live=None) -> pa.Table:
+    """Rows of `table` matching every predicate (and `live`, a bool mask), by whole-column compute."""
     if not preds or table.num_rows == 0:
-        return table
-    mask = None
+        return table if live is None else table.filter(pa.array(live))
+    mask = None if live is None else pa.array(live)
     for p in preds:
         m = p.mask(table)
         mask = m if mask is None else pc.and_kleene(mask, m)
