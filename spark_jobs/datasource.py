@@ -1,0 +1,180 @@
+"""The `tableformat` Spark data source (PySpark's Python Data Source API).
+
+The driver plans: it opens the snapshot, prunes with the pushed filters and
+makes one input partition per scan task (a rowset slice). Executors read: each
+task reopens the same snapshot version and runs the tableformat engine on its
+slice. Writes insert with the primary key enforced: executors write rowsets,
+the driver commits once in `commit()`; `abort()` deletes what the tasks wrote.
+
+    spark.dataSource.register(TableFormatDataSource)
+    spark.read.format("tableformat").option("as_of", "3").load("/data/metrics")
+    CREATE TEMPORARY VIEW m USING tableformat OPTIONS (path '/data/metrics')
+    df.write.format("tableformat").mode("append").save("/data/metrics")
+
+Column pruning: the API gives readers no pruning hook, so the reader reads the
+columns of the schema Spark asks for. Give a narrower schema to read fewer
+columns: `.schema("value double")`, `.option("columns", "value")`, or in SQL
+`CREATE TEMPORARY VIEW v (value DOUBLE) USING tableformat OPTIONS (...)`.
+Filters are pushed when `spark.sql.python.filterPushdown.enabled` is true.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, EqualTo, GreaterThan,
+                                    GreaterThanOrEqual, In, InputPartition, IsNotNull, IsNull, LessThan,
+                                    LessThanOrEqual, WriterCommitMessage)
+from pyspark.sql.types import StructType
+
+from .common import open_snapshot, parse_as_of, spark_schema, storage_options_from
+
+NAME = "tableformat"
+
+
+@dataclass
+class ScanPartition(InputPartition):
+    """One rowset slice of one snapshot version."""
+
+    uri: str
+    options: str          # JSON storage options
+    version: int
+    rowset: str
+    start: int
+    stop: int
+
+    def __init__(self, uri, options, version, rowset, start, stop):
+        super().__init__(None)
+        self.uri, self.options, self.version = uri, options, version
+        self.rowset, self.start, self.stop = rowset, start, stop
+
+
+_SIMPLE = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
+
+
+def _to_predicate(f, names: set[str]):
+    col = f.attribute[0] if len(f.attribute) == 1 else None
+    if col is None or col not in names:
+        return None
+    for cls, op in _SIMPLE.items():
+        if type(f) is cls:
+            return (col, op, f.value) if f.value is not None else None
+    if isinstance(f, In):
+        return (col, "in", list(v for v in f.value if v is not None))
+    if isinstance(f, IsNull):
+        return (col, "is null")
+    if isinstance(f, IsNotNull):
+        return (col, "is not null")
+    return None
+
+
+class TableFormatReader(DataSourceReader):
+    def __init__(self, options: dict, schema: StructType):
+        self.uri = options["path"]
+        self.storage_options = storage_options_from(options)
+        self.as_of = parse_as_of(options.get("as_of"))
+        self.columns = [f.name for f in schema.fields]
+        self.filters: list[tuple] = []
+        snap = open_snapshot(self.uri, self.storage_options, self.as_of)
+        self.version = snap.version
+        self.names = set(snap.schema.names)
+
+    def pushFilters(self, filters):
+        for f in filters:
+            p = _to_predicate(f, self.names)
+            if p is None:
+                yield f
+            else:
+                self.filters.append(p)
+
+    def partitions(self):
+        snap = open_snapshot(self.uri, self.storage_options, self.version)
+        tasks = snap.scan(self.columns, self.filters or None).plan()
+        opts = json.dumps(self.storage_options)
+        parts = [ScanPartition(self.uri, opts, self.version, t.rowset.id, t.start, t.stop) for t in tasks]
+        return parts or [ScanPartition(self.uri, opts, self.version, "", 0, 0)]
+
+    def read(self, partition: ScanPartition) -> Iterator[pa.RecordBatch]:
+        if not partition.rowset:
+            return
+        from tableformat.scan import ScanTask
+        snap = open_snapshot(partition.uri, json.loads(partition.options), partition.version)
+        scanner = snap.scan(self.columns, self.filters or None)
+        task = ScanTask(snap.state.rowsets[partition.rowset], partition.start, partition.stop)
+        t = scanner._project(scanner.run_task(task))
+        yield from t.to_batches()
+
+
+@dataclass
+class WrittenRowsets(WriterCommitMessage):
+    rowsets: str          # JSON list of rowset descriptors
+    files: str            # JSON list of written paths
+    rows: int
+    duplicates: int
+
+
+class TableFormatWriter(DataSourceArrowWriter):
+    """Inserts with the primary key enforced; one log commit for the whole job."""
+
+    def __init__(self, options: dict, overwrite: bool):
+        from tableformat.errors import InvalidOptionError
+        if overwrite:
+            raise InvalidOptionError("tableformat supports mode('append') only: a table's rows change through "
+                                     "insert, update, delete and upsert")
+        self.uri = options["path"]
+        self.storage_options = storage_options_from(options)
+        snap = open_snapshot(self.uri, self.storage_options, None)   # fails clearly if there is no table
+        self.version = snap.version
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenRowsets:
+        from .insert import write_partition
+        batches = list(iterator)
+        data = pa.Table.from_batches(batches) if batches else None
+        res = write_partition(self.uri, self.storage_options, self.version, data, on_duplicate="fail")
+        return WrittenRowsets(json.dumps(res["rowsets"]), json.dumps(res["files"]), res["rows"], res["duplicates"])
+
+    def commit(self, messages: list[WrittenRowsets]) -> None:
+        from .insert import commit_rowsets
+        messages = [m for m in messages if m]
+        dups = sum(m.duplicates for m in messages)
+        if dups:
+            from tableformat.errors import DuplicateKeyError
+            from .common import delete_files
+            delete_files(self.uri, self.storage_options, [f for m in messages for f in json.loads(m.files)])
+            raise DuplicateKeyError(f"{dups} key(s) already exist in table at {self.uri!r} or repeat in the "
+                                    "input; nothing was written", dups)
+        commit_rowsets(self.uri, self.storage_options, self.version,
+                       [json.loads(m.rowsets) for m in messages if m], [json.loads(m.files) for m in messages if m],
+                       "INSERT", {"inserted": sum(m.rows for m in messages if m), "ignored": 0})
+
+    def abort(self, messages: list[WrittenRowsets]) -> None:
+        from .common import delete_files
+        delete_files(self.uri, self.storage_options, [f for m in messages if m for f in json.loads(m.files)])
+
+
+class TableFormatDataSource(DataSource):
+    """Spark data source `tableformat` over a tableformat table (option `path`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self):
+        snap = open_snapshot(self.options["path"], storage_options_from(self.options),
+                             parse_as_of(self.options.get("as_of")))
+        cols = self.options.get("columns")
+        names = [c.strip() for c in cols.split(",")] if cols else None
+        return spark_schema(snap.schema, names)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return TableFormatReader(dict(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> TableFormatWriter:
+        return TableFormatWriter(dict(self.options), overwrite)
+
+
+def register(spark: Any) -> None:
+    """Register the data source on a SparkSession (idempotent)."""
+    spark.dataSource.register(TableFormatDataSource)
