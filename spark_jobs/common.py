@@ -103,6 +103,7 @@ def get_spark(app: str = "tableformat", master: str | None = None):
     spark = (b.config("spark.sql.python.filterPushdown.enabled", "true")
              .config("spark.sql.shuffle.partitions", os.environ.get("TABLEFORMAT_SHUFFLE_PARTITIONS", "8"))
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              .getOrCreate())
     from .datasource import register

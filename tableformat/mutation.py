@@ -30,6 +30,7 @@ from .storage import Storage
 from .writer import describe_keys, duplicate_error, encoded_keys
 
 INSERT, INSERT_IGNORE, UPDATE_OP, UPDATE_IGNORE, DELETE_OP, DELETE_IGNORE, UPSERT = range(7)
+IGNORING = {INSERT: INSERT_IGNORE, UPDATE_OP: UPDATE_IGNORE, DELETE_OP: DELETE_IGNORE}
 OP_NAMES = {"insert": INSERT, "insert_ignore": INSERT_IGNORE, "update": UPDATE_OP, "update_ignore": UPDATE_IGNORE,
             "delete": DELETE_OP, "delete_ignore": DELETE_IGNORE, "upsert": UPSERT}
 
@@ -51,6 +52,7 @@ class MutationPlan:
     new_rows: pa.Table | None                    # full rows to insert as new rowsets
     deltas: list[RowSetDelta]
     counts: dict[str, int] = field(default_factory=dict)
+    ignored_rows: np.ndarray | None = None       # batch rows whose operation was skipped (_ignore variants)
 
 
 def _parse_ops(op_column: pa.Array) -> np.ndarray:
@@ -176,6 +178,7 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
 
+    ignored_rows: list[np.ndarray] = []
     for r in range(int(rank.max()) + 1):
         rows = np.flatnonzero(rank == r)
         k = key_id[rows]
@@ -200,6 +203,7 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
             raise NoRangePartitionError(f"{int(no_range.sum())} rows fall in no range partition "
                                         f"(first: {describe_keys(state, batch, rows[no_range])})")
         counts["ignored"] += int((dup | missing).sum())
+        ignored_rows.append(rows[dup | missing])
         ins &= ~dup
         updt &= exists
         dele &= exists
@@ -228,7 +232,7 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
 
     new_rows = _new_rows(state, batch, new_src, new_col)
     deltas = _deltas(rowsets, loc_rs, loc_rowid, old_deleted, upd, first_row, schema)
-    return MutationPlan(batch, new_rows, deltas, counts)
+    return MutationPlan(batch, new_rows, deltas, counts, np.concatenate(ignored_rows))
 
 
 def _new_rows(state: TableState, batch: pa.Table, new_src: np.ndarray, new_col: dict) -> pa.Table | None:

@@ -1,0 +1,203 @@
+"""Mutation merge: a DataFrame of updates, deletes and upserts (or mixed, with an op column) into REDO deltas.
+
+Rows are routed by tablet and shuffled, so each tablet (and so each rowset)
+is planned by exactly one task: keys are looked up to (rowset, rowid) on the
+executors, which write one REDO delta file per touched rowset and the new
+rowsets of inserted keys. The driver commits once. Missing keys (update,
+delete) and existing keys (insert) fail the job, are skipped and counted, or
+are written to an error path.
+
+    python -m spark_jobs.merge --table /data/metrics --input /data/changes.parquet --op-column op
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+import tableformat as tf
+
+from .common import delete_files, get_spark, open_snapshot
+from .insert import TABLET_COL, _parquet, tablet_of
+
+RESULT_SCHEMA = ("actions string, files string, inserted long, updated long, deleted long, ignored long, "
+                 "missing long, duplicate long, sample string")
+OPS = ("update", "update_ignore", "delete", "delete_ignore", "upsert", "insert", "insert_ignore")
+
+
+def merge_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None, op: str | None,
+                    op_column: str | None, update_columns: Sequence[str] | None, on_error: str,
+                    error_path: str | None) -> dict:
+    """Executor side: plan this task's rows against the snapshot and write deltas and rowsets."""
+    from tableformat.mutation import (DELETE_OP, IGNORING, INSERT, OP_NAMES, plan_mutation, validate,
+                                      write_deltas)
+    from tableformat.writer import describe_keys, plan_insert, write_plan
+    out = {"actions": [], "files": [], "inserted": 0, "updated": 0, "deleted": 0, "ignored": 0, "missing": 0,
+           "duplicate": 0, "sample": ""}
+    if data is None or data.num_rows == 0:
+        return out
+    snap = open_snapshot(uri, storage_options, version)
+    state, storage = snap.state, snap.storage
+    data = data.drop([c for c in data.column_names if c == TABLET_COL])
+    batch, ops, ucols = validate(state, data, OP_NAMES[op] if op else None, op_column, update_columns)
+    strict = np.isin(ops, list(IGNORING))
+    lenient = ops.copy()
+    for s, i in IGNORING.items():
+        lenient[ops == s] = i
+    plan = plan_mutation(storage, state, batch, lenient, ucols)
+    failed = plan.ignored_rows[strict[plan.ignored_rows]]
+    if len(failed):
+        out["duplicate"] = int((ops[failed] == INSERT).sum())
+        out["missing"] = int(len(failed) - out["duplicate"])
+        out["sample"] = describe_keys(state, batch, failed)
+        if on_error == "fail":
+            return out
+        if on_error == "collect":
+            from tableformat.storage import Storage
+            import uuid
+            Storage(error_path).write(f"part-{uuid.uuid4().hex}.parquet", _parquet(batch.take(pa.array(failed))))
+    written: list[str] = []
+    try:
+        ins = plan_insert(storage, state, plan.new_rows, False, check_existing=False) \
+            if plan.new_rows is not None else None
+        rowsets = write_plan(storage, state, ins, written) if ins is not None else []
+        deltas = write_deltas(storage, state, plan, written)
+    except BaseException:
+        storage.delete_quietly(written)
+        raise
+    out["actions"] = [{"add_rowset": r.to_json()} for r in rowsets] + [{"add_delta": d.to_json()} for d in deltas]
+    out["files"] = written
+    out.update({k: plan.counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored")})
+    return out
+
+
+def conflicts(storage, actions: list[dict], new_commits: list[dict]) -> bool:
+    """Would the job's outcome differ on the new snapshot? (See specs/format.md, conflict matrix.)"""
+    from tableformat.deltafile import DELETE, DeltaFileMeta, read_delta
+    from tableformat.diskrowset import read_pk_index
+    from tableformat.keyprobe import probe
+    from tableformat.metadata import RowSetMeta
+    ours_d = {}
+    for a in actions:
+        if "add_delta" in a:
+            m = DeltaFileMeta.from_json(a["add_delta"])
+            ours_d[m.rowset] = m
+    ours_r = [RowSetMeta.from_json(a["add_rowset"]) for a in actions if "add_rowset" in a]
+    for c in new_commits:
+        for a in c["actions"]:
+            if "metadata" in a:
+                return True
+            if "remove_rowset" in a and a["remove_rowset"]["id"] in ours_d:
+                return True
+            if "add_delta" in a:
+                m = DeltaFileMeta.from_json(a["add_delta"])
+                if m.rowset in ours_d and m.delete_count:
+                    theirs = read_delta(storage, m)
+                    deleted = theirs.column("rowid").to_numpy()[theirs.column("op").to_numpy() == DELETE]
+                    mine = read_delta(storage, ours_d[m.rowset]).column("rowid").to_numpy()
+                    if np.isin(mine, deleted).any():
+                        return True
+            if "add_rowset" in a:
+                r = RowSetMeta.from_json(a["add_rowset"])
+                mine = [o for o in ours_r if o.tablet == r.tablet]
+                if mine and (probe(storage, mine, read_pk_index(storage, r))[0] >= 0).any():
+                    return True
+    return False
+
+
+def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_column: str | None = None,
+                   on_error: str = "fail", error_path: str | None = None,
+                   update_columns: Sequence[str] | None = None, storage_options: dict | None = None,
+                   max_restarts: int = 3) -> tf.WriteResult:
+    """Apply a DataFrame of row operations in one commit.
+
+    Give `op` (update, delete, upsert, ...) for a uniform batch, or `op_column`
+    for a mixed one. on_error: 'fail', 'ignore' (skip and count) or 'collect'
+    (skip and write the rows to error_path).
+    """
+    if (op is None) == (op_column is None):
+        raise tf.InvalidOptionError("give exactly one of op and op_column")
+    if op is not None and op not in OPS:
+        raise tf.InvalidOptionError(f"op must be one of {OPS}, got {op!r}")
+    if on_error not in ("fail", "ignore", "collect") or (on_error == "collect" and not error_path):
+        raise tf.InvalidOptionError("on_error must be fail, ignore or collect (collect needs error_path)")
+    from pyspark.sql.types import IntegerType, StructField, StructType
+    from tableformat.table import Timestamp, WriteResult
+    for _attempt in range(max_restarts + 1):
+        table = tf.open_table(uri, storage_options=storage_options)
+        version = table.version
+        ntablets = len(table.state.partitioning.tablet_ids())
+        routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict=False),
+                               StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
+        shuffled = routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
+                                      TABLET_COL)
+
+        def task(batches, version=version):
+            tables = [pa.Table.from_batches([b]) for b in batches]
+            r = merge_partition(uri, storage_options, version, pa.concat_tables(tables) if tables else None, op,
+                                op_column, update_columns, on_error, error_path)
+            yield pa.RecordBatch.from_pylist([{**r, "actions": json.dumps(r["actions"]),
+                                               "files": json.dumps(r["files"])}])
+        results = shuffled.mapInArrow(task, RESULT_SCHEMA).collect()     # metadata only
+        files = [f for r in results for f in json.loads(r["files"])]
+        missing, dup = sum(r["missing"] for r in results), sum(r["duplicate"] for r in results)
+        if (missing or dup) and on_error == "fail":
+            delete_files(uri, storage_options, files)
+            sample = "; ".join(r["sample"] for r in results if r["sample"])[:300]
+            if missing:
+                raise tf.KeyNotFoundError(f"{missing} key(s) not found in table {table.name!r} (first: {sample}); "
+                                          "nothing was written", missing)
+            raise tf.DuplicateKeyError(f"{dup} key(s) already exist in table {table.name!r} (first: {sample}); "
+                                       "nothing was written", dup)
+        actions = [a for r in results for a in json.loads(r["actions"])]
+        counts = {k: sum(r[k] for r in results) for k in ("inserted", "updated", "deleted", "ignored")}
+        if not actions:
+            return WriteResult(version, Timestamp(table.state.timestamp), "MERGE", **counts)
+        state = table.snapshot(version).state
+
+        class _Again(Exception):
+            pass
+
+        def rebase(new_commits):
+            if conflicts(table._storage, actions, new_commits):
+                raise _Again()
+        try:
+            commit = table._commit(state, "MERGE", actions, counts, rebase)
+        except _Again:
+            delete_files(uri, storage_options, files)
+            continue
+        except BaseException:
+            delete_files(uri, storage_options, files)
+            raise
+        return WriteResult(commit["version"], Timestamp(commit["timestamp"]), "MERGE", **counts,
+                           rowsets_added=sum(1 for a in actions if "add_rowset" in a))
+    raise tf.CommitConflictError(f"the merge conflicted with concurrent commits {max_restarts + 1} times")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m spark_jobs.merge", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--table", required=True, help="table URI")
+    ap.add_argument("--input", required=True, help="input rows (Parquet path Spark can read)")
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--op", choices=OPS, help="one operation for every row")
+    g.add_argument("--op-column", help="column naming each row's operation")
+    ap.add_argument("--on-error", default="fail", choices=["fail", "ignore", "collect"])
+    ap.add_argument("--error-path")
+    ap.add_argument("--columns", help="comma-separated columns to update (default: all non-key input columns)")
+    ap.add_argument("--storage-options", help="JSON fsspec storage options")
+    ap.add_argument("--master")
+    args = ap.parse_args(argv)
+    spark = get_spark("tableformat-merge", args.master)
+    res = mutation_merge(spark, spark.read.parquet(args.input), args.table, args.op, args.op_column, args.on_error,
+                         args.error_path, args.columns.split(",") if args.columns else None,
+                         json.loads(args.storage_options) if args.storage_options else None)
+    print(f"inserted {res.inserted}, updated {res.updated}, deleted {res.deleted}, ignored {res.ignored}; "
+          f"version {res.version}")
+
+
+if __name__ == "__main__":
+    main()
