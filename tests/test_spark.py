@@ -1,0 +1,210 @@
+"""Spark: the data source and the pipeline jobs, on local[2], checked against the pure-Python engine."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import tableformat as tf  # noqa: E402
+
+from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema  # noqa: E402
+
+KEY = ["host", "metric", "time"]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from spark_jobs.common import get_spark
+    s = get_spark("tableformat-tests", "local[2]")
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def loaded(tmp_path):
+    uri = str(tmp_path / "m")
+    t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
+    t.insert(metrics_rows(3000))
+    return uri, t
+
+
+def to_arrow(df):
+    return df.toArrow()
+
+
+def norm(t: pa.Table, schema=None) -> pa.Table:
+    """Spark returns naive UTC timestamps and float-typed NULL decimals via pandas; compare on Python values."""
+    cols = {}
+    for name in t.column_names:
+        col = t.column(name)
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.timestamp("us")).cast(pa.int64())
+        cols[name] = col
+    return pa.table(cols)
+
+
+def same(df_or_table, expect: pa.Table):
+    got = to_arrow(df_or_table) if not isinstance(df_or_table, pa.Table) else df_or_table
+    got = norm(got.select(expect.column_names))
+    exp = norm(expect)
+    assert_same_rows(got, exp.cast(got.schema) if got.schema != exp.schema else exp)
+
+
+def test_read_matches_the_engine(spark, loaded):
+    uri, t = loaded
+    df = spark.read.format("tableformat").load(uri)
+    assert [f.name for f in df.schema.fields] == t.schema.names
+    same(df, t.scan().to_arrow())
+    flt = df.filter("host = 'h003' AND metric = 'mem' AND value > 0")
+    same(flt, t.scan(filter=[("host", "=", "h003"), ("metric", "=", "mem"), ("value", ">", 0.0)]).to_arrow())
+
+
+def test_pushed_filters_prune_partitions(loaded):
+    from pyspark.sql.datasource import EqualTo, GreaterThan, StringStartsWith
+    from spark_jobs.common import spark_schema
+    from spark_jobs.datasource import TableFormatReader
+    uri, t = loaded
+    reader = TableFormatReader({"path": uri}, spark_schema(t.schema))
+    every = len(reader.partitions())
+    left = list(reader.pushFilters([EqualTo(("host",), "h003"), EqualTo(("metric",), "mem"),
+                                    StringStartsWith(("tag",), "a"), GreaterThan(("value",), 0.5)]))
+    assert len(left) == 1 and isinstance(left[0], StringStartsWith)   # the rest is handled by the source
+    assert 0 < len(reader.partitions()) < every
+
+
+def test_sql_view_time_travel_and_pruned_columns(spark, loaded):
+    uri, t = loaded
+    v1 = t.version
+    t.update(metrics_rows(3000).select(KEY).slice(0, 100).append_column("value", pa.array([1000.0] * 100)))
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW m USING tableformat OPTIONS (path '{uri}')")
+    assert spark.sql("SELECT count(*) AS n FROM m WHERE value = 1000").collect()[0].n == 100
+    old = spark.read.format("tableformat").option("as_of", str(v1)).load(uri)
+    assert old.filter("value = 1000").count() == 0
+    ts = t.history()[v1].timestamp
+    assert spark.read.format("tableformat").option("as_of", f"ts:{ts}").load(uri).filter("value = 1000").count() == 0
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW v (value DOUBLE) USING tableformat OPTIONS (path '{uri}')")
+    got = spark.sql("SELECT sum(value) AS s FROM v").collect()[0].s
+    ref = t.scan(columns=["value"]).to_arrow()["value"]
+    assert got == pytest.approx(float(np.nansum(ref.to_numpy(zero_copy_only=False))), nan_ok=True) or np.isnan(got)
+    one = spark.read.format("tableformat").option("columns", "value").load(uri)
+    assert one.columns == ["value"] and one.count() == 3000
+
+
+def test_append_write_enforces_the_primary_key(spark, loaded, tmp_path):
+    uri, t = loaded
+    extra = metrics_rows(200, start=5000)
+    spark.createDataFrame(extra).write.format("tableformat").mode("append").save(uri)
+    assert t.version == 2 and t.scan().count() == 3200
+    with pytest.raises(Exception, match="DuplicateKeyError"):
+        spark.createDataFrame(extra.slice(0, 10)).write.format("tableformat").mode("append").save(uri)
+    assert t.version == 2 and t.scan().count() == 3200
+    with pytest.raises(Exception, match="TableNotFoundError"):
+        spark.createDataFrame(extra).write.format("tableformat").mode("append").save(
+            str(tmp_path / "nope"))
+
+
+def test_partitioned_insert_equals_engine_insert(spark, tmp_path):
+    from spark_jobs.insert import partitioned_insert
+    data = metrics_rows(4000, seed=4)
+    a = tf.create_table(str(tmp_path / "a"), metrics_schema(), partitioning=metrics_partitioning())
+    b = tf.create_table(str(tmp_path / "b"), metrics_schema(), partitioning=metrics_partitioning())
+    a.insert(data)
+    res = partitioned_insert(spark, spark.createDataFrame(data), str(tmp_path / "b"))
+    assert res.inserted == 4000 and res.version == 1
+    assert_same_rows(b.scan().to_arrow(), a.scan().to_arrow())
+    assert {r.tablet for r in b.state.rowsets.values()} == {r.tablet for r in a.state.rowsets.values()}
+    dup = spark.createDataFrame(pa.concat_tables([data.slice(0, 5), metrics_rows(5, start=9000)]))
+    with pytest.raises(tf.DuplicateKeyError, match="5 key"):
+        partitioned_insert(spark, dup, str(tmp_path / "b"))
+    assert b.version == 1
+    r = partitioned_insert(spark, dup, str(tmp_path / "b"), on_duplicate="ignore")
+    assert (r.inserted, r.ignored) == (5, 5)
+    dup2 = spark.createDataFrame(metrics_rows(5, start=9000))
+    r = partitioned_insert(spark, dup2, str(tmp_path / "b"), on_duplicate="collect", error_path=str(tmp_path / "err"))
+    assert (r.inserted, r.ignored) == (0, 5)
+    assert pq.read_table(str(tmp_path / "err")).num_rows == 5
+
+
+def test_failed_job_leaves_the_table_unchanged(spark, loaded):
+    from spark_jobs.insert import partitioned_insert
+    uri, t = loaded
+    bad = metrics_rows(300, start=7000)
+    hosts = bad["host"].to_pylist()
+    hosts[150] = None                               # one task fails validation
+    bad = bad.set_column(0, pa.field("host", pa.string()), pa.array(hosts))
+    with pytest.raises(Exception, match="NullValueError|not nullable"):
+        partitioned_insert(spark, spark.createDataFrame(bad), uri)
+    assert t.version == 1 and t.scan().count() == 3000
+
+
+def test_mutation_merge_equals_engine_apply(spark, tmp_path):
+    from spark_jobs.merge import mutation_merge
+    data = metrics_rows(2000, seed=2)
+    a = tf.create_table(str(tmp_path / "a"), metrics_schema(), partitioning=metrics_partitioning())
+    b = tf.create_table(str(tmp_path / "b"), metrics_schema(), partitioning=metrics_partitioning())
+    a.insert(data)
+    b.insert(data)
+    ops = np.array(["update", "delete", "upsert"], dtype=object)[np.arange(300) % 3]
+    batch = data.select(KEY).slice(0, 300).append_column("value", pa.array(np.arange(300, dtype=float)))
+    new = metrics_rows(50, start=8000).select(KEY + ["value"])
+    mixed = pa.concat_tables([batch, new]).append_column(
+        "op", pa.array(list(ops) + ["insert"] * 50))
+    ra = a.apply(mixed)
+    rb = mutation_merge(spark, spark.createDataFrame(mixed), str(tmp_path / "b"), op_column="op")
+    assert (ra.inserted, ra.updated, ra.deleted) == (rb.inserted, rb.updated, rb.deleted) == (50, 200, 100)
+    assert_same_rows(b.scan().to_arrow(), a.scan().to_arrow())
+    ca, cb = a.changes(1), b.changes(1)
+    assert sorted(zip(ca["_op"].to_pylist(), ca["host"].to_pylist(), ca["time"].to_pylist())) == \
+        sorted(zip(cb["_op"].to_pylist(), cb["host"].to_pylist(), cb["time"].to_pylist()))
+    gone = spark.createDataFrame(data.select(KEY).slice(1, 1))   # deleted above
+    with pytest.raises(tf.KeyNotFoundError):
+        mutation_merge(spark, gone, str(tmp_path / "b"), op="delete")
+    assert b.version == 2
+    r = mutation_merge(spark, gone, str(tmp_path / "b"), op="delete", on_error="collect",
+                       error_path=str(tmp_path / "err"))
+    assert r.ignored == 1 and pq.read_table(str(tmp_path / "err")).num_rows == 1
+
+
+def test_change_export_is_incremental_and_exactly_once(spark, loaded, tmp_path):
+    from spark_jobs.export import change_export, export_version, read_watermark
+    uri, t = loaded
+    out = str(tmp_path / "out")
+    t.update(metrics_rows(3000).select(KEY).slice(0, 10).append_column("value", pa.array([1.0] * 10)))
+    r1 = change_export(spark, uri, out)
+    assert (r1["start"], r1["end"], r1["rows"]) == (0, 2, 3010)
+    t.delete(metrics_rows(3000).select(KEY).slice(20, 5))
+    t.insert(metrics_rows(7, start=6000))
+    export_version(uri, None, out, None, 3)          # a run that died after one of its tasks
+    assert read_watermark(out) == 2
+    r2 = change_export(spark, uri, out)
+    assert (r2["start"], r2["end"], r2["rows"]) == (2, 4, 12)
+    assert change_export(spark, uri, out)["rows"] == 0
+    exported = pq.read_table(out)
+    engine = t.changes(0)
+    assert exported.num_rows == engine.num_rows == 3022
+    assert sorted(exported["_version"].to_pylist()) == sorted(engine["_version"].to_pylist())
+
+
+def test_time_travel_backfill(spark, loaded, tmp_path):
+    from spark_jobs.backfill import time_travel_backfill
+    uri, t = loaded
+    t.delete(metrics_rows(3000).select(KEY).slice(0, 100))
+    n = time_travel_backfill(spark, uri, 1, str(tmp_path / "bf"),
+                             sql="SELECT metric, count(*) AS n FROM source GROUP BY metric")
+    got = {r["metric"]: r["n"] for r in pq.read_table(str(tmp_path / "bf")).to_pylist()}
+    old = t.scan(as_of=1, columns=["metric"]).to_arrow()["metric"].value_counts().to_pylist()
+    assert n == 3 and got == {x["values"]: x["counts"] for x in old}
+
+
+@pytest.mark.parametrize("job", ["insert", "merge", "export", "backfill", "pipeline"])
+def test_every_job_has_help(job):
+    r = subprocess.run([sys.executable, "-m", f"spark_jobs.{job}", "--help"], capture_output=True, text=True,
+                       cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert r.returncode == 0 and "usage" in r.stdout.lower()
