@@ -179,6 +179,8 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
     rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
 
     ignored_rows: list[np.ndarray] = []
+    dup_errors: list[np.ndarray] = []
+    missing_errors: list[np.ndarray] = []
     for r in range(int(rank.max()) + 1):
         rows = np.flatnonzero(rank == r)
         k = key_id[rows]
@@ -191,13 +193,8 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
         strict = np.isin(op, [INSERT, UPDATE_OP, DELETE_OP])
         dup = ins & exists
         missing = (updt | dele) & ~exists
-        if (dup & strict).any():
-            raise duplicate_error(state, batch, rows[dup & strict], "already exist")
-        if (missing & strict).any():
-            bad = rows[missing & strict]
-            raise KeyNotFoundError(f"{len(bad)} key(s) not found in table {state.name!r} "
-                                   f"(first: {describe_keys(state, batch, bad)}); use the _ignore variant or "
-                                   "upsert", len(bad))
+        dup_errors.append(rows[dup & strict])
+        missing_errors.append(rows[missing & strict])
         no_range = ins & ~dup & (tablet_pos[rows] < 0)
         if no_range.any():
             raise NoRangePartitionError(f"{int(no_range.sum())} rows fall in no range partition "
@@ -230,9 +227,21 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
             upd[c][k[del_old]] = -1
         counts["deleted"] += int(dele.sum())
 
+    _raise_first_error(state, batch, np.sort(np.concatenate(dup_errors)), np.sort(np.concatenate(missing_errors)))
     new_rows = _new_rows(state, batch, new_src, new_col)
     deltas = _deltas(rowsets, loc_rs, loc_rowid, old_deleted, upd, first_row, schema)
     return MutationPlan(batch, new_rows, deltas, counts, np.concatenate(ignored_rows))
+
+
+def _raise_first_error(state: TableState, batch: pa.Table, dups: np.ndarray, missing: np.ndarray) -> None:
+    """A strict operation failed: raise the error of the first failure in batch order."""
+    if not len(dups) and not len(missing):
+        return
+    if len(dups) and (not len(missing) or dups[0] < missing[0]):
+        raise duplicate_error(state, batch, dups, "already exist")
+    raise KeyNotFoundError(f"{len(missing)} key(s) not found in table {state.name!r} "
+                           f"(first: {describe_keys(state, batch, missing)}); use the _ignore variant or upsert",
+                           len(missing))
 
 
 def _new_rows(state: TableState, batch: pa.Table, new_src: np.ndarray, new_col: dict) -> pa.Table | None:

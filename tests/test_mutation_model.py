@@ -32,7 +32,7 @@ def model_apply(model, kind, rows, cols):
         if op in ("insert", "insert_ignore") or (op == "upsert" and not exists):
             if exists:
                 if op == "insert":
-                    errors = tf.DuplicateKeyError
+                    errors = errors or tf.DuplicateKeyError
                 continue
             row = {"val": val if "val" in cols or kind == "apply" else None,
                    "s": s if "s" in cols or kind == "apply" else "d"}
@@ -41,7 +41,7 @@ def model_apply(model, kind, rows, cols):
         elif op in ("update", "update_ignore", "upsert"):
             if not exists:
                 if op == "update":
-                    errors = tf.KeyNotFoundError
+                    errors = errors or tf.KeyNotFoundError
                 continue
             ucols = ("val", "s") if kind == "apply" else cols
             row = dict(m[key])
@@ -52,7 +52,7 @@ def model_apply(model, kind, rows, cols):
         else:
             if not exists:
                 if op == "delete":
-                    errors = tf.KeyNotFoundError
+                    errors = errors or tf.KeyNotFoundError
                 continue
             del m[key]
             changes.append(("delete", key, (None, None), None))
