@@ -119,7 +119,7 @@ def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_
                 "ignored", 0))
 
         def rebase(new_commits):
-            if any("metadata" in a for c in new_commits for a in c["actions"]):
+            if any("metadata" in a or "alter" in a for c in new_commits for a in c["actions"]):
                 raise tf.CommitConflictError("the table definition changed during the job; run it again")
             added = [RowSetMeta.from_json(a["add_rowset"]) for c in new_commits for a in c["actions"]
                      if "add_rowset" in a]

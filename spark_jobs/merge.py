@@ -88,7 +88,7 @@ def conflicts(storage, actions: list[dict], new_commits: list[dict]) -> bool:
     ours_r = [RowSetMeta.from_json(a["add_rowset"]) for a in actions if "add_rowset" in a]
     for c in new_commits:
         for a in c["actions"]:
-            if "metadata" in a:
+            if "metadata" in a or "alter" in a:
                 return True
             if "remove_rowset" in a and a["remove_rowset"]["id"] in ours_d:
                 return True

@@ -277,8 +277,9 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
     for c in columns:
         ref = rowset.base_file_for(c.id)
         if ref is None:
-            out[c.id] = pa.nulls(n, c.arrow_type) if c.default is None else \
-                pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.default, c.arrow_type))
+            # written before the column was added: its read default, or NULL
+            out[c.id] = pa.nulls(n, c.arrow_type) if c.read_default is None else \
+                pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.read_default, c.arrow_type))
         else:
             by_file.setdefault(ref, []).append(c)
     for ref, cols in by_file.items():

@@ -64,7 +64,14 @@ class InvalidDataError(TableFormatError, ValueError):
     """Input rows do not fit the schema. Subclasses name the exact reason."""
 
 
-class UnknownColumnError(InvalidDataError):
+class ColumnNotFoundError(TableFormatError, KeyError):
+    """A column name is not in the current schema, or its type or nullability is not what the caller expects."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownColumnError(InvalidDataError, ColumnNotFoundError):
     """Input has a column the table does not have."""
 
 
@@ -94,6 +101,10 @@ class NoRangePartitionError(InvalidDataError):
 
 class InvalidFilterError(TableFormatError, ValueError):
     """A scan filter names an unknown column, an unknown operator or a bad value."""
+
+
+class UnknownScanColumnError(InvalidFilterError, ColumnNotFoundError):
+    """A scan's columns or filter name a column the schema does not have."""
 
 
 class DuplicateKeyError(TableFormatError):

@@ -212,6 +212,11 @@ def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>")
         elif "remove_delta" in action:
             rid, p = action["remove_delta"]["rowset"], action["remove_delta"]["path"]
             deltas[rid] = tuple(d for d in deltas.get(rid, ()) if d.path != p)
+        elif "alter" in action:
+            a = action["alter"]
+            schema = Schema.from_json(a["schema"])
+            state = replace(state, schema=schema, name=a["name"],
+                            partitioning=Partitioning.from_json(a["partitioning"], schema))
         elif "metadata" in action:
             continue
         else:

@@ -311,7 +311,7 @@ def has_conflict(storage: Storage, plan: MutationPlan, new_rows_keys: dict[str, 
     touched = {d.rowset.id: d.rowids for d in plan.deltas}
     for c in new_commits:
         for a in c["actions"]:
-            if "metadata" in a:
+            if "metadata" in a or "alter" in a:
                 return True
             if "remove_rowset" in a and a["remove_rowset"]["id"] in touched:
                 return True

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import InvalidFilterError, SchemaError
+from .errors import InvalidFilterError, SchemaError, UnknownScanColumnError
 from .keyencoder import encode_key, prefix_successor
 from .schema import Column, Schema, coerce_scalar, value_from_json
 
@@ -61,7 +61,7 @@ def parse_filter(schema: Schema, flt: Any) -> list[Predicate]:
             raise InvalidFilterError(f"filter term {p!r} must be (column, op, value) or (column, 'is null')")
         name, op = p[0], p[1]
         if not isinstance(name, str) or not schema.has_column(name):
-            raise InvalidFilterError(f"filter names unknown column {name!r}; columns are {schema.names}")
+            raise UnknownScanColumnError(f"filter names unknown column {name!r}; columns are {schema.names}")
         key = op.strip().lower() if isinstance(op, str) else op
         if key not in _OPS:
             raise InvalidFilterError(f"unknown filter operator {op!r}; use one of {sorted(set(_OPS.values()))}")

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from .deltafile import apply_redo, updated_columns
 from .diskrowset import read_base_columns
-from .errors import InvalidFilterError
+from .errors import InvalidFilterError, UnknownScanColumnError
 from .keyprobe import seek
 from .parallel import pmap, pmap_iter
 from .metadata import RowSetMeta, TableState
@@ -76,7 +76,7 @@ class Scanner:
                 columns = [columns]
             unknown = [c for c in columns if not isinstance(c, str) or not schema.has_column(c)]
             if unknown:
-                raise InvalidFilterError(f"scan names unknown column(s) {unknown}; columns are {schema.names}")
+                raise UnknownScanColumnError(f"scan names unknown column(s) {unknown}; columns are {schema.names}")
         self.storage = storage
         self.state = state
         self.columns = list(columns) if columns is not None else schema.names

@@ -112,6 +112,9 @@ class Column:
     encoding: str | None = None       # None: the type's default encoding
     compression: str = "lz4"
     id: int | None = None
+    # Read default: what rows written before the column existed read as. Fixed when
+    # the column is added (Kudu's read default); `default` is the write default.
+    read_default: Any = None
 
     def __post_init__(self):
         object.__setattr__(self, "name", validate_identifier(self.name))
@@ -133,6 +136,9 @@ class Column:
         if self.default is not None:
             s = coerce_scalar(ctype, self.default, f"default of column {self.name!r}")
             object.__setattr__(self, "default", s.as_py())
+        if self.read_default is not None:
+            s = coerce_scalar(ctype, self.read_default, f"read default of column {self.name!r}")
+            object.__setattr__(self, "read_default", s.as_py())
 
     @property
     def arrow_type(self) -> pa.DataType:
@@ -141,13 +147,13 @@ class Column:
     def to_json(self) -> dict:
         return {"id": self.id, "name": self.name, "type": self.type.name, "nullable": self.nullable,
                 "default": value_to_json(self.type, self.default), "encoding": self.encoding,
-                "compression": self.compression}
+                "compression": self.compression, "read_default": value_to_json(self.type, self.read_default)}
 
     @staticmethod
     def from_json(d: dict) -> "Column":
         ctype = parse_type(d["type"])
         return Column(d["name"], ctype, d["nullable"], value_from_json(ctype, d.get("default")),
-                      d["encoding"], d["compression"], d["id"])
+                      d["encoding"], d["compression"], d["id"], value_from_json(ctype, d.get("read_default")))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,10 @@ from .batch import prepare, to_arrow_table
 from .changes import collect_changes, finish
 from .mutation import (DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, has_conflict, plan_mutation,
                        validate, write_deltas)
-from .errors import CommitConflictError, InvalidOptionError, SchemaError, TableExistsError, VersionNotFoundError
+from .alter import AlterTable, alter_actions
+from .errors import (ColumnNotFoundError, CommitConflictError, InvalidOptionError, SchemaError, TableExistsError,
+                     VersionNotFoundError)
+from .types import parse_type
 from .metadata import FORMAT_VERSION, CommitInfo, RowSetMeta, TableState, apply_commit, validate_properties
 from .partition import PartitionSchema, resolve
 from .scan import Scanner
@@ -233,8 +236,8 @@ class Table:
 
                 def rebase(new_commits: list[dict]) -> None:
                     actions_seen = [a for c in new_commits for a in c["actions"]]
-                    if any("metadata" in a for a in actions_seen):
-                        raise CommitConflictError("the table definition changed during the insert; retry it")
+                    if any("metadata" in a or "alter" in a for a in actions_seen):
+                        raise _Restart()       # validate again against the new definition
                     added = [RowSetMeta.from_json(a["add_rowset"]) for a in actions_seen if "add_rowset" in a]
                     rows = rebase_conflicts(self._storage, state, batch, plan, added)
                     if len(rows):
@@ -253,6 +256,46 @@ class Table:
                                ignored=plan.ignored, rowsets_added=len(rowsets),
                                bytes_written=sum(r.size_bytes for r in rowsets))
         raise CommitConflictError(f"insert_ignore restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
+
+    # --- schema changes ----------------------------------------------------------------
+    def alter(self) -> "AlterTable":
+        """Collect schema and range-partition changes; they commit together when the `with` ends."""
+        return AlterTable(self)
+
+    def _alter(self, a: "AlterTable") -> WriteResult:
+        for _attempt in range(MAX_COMMIT_ATTEMPTS):
+            state = self.refresh()
+            new = a.apply(state)
+            actions = alter_actions(state, new)
+            dropped = {r["remove_rowset"]["id"] for r in actions if "remove_rowset" in r}
+            live = set(new.partitioning.tablet_ids())
+
+            def rebase(new_commits: list[dict]) -> None:
+                for c in new_commits:
+                    for x in c["actions"]:
+                        if "alter" in x or "metadata" in x:
+                            raise _Restart()      # re-apply the steps to the new definition
+                        if "add_rowset" in x and x["add_rowset"]["tablet"] not in live:
+                            raise _Restart()      # rows landed in a range being dropped
+            try:
+                commit = self._commit(state, "ALTER TABLE", actions, {"rowsets_dropped": len(dropped)}, rebase,
+                                      data_change=False)
+            except _Restart:
+                continue
+            return WriteResult(commit["version"], Timestamp(commit["timestamp"]), "ALTER TABLE")
+        raise CommitConflictError(f"ALTER TABLE restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
+
+    def column(self, name: str, type: str | None = None, nullable: bool | None = None):
+        """The current column called `name`; ColumnNotFoundError if absent or not of the expected type/nullability."""
+        schema = self.refresh().schema
+        if not schema.has_column(name):
+            raise ColumnNotFoundError(f"column {name!r} is not in table {self.name!r}; columns are {schema.names}")
+        c = schema.column(name)
+        if type is not None and parse_type(type).name != c.type.name:
+            raise ColumnNotFoundError(f"column {name!r} is {c.type.name}, not {parse_type(type).name}")
+        if nullable is not None and nullable != c.nullable:
+            raise ColumnNotFoundError(f"column {name!r} is {'' if c.nullable else 'not '}nullable")
+        return c
 
     # --- mutations --------------------------------------------------------------------
     def update(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
@@ -314,12 +357,13 @@ class Table:
                                bytes_written=sum(r.size_bytes for r in rowsets) + sum(d.size for d in deltas))
         raise CommitConflictError(f"{operation} restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
 
-    def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase) -> dict:
+    def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase,
+                data_change: bool = True) -> dict:
         """Race for the next version; on losing, rebase onto the winners and try again."""
         read_version = state.version
         base = state
         for _ in range(MAX_COMMIT_ATTEMPTS):
-            commit = self._log.try_commit(base, operation, actions, counts, read_version)
+            commit = self._log.try_commit(base, operation, actions, counts, read_version, data_change)
             if commit is not None:
                 new_state = apply_commit(base, commit)
                 if base is self._state or base.version == self._state.version:

@@ -1,0 +1,210 @@
+"""Schema changes and range-partition management, committed together atomically.
+
+Follows the schema-change seed (`001_*`): columns are identified by internal
+IDs that are never reused, so dropping a column and adding one of the same
+name makes a new column whose reads never see the old data. A new column's
+read default (or NULL) fills rows written before it existed.
+
+    with table.alter() as a:
+        a.add_column("col_c", "int32", nullable=False, default=999)
+        a.drop_column("col_b")
+        a.rename_column("host", "hostname")
+
+See `specs/format.md`, section "Schema changes".
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+from .errors import PartitionSchemaError, SchemaError
+from .keyencoder import encode_key
+from .partition import Partitioning, RangeBound, _as_tuple
+from .schema import MAX_COLUMNS, Column, Schema, coerce_scalar, validate_identifier
+from .metadata import TableState
+
+
+class AlterTable:
+    """Collects schema and partition changes; `commit()` (or leaving the `with`) applies them in one commit."""
+
+    def __init__(self, table):
+        self._table = table
+        self._steps: list[tuple[str, Callable[[TableState], TableState]]] = []
+        self.result = None
+
+    # --- columns ----------------------------------------------------------------------
+    def add_column(self, name: str, type: str, nullable: bool = True, default: Any = None,
+                   encoding: str | None = None, compression: str = "lz4") -> "AlterTable":
+        """Add a column: nullable, or non-null with a default (which older rows read)."""
+        col = Column(name, type, nullable, default, encoding, compression, read_default=default)
+        if not nullable and default is None:
+            raise SchemaError(f"a non-null column {name!r} needs a default for the rows that already exist")
+
+        def step(st: TableState) -> TableState:
+            s = st.schema
+            if s.has_column(col.name):
+                raise SchemaError(f"column {col.name!r} already exists")
+            if len(s.columns) + 1 > MAX_COLUMNS:
+                raise SchemaError(f"a table has at most {MAX_COLUMNS} columns")
+            return replace(st, schema=Schema([*s.columns, col], s.primary_key, s.next_column_id))
+        self._steps.append((f"add column {name}", step))
+        return self
+
+    def drop_column(self, name: str) -> "AlterTable":
+        def step(st: TableState) -> TableState:
+            s = st.schema
+            _require(s, name)
+            if name in s.primary_key:
+                raise SchemaError(f"column {name!r} is in the primary key and cannot be dropped")
+            return replace(st, schema=Schema([c for c in s.columns if c.name != name], s.primary_key,
+                                             s.next_column_id))
+        self._steps.append((f"drop column {name}", step))
+        return self
+
+    def rename_column(self, old: str, new: str) -> "AlterTable":
+        new = validate_identifier(new)
+
+        def step(st: TableState) -> TableState:
+            s = st.schema
+            _require(s, old)
+            if s.has_column(new) and new != old:
+                raise SchemaError(f"column {new!r} already exists")
+            cols = [replace(c, name=new) if c.name == old else c for c in s.columns]
+            pk = [new if k == old else k for k in s.primary_key]
+            return replace(st, schema=Schema(cols, pk, s.next_column_id))
+        self._steps.append((f"rename column {old} to {new}", step))
+        return self
+
+    def set_default(self, name: str, default: Any) -> "AlterTable":
+        """Change the write default: rows inserted from now on without the column get it."""
+        return self._change(name, f"set default of {name}", default=default)
+
+    def set_encoding(self, name: str, encoding: str) -> "AlterTable":
+        """Applies to files written from now on."""
+        return self._change(name, f"set encoding of {name}", encoding=encoding)
+
+    def set_compression(self, name: str, compression: str) -> "AlterTable":
+        """Applies to files written from now on."""
+        return self._change(name, f"set compression of {name}", compression=compression)
+
+    def _change(self, name: str, what: str, **changes) -> "AlterTable":
+        def step(st: TableState) -> TableState:
+            s = st.schema
+            c = _require(s, name)
+            try:
+                nc = Column(c.name, c.type, c.nullable, changes.get("default", c.default),
+                            changes.get("encoding", c.encoding), changes.get("compression", c.compression),
+                            c.id, c.read_default)
+            except SchemaError:
+                raise
+            if not nc.nullable and nc.default is None and "default" in changes:
+                raise SchemaError(f"column {name!r} is not nullable: its default cannot be removed")
+            return replace(st, schema=Schema([nc if x.name == name else x for x in s.columns], s.primary_key,
+                                             s.next_column_id))
+        self._steps.append((what, step))
+        return self
+
+    # --- rejected changes ---------------------------------------------------------------
+    def change_type(self, name: str, type: str) -> "AlterTable":
+        raise SchemaError(f"cannot change the type of column {name!r}: type changes are not supported "
+                          "(add a new column and copy the data)")
+
+    def set_primary_key(self, columns) -> "AlterTable":
+        raise SchemaError("the set of primary key columns cannot change")
+
+    def set_partitioning(self, partitioning) -> "AlterTable":
+        raise PartitionSchemaError("partitioning cannot change except by adding or dropping range partitions")
+
+    # --- table ----------------------------------------------------------------------------
+    def rename_table(self, name: str) -> "AlterTable":
+        """Rename the table (its metadata; the path does not change)."""
+        name = validate_identifier(name, "table")
+        self._steps.append((f"rename table to {name}", lambda st: replace(st, name=name)))
+        return self
+
+    # --- range partitions -----------------------------------------------------------------
+    def add_range_partition(self, lower: Any, upper: Any) -> "AlterTable":
+        """Add [lower, upper) over the range columns (None = unbounded); it may not overlap another."""
+        def step(st: TableState) -> TableState:
+            p = st.partitioning
+            lo, lov = _encode_bound(st, lower, "lower bound")
+            hi, hiv = _encode_bound(st, upper, "upper bound")
+            if lo is not None and hi is not None and lo >= hi:
+                raise PartitionSchemaError("range partition: lower must be below upper")
+            new = RangeBound(p.next_range_id, lo, hi, lov, hiv)
+            for r in p.ranges:
+                if r.overlaps(lo, hi) and new.overlaps(r.lower, r.upper):
+                    raise PartitionSchemaError(f"range partition [{lower}, {upper}) overlaps "
+                                               f"[{r.lower_values}, {r.upper_values})")
+            ranges = sorted([*p.ranges, new], key=lambda r: (r.lower is not None, r.lower or b""))
+            return replace(st, partitioning=replace(p, ranges=tuple(ranges), next_range_id=p.next_range_id + 1))
+        self._steps.append((f"add range partition [{lower}, {upper})", step))
+        return self
+
+    def drop_range_partition(self, lower: Any, upper: Any) -> "AlterTable":
+        """Drop the range partition [lower, upper) exactly; its tablets' rows leave the snapshot."""
+        def step(st: TableState) -> TableState:
+            p = st.partitioning
+            lo, _ = _encode_bound(st, lower, "lower bound")
+            hi, _ = _encode_bound(st, upper, "upper bound")
+            keep = [r for r in p.ranges if not (r.lower == lo and r.upper == hi)]
+            if len(keep) == len(p.ranges):
+                raise PartitionSchemaError(f"there is no range partition [{lower}, {upper})")
+            return replace(st, partitioning=replace(p, ranges=tuple(keep)))
+        self._steps.append((f"drop range partition [{lower}, {upper})", step))
+        return self
+
+    # --- commit ---------------------------------------------------------------------------
+    def apply(self, state: TableState) -> TableState:
+        for _what, step in self._steps:
+            state = step(state)
+        return state
+
+    def commit(self):
+        self.result = self._table._alter(self)
+        return self.result
+
+    def __enter__(self) -> "AlterTable":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.commit()
+        return False
+
+    def __repr__(self) -> str:
+        return "AlterTable(" + "; ".join(w for w, _ in self._steps) + ")"
+
+
+def _require(schema: Schema, name: str) -> Column:
+    from .errors import ColumnNotFoundError
+    if not schema.has_column(name):
+        raise ColumnNotFoundError(f"column {name!r} is not in the schema; columns are {schema.names}")
+    return schema.column(name)
+
+
+def _encode_bound(st: TableState, v: Any, what: str):
+    if v is None:
+        return None, None
+    rcols = [st.schema.by_id(i) for i in st.partitioning.range_column_ids]
+    if not rcols:
+        raise PartitionSchemaError("the table has no range columns")
+    t = _as_tuple(v, len(rcols), what)
+    try:
+        vals = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
+    except SchemaError as e:
+        raise PartitionSchemaError(str(e)) from None
+    return encode_key(vals, [c.type for c in rcols]), vals
+
+
+def alter_actions(before: TableState, after: TableState) -> list[dict]:
+    """The log actions of an alter: the new definition, and removal of rowsets in dropped tablets."""
+    actions = [{"alter": {"name": after.name, "schema": after.schema.to_json(),
+                          "partitioning": after.partitioning.to_json(after.schema)}}]
+    live = set(after.partitioning.tablet_ids())
+    actions += [{"remove_rowset": {"id": r.id}} for r in before.rowsets.values() if r.tablet not in live]
+    return actions
+
+
+def partitioning_from(d: dict, schema: Schema) -> Partitioning:
+    return Partitioning.from_json(d, schema)
