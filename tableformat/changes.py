@@ -88,23 +88,37 @@ def _arr(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
-def collect_changes(storage: Storage, end: TableState, commits: list[dict], before_image: bool,
-                    full_images: bool) -> tuple[pa.Table | None, np.ndarray, list[Column]]:
-    """Every change in the commits (a contiguous range of the log ending at `end`)."""
+def collect_changes(storage: Storage, start: TableState, end: TableState, commits: list[dict],
+                    before_image: bool, full_images: bool) -> tuple[pa.Table | None, np.ndarray, list[Column]]:
+    """Every change in `commits` (the log from `start`, exclusive, to `end`, inclusive).
+
+    A rowset's history is replayed from its delta files as of `start` plus the
+    data-changing delta files the range added, so compactions in between (or
+    after) never hide or duplicate a change.
+    """
     schema = end.schema
     cols = list(schema.columns)
     key_ids = {c.id for c in schema.key_columns}
     recs = _Records(cols, before_image)
     in_range: dict[str, tuple[int, int]] = {}        # delta path -> (version, ts)
     added: list[tuple[int, int, RowSetMeta]] = []
+    metas: dict[str, RowSetMeta] = dict(start.rowsets)
+    history: dict[str, list[DeltaFileMeta]] = {rid: list(ds) for rid, ds in start.deltas.items()}
+    touched: set[str] = set()
     for c in commits:
-        if not c.get("data_change", True):
-            continue
         for a in c["actions"]:
             if "add_rowset" in a:
-                added.append((c["version"], c["timestamp"], RowSetMeta.from_json(a["add_rowset"])))
-            elif "add_delta" in a:
-                in_range[a["add_delta"]["path"]] = (c["version"], c["timestamp"])
+                rs = RowSetMeta.from_json(a["add_rowset"])
+                metas.setdefault(rs.id, rs)     # a rowset's base as first seen: its history replays on it
+                if c.get("data_change", True):
+                    added.append((c["version"], c["timestamp"], rs))
+            elif "add_delta" in a and c.get("data_change", True):
+                m = DeltaFileMeta.from_json(a["add_delta"])
+                from dataclasses import replace as _replace
+                m = _replace(m, min_ts=c["timestamp"], max_ts=c["timestamp"]) if not m.has_ts_column else m
+                in_range[m.path] = (c["version"], c["timestamp"])
+                history.setdefault(m.rowset, []).append(m)
+                touched.add(m.rowset)
 
     def inserts(item):
         v, ts, rs = item
@@ -117,12 +131,9 @@ def collect_changes(storage: Storage, end: TableState, commits: list[dict], befo
         before = {c.id: pa.nulls(len(op), c.arrow_type) for c in cols} if before_image else None
         recs.add(op, ver, ts, arrays, changed, before, order)
 
-    by_rowset: dict[str, list[DeltaFileMeta]] = {}
-    for rid, ds in end.deltas.items():
-        if any(d.path in in_range for d in ds):
-            by_rowset[rid] = list(ds)
-    for rid, ds in by_rowset.items():
-        _rowset_changes(storage, end.rowsets[rid], ds, in_range, cols, key_ids, recs, before_image, full_images)
+    for rid in touched:
+        _rowset_changes(storage, metas[rid], history[rid], in_range, cols, key_ids, recs, before_image,
+                        full_images)
     t, changed = recs.table()
     return t, changed, cols
 
@@ -130,7 +141,8 @@ def collect_changes(storage: Storage, end: TableState, commits: list[dict], befo
 def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_image, full_images):
     all_ids = [c.id for c in cols]
     key_cols = [c for c in cols if c.id in key_ids]
-    mine = [d for d in deltas if d.kind == REDO]
+    from .deltafile import redo_order
+    mine = redo_order([d for d in deltas if d.kind == REDO])
     tables = {d.path: read_delta(storage, d, all_ids, key_cols) for d in mine if d.path in in_range}
     touched = np.unique(np.concatenate([t.column("rowid").to_numpy().astype(np.int64) for t in tables.values()]))
     need_base = full_images or before_image

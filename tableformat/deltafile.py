@@ -149,15 +149,24 @@ def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
     if cached is not None:
         return cached
     deleted = np.zeros(rowset.num_rows, dtype=bool)
-    for d in relevant:
+    for d in redo_order(relevant):
         t = read_delta(storage, d)
         rowid = t.column("rowid").to_numpy()
         op = t.column("op").to_numpy()
         _check_rowids(rowid, rowset, d)
-        deleted[rowid[op == DELETE]] = True
-        deleted[rowid[op == REINSERT]] = False
+        # records are sorted by (rowid, ts): the last DELETE / REINSERT of a row decides
+        sel = (op == DELETE) | (op == REINSERT)
+        r, o = rowid[sel], op[sel]
+        last = np.r_[r[1:] != r[:-1], True] if len(r) else np.zeros(0, bool)
+        deleted[r[last]] = o[last] == DELETE
     FILE_CACHE.put(storage, key, deleted, deleted.nbytes)
     return deleted
+
+
+def redo_order(deltas: Sequence[DeltaFileMeta]) -> list[DeltaFileMeta]:
+    """REDO files in timestamp order: a compaction's merged file (older records) may be
+    listed after a concurrent mutation's file (newer)."""
+    return sorted(deltas, key=lambda d: d.max_ts)
 
 
 def _check_rowids(rowid: np.ndarray, rowset: RowSetMeta, d: DeltaFileMeta) -> None:
@@ -178,7 +187,7 @@ def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileM
     n = stop - start
     # Gather every file's changes per column, then place them with one masked replace.
     pending: dict[int, list[tuple[np.ndarray, pa.Array]]] = {}
-    for d in deltas:
+    for d in redo_order(deltas):
         if d.kind != REDO:
             continue
         wanted = [c.id for c in columns if d.updates(c.id)]
@@ -201,7 +210,7 @@ def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileM
         base = out[cid]
         if isinstance(base, pa.ChunkedArray):
             base = base.combine_chunks()
-        if len(changes) == 1:
+        if len(changes) == 1 and len(np.unique(changes[0][0])) == len(changes[0][0]):
             pos, values = changes[0]
         else:
             allpos = np.concatenate([p for p, _ in changes])

@@ -203,8 +203,10 @@ class Table:
         if e < s:
             raise InvalidOptionError(f"end version {e} is before start version {s}")
         end_state = self.snapshot(e).state
+        start_state = self.snapshot(s).state
         commits = [self._log.read_commit(v) for v in range(s + 1, e + 1)]
-        t, changed, cols = collect_changes(self._storage, end_state, commits, before_image, images == "full")
+        t, changed, cols = collect_changes(self._storage, start_state, end_state, commits, before_image,
+                                           images == "full")
         return finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
                       pa.timestamp("us", tz="UTC"))
 
