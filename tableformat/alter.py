@@ -122,6 +122,16 @@ class AlterTable:
         self._steps.append((f"rename table to {name}", lambda st: replace(st, name=name)))
         return self
 
+    def set_property(self, name: str, value: int) -> "AlterTable":
+        """Change a table property (e.g. history_max_age, rowset_target_bytes)."""
+        from .metadata import validate_properties
+        from types import MappingProxyType
+
+        def step(st: TableState) -> TableState:
+            return replace(st, properties=MappingProxyType(validate_properties({name: value}, st.properties)))
+        self._steps.append((f"set {name} = {value}", step))
+        return self
+
     # --- range partitions -----------------------------------------------------------------
     def add_range_partition(self, lower: Any, upper: Any) -> "AlterTable":
         """Add [lower, upper) over the range columns (None = unbounded); it may not overlap another."""
@@ -200,7 +210,8 @@ def _encode_bound(st: TableState, v: Any, what: str):
 def alter_actions(before: TableState, after: TableState) -> list[dict]:
     """The log actions of an alter: the new definition, and removal of rowsets in dropped tablets."""
     actions = [{"alter": {"name": after.name, "schema": after.schema.to_json(),
-                          "partitioning": after.partitioning.to_json(after.schema)}}]
+                          "partitioning": after.partitioning.to_json(after.schema),
+                          "properties": dict(after.properties)}}]
     live = set(after.partitioning.tablet_ids())
     actions += [{"remove_rowset": {"id": r.id}} for r in before.rowsets.values() if r.tablet not in live]
     return actions

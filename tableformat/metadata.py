@@ -27,17 +27,23 @@ DEFAULT_PROPERTIES: dict[str, int] = {
     "pk_index_block_rows": 4096,
     # A checkpoint every N commits keeps opening a table O(checkpoint + N commits).
     "checkpoint_interval": 10,
+    # Kudu's tablet_history_max_age_sec: snapshots older than this are refused and their files vacuumed.
+    "history_max_age": 7 * 24 * 3600,
+    # Compaction rewrites a rowset alone once this percentage of its rows is deleted (0: never).
+    "reclaim_deleted_pct": 20,
 }
 _PROPERTY_RANGES = {
     "rowset_target_bytes": (1 << 16, 1 << 34),
     "row_group_rows": (128, 1 << 24),
     "pk_index_block_rows": (16, 1 << 20),
     "checkpoint_interval": (1, 100_000),
+    "history_max_age": (-1, 10 * 365 * 24 * 3600),
+    "reclaim_deleted_pct": (0, 100),
 }
 
 
 def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int] | None = None) -> dict:
-    out = dict(base or DEFAULT_PROPERTIES)
+    out = {**DEFAULT_PROPERTIES, **(base or {})}
     for k, v in (props or {}).items():
         if k not in _PROPERTY_RANGES:
             raise InvalidOptionError(f"unknown table property {k!r}; known: {', '.join(sorted(_PROPERTY_RANGES))}")
@@ -216,7 +222,8 @@ def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>")
             a = action["alter"]
             schema = Schema.from_json(a["schema"])
             state = replace(state, schema=schema, name=a["name"],
-                            partitioning=Partitioning.from_json(a["partitioning"], schema))
+                            partitioning=Partitioning.from_json(a["partitioning"], schema),
+                            properties=MappingProxyType(dict(a.get("properties", state.properties))))
         elif "metadata" in action:
             continue
         else:

@@ -224,6 +224,9 @@ class Schema:
     def has_column(self, name: str) -> bool:
         return any(c.name == name for c in self.columns)
 
+    def has_id(self, column_id: int) -> bool:
+        return any(c.id == column_id for c in self.columns)
+
     def by_id(self, column_id: int) -> Column:
         for c in self.columns:
             if c.id == column_id:

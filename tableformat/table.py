@@ -20,8 +20,12 @@ from .changes import collect_changes, finish
 from .mutation import (DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, has_conflict, plan_mutation,
                        validate, write_deltas)
 from .alter import AlterTable, alter_actions
-from .errors import (ColumnNotFoundError, CommitConflictError, InvalidOptionError, SchemaError, TableExistsError,
-                     VersionNotFoundError)
+from .check import CheckReport, check as run_check
+from .compaction import CompactionPlan, plan as compaction_plan_for
+from .vacuum import VacuumResult, commit_files, state_files, unreferenced
+from .txlog import now_micros
+from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError, SchemaError,
+                     TableExistsError, VersionNotFoundError)
 from .types import parse_type
 from .metadata import FORMAT_VERSION, CommitInfo, RowSetMeta, TableState, apply_commit, validate_properties
 from .partition import PartitionSchema, resolve
@@ -170,6 +174,8 @@ class Table:
         if as_of is None:
             return Snapshot(self._storage, self.refresh())
         v = self._resolve_version(as_of)
+        self._check_history(v, None if isinstance(as_of, int) and not isinstance(as_of, Timestamp)
+                            else _to_micros(as_of))
         if v == self._state.version:
             return Snapshot(self._storage, self._state)
         if v not in self._states:
@@ -258,6 +264,131 @@ class Table:
                                ignored=plan.ignored, rowsets_added=len(rowsets),
                                bytes_written=sum(r.size_bytes for r in rowsets))
         raise CommitConflictError(f"insert_ignore restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
+
+    # --- compaction, history and maintenance -------------------------------------------
+    def compaction_plan(self, budget_bytes: int = 256 * 1024 * 1024) -> CompactionPlan:
+        """What compaction would do now: scored actions chosen under the byte budget (Kudu's policy)."""
+        if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool) or budget_bytes <= 0:
+            raise InvalidOptionError(f"budget_bytes must be a positive integer, got {budget_bytes!r}")
+        return compaction_plan_for(self.refresh(), budget_bytes)
+
+    def compact(self, plan: CompactionPlan | None = None, budget_bytes: int = 256 * 1024 * 1024,
+                progress=None) -> list[WriteResult]:
+        """Run a plan (the policy's when None). Each action commits on its own."""
+        plan = plan if plan is not None else self.compaction_plan(budget_bytes)
+        results = []
+        for i, action in enumerate(plan.actions):
+            r = self._compact_one(action)
+            if r is not None:
+                results.append(r)
+            if progress is not None:
+                progress(i + 1, len(plan.actions), action)
+        return results
+
+    def _compact_one(self, action) -> WriteResult | None:
+        state = self.refresh()
+        if any(r not in state.rowsets for r in action.rowsets):
+            return None                                   # already compacted away
+        from . import compaction as C
+        if action.kind == "merge":
+            prep = C.prepare_merge(self._storage, state, action.rowsets)
+        elif action.kind == "major_delta":
+            prep = C.prepare_major(self._storage, state, state.rowsets[action.rowsets[0]], action.columns)
+        else:
+            prep = C.prepare_minor(self._storage, state, state.rowsets[action.rowsets[0]])
+        extra: list[dict] = []
+
+        def rebase(new_commits: list[dict]) -> None:
+            if action.kind == "merge":
+                extra.extend(C.rebase_merge(self._storage, state, prep, new_commits))
+                return
+            for c in new_commits:
+                for a in c["actions"]:
+                    touched = a.get("remove_rowset", a.get("add_rowset", a.get("remove_delta", {})))
+                    rid = touched.get("id", touched.get("rowset")) if isinstance(touched, dict) else None
+                    if "alter" in a or "metadata" in a or (rid in prep.inputs and "add_delta" not in a):
+                        raise CommitConflictError("the rowset changed under the compaction")
+        try:
+            commit = self._commit_with_extra(state, f"COMPACT {action.kind.upper()}", prep.actions, extra,
+                                             {"rowsets_in": len(action.rowsets),
+                                              "rowsets_out": len(prep.outputs)}, rebase)
+        except CommitConflictError:
+            self._storage.delete_quietly(prep.written)
+            return None
+        except BaseException:
+            self._storage.delete_quietly(prep.written)
+            raise
+        return WriteResult(commit["version"], Timestamp(commit["timestamp"]), f"COMPACT {action.kind.upper()}")
+
+    def _commit_with_extra(self, state, operation, actions, extra, counts, rebase):
+        """Like _commit, but the rebase may add actions (a merge's remapped deltas)."""
+        read_version = state.version
+        base = state
+        for _ in range(MAX_COMMIT_ATTEMPTS):
+            commit = self._log.try_commit(base, operation, actions + extra, counts, read_version,
+                                          data_change=False)
+            if commit is not None:
+                new_state = apply_commit(base, commit)
+                if base.version == self._state.version:
+                    self._history = self._history + [CommitInfo(commit["version"], commit["timestamp"],
+                                                                operation, counts, read_version)]
+                    self._state = new_state
+                    if new_state.version % new_state.properties["checkpoint_interval"] == 0:
+                        self._log.write_checkpoint(new_state, self._history)
+                return commit
+            rebase(self._log.read_new_commits(base.version))
+            self.refresh()
+            base = self._state
+        raise CommitConflictError(f"{operation} lost {MAX_COMMIT_ATTEMPTS} commit races in a row")
+
+    def ancient_history_mark(self) -> int | None:
+        """Timestamps below this are outside the retained history (None: retention disabled)."""
+        age = self._state.properties.get("history_max_age", 7 * 24 * 3600)
+        if age < 0:
+            return None
+        return max(0, now_micros() - age * 1_000_000)
+
+    def _check_history(self, version: int, explicit_ts: int | None) -> None:
+        ahm = self.ancient_history_mark()
+        if ahm is None or version == self._state.version:
+            return
+        end_of_validity = self._history[version + 1].timestamp if version + 1 < len(self._history) else None
+        too_old = (explicit_ts is not None and explicit_ts < ahm) or \
+            (end_of_validity is not None and end_of_validity <= ahm)
+        if too_old:
+            raise HistoryExpiredError(
+                f"version {version} is earlier than the ancient history mark: history older than "
+                f"history_max_age={self._state.properties.get('history_max_age')} s is not retained; "
+                "raise the table property history_max_age to keep more")
+
+    def vacuum(self, retain_seconds: int | None = None, dry_run: bool = False,
+               grace_seconds: float = 3600) -> VacuumResult:
+        """Delete files no snapshot within the retention references, older than the grace period."""
+        if retain_seconds is not None and (not isinstance(retain_seconds, (int, float)) or retain_seconds < 0):
+            raise InvalidOptionError(f"retain_seconds must be >= 0, got {retain_seconds!r}")
+        if not isinstance(grace_seconds, (int, float)) or grace_seconds < 0:
+            raise InvalidOptionError(f"grace_seconds must be >= 0, got {grace_seconds!r}")
+        state = self.refresh()
+        age = state.properties.get("history_max_age", 7 * 24 * 3600) if retain_seconds is None else retain_seconds
+        horizon = now_micros() - int(age * 1_000_000) if age >= 0 else -1
+        # the oldest snapshot still valid at the horizon: the last version committed at or before it
+        first = 0
+        for h in self._history:
+            if h.timestamp <= horizon:
+                first = h.version
+        referenced = state_files(self._log.load(first)[0]) if first < state.version else set()
+        for v in range(first + 1, state.version + 1):
+            referenced |= commit_files(self._log.read_commit(v))
+        referenced |= state_files(state)
+        victims = unreferenced(self._storage, referenced, grace_seconds)
+        res = VacuumResult(dry_run, [p for p, _ in victims], sum(s for _, s in victims), first)
+        if not dry_run:
+            self._storage.delete_quietly(res.files)
+        return res
+
+    def check(self) -> CheckReport:
+        """Verify the table's invariants; the report lists every violation found."""
+        return run_check(self._storage, self._log, self.refresh())
 
     # --- schema changes ----------------------------------------------------------------
     def alter(self) -> "AlterTable":

@@ -1,0 +1,107 @@
+"""Table check: verify the invariants of a snapshot and report every violation found."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .bloom import BloomFilter
+from .deltafile import REDO, deleted_mask, read_delta
+from .diskrowset import FILE_CACHE, parquet_file, read_pk_index
+from .errors import TableFormatError
+from .metadata import TableState
+from .storage import Storage
+from .txlog import TransactionLog, commit_path
+
+
+@dataclass
+class CheckReport:
+    version: int
+    violations: list[str] = field(default_factory=list)
+    rowsets: int = 0
+    files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def __str__(self) -> str:
+        head = f"check of version {self.version}: {self.rowsets} rowsets, {self.files} files, " \
+               f"{len(self.violations)} violation(s)"
+        return "\n".join([head] + [f"  - {v}" for v in self.violations])
+
+
+def check(storage: Storage, log: TransactionLog, st: TableState) -> CheckReport:
+    FILE_CACHE.clear()   # read what is on storage now, not what was cached
+    rep = CheckReport(st.version, rowsets=len(st.rowsets))
+    bad = rep.violations
+    # the log: dense versions, strictly increasing timestamps, readable commits
+    prev_ts = -1
+    for v in range(st.version + 1):
+        try:
+            d = log.read_commit(v)
+        except TableFormatError as e:
+            bad.append(f"log: {e}")
+            continue
+        if d["timestamp"] <= prev_ts:
+            bad.append(f"log: {commit_path(v)} has timestamp {d['timestamp']} not after the previous {prev_ts}")
+        prev_ts = d["timestamp"]
+    # referenced files exist with their recorded sizes
+    refs = [(f.path, f.size) for r in st.rowsets.values() for f in r.files] + \
+           [(d.path, d.size) for ds in st.deltas.values() for d in ds]
+    rep.files = len(refs)
+    missing = set()
+    for path, size in refs:
+        try:
+            actual = storage.size(path)
+        except FileNotFoundError:
+            bad.append(f"file {path} is missing")
+            missing.add(path)
+            continue
+        if actual != size:
+            bad.append(f"file {path} has {actual} bytes, the log recorded {size}")
+            missing.add(path)
+    live_keys: dict[str, list[pa.Array]] = {}
+    for rs in st.rowsets.values():
+        if any(f.path in missing for f in rs.files):
+            continue
+        try:
+            keys = read_pk_index(storage, rs)
+            for f in rs.base:
+                n = parquet_file(storage, f).metadata.num_rows
+                if n != rs.num_rows:
+                    bad.append(f"rowset {rs.id}: base file {f.path} has {n} rows, the rowset {rs.num_rows}")
+            kl = keys.to_pylist() if len(keys) <= 1 else None
+            if len(keys) > 1 and not pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py():
+                bad.append(f"rowset {rs.id}: PK index is not strictly sorted")
+            first, last = (keys[0].as_py(), keys[-1].as_py()) if len(keys) else (None, None)
+            if (first, last) != (rs.min_key, rs.max_key):
+                bad.append(f"rowset {rs.id}: key range in the log does not match its PK index")
+            del kl
+            bloom = BloomFilter.from_bytes(storage.read(rs.bloom.path), rs.bloom.path)
+            if not bloom.may_contain(keys).all():
+                bad.append(f"rowset {rs.id}: bloom filter misses keys of its PK index")
+            for d in st.deltas_of(rs.id):
+                if d.path in missing:
+                    continue
+                rid = read_delta(storage, d).column("rowid").to_numpy()
+                if len(rid) and int(rid.max()) >= rs.num_rows:
+                    bad.append(f"delta {d.path}: rowid {int(rid.max())} is beyond rowset {rs.id}'s "
+                               f"{rs.num_rows} rows")
+                    missing.add(d.path)
+            deltas = [d for d in st.deltas_of(rs.id) if d.kind == REDO and d.path not in missing]
+            dead = deleted_mask(storage, rs, deltas)
+            live_keys.setdefault(rs.tablet, []).append(keys if dead is None else keys.filter(pa.array(~dead)))
+        except TableFormatError as e:
+            bad.append(f"rowset {rs.id}: {e}")
+    # every key lives in at most one rowset
+    for tablet, parts in live_keys.items():
+        if len(parts) < 2:
+            continue
+        allk = pa.concat_arrays(parts)
+        dup = len(allk) - len(pc.unique(allk))
+        if dup:
+            bad.append(f"tablet {tablet}: {dup} key(s) live in more than one rowset")
+    return rep
