@@ -336,9 +336,9 @@ class Table:
                     if new_state.version % new_state.properties["checkpoint_interval"] == 0:
                         self._log.write_checkpoint(new_state, self._history)
                 return commit
-            rebase(self._log.read_new_commits(base.version))
-            self.refresh()
-            base = self._state
+            new_commits = self._log.read_new_commits(base.version)
+            rebase(new_commits)
+            base = self._advance(base, new_commits)
         raise CommitConflictError(f"{operation} lost {MAX_COMMIT_ATTEMPTS} commit races in a row")
 
     def ancient_history_mark(self) -> int | None:
@@ -490,6 +490,16 @@ class Table:
                                bytes_written=sum(r.size_bytes for r in rowsets) + sum(d.size for d in deltas))
         raise CommitConflictError(f"{operation} restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
 
+    def _advance(self, base: TableState, commits: list[dict]) -> TableState:
+        """Apply commits to `base`, and move this handle's cached state forward with them."""
+        for c in commits:
+            base = apply_commit(base, c)
+            if base.version == self._state.version + 1:
+                self._history = self._history + [CommitInfo(c["version"], c["timestamp"], c["operation"],
+                                                            c.get("counts", {}), c.get("read_version"))]
+                self._state = base
+        return base
+
     def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase,
                 data_change: bool = True) -> dict:
         """Race for the next version; on losing, rebase onto the winners and try again."""
@@ -508,8 +518,7 @@ class Table:
                 return commit
             new_commits = self._log.read_new_commits(base.version)
             rebase(new_commits)
-            self.refresh()
-            base = self._state
+            base = self._advance(base, new_commits)   # exactly the commits the rebase saw
         raise CommitConflictError(f"{operation} lost {MAX_COMMIT_ATTEMPTS} commit races in a row; retry later")
 
     def __repr__(self) -> str:
