@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import uuid
 from collections import OrderedDict
 from typing import Any, Sequence
@@ -282,7 +283,8 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
                 pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.read_default, c.arrow_type))
         else:
             by_file.setdefault(ref, []).append(c)
-    for ref, cols in by_file.items():
+    def read_file(item):
+        ref, cols = item
         pf = parquet_file(storage, ref)
         names = [field_name(c.id) for c in cols]
         try:
@@ -300,9 +302,18 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
             raise _wrap_read_error(ref.path, e) from None
         if t.num_rows < offset + n:
             raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
+        got = {}
         for c, name in zip(cols, names):
             arr = t.column(name).slice(offset, n)
             if arr.type != c.arrow_type:
                 arr = arr.cast(c.arrow_type)
-            out[c.id] = arr
+            got[c.id] = arr
+        return got
+    items = list(by_file.items())
+    # Column groups of one rowset are read side by side (a separate pool: never nested in itself).
+    for got in (_IO_POOL.map(read_file, items) if len(items) > 1 else map(read_file, items)):
+        out.update(got)
     return out
+
+
+_IO_POOL = ThreadPoolExecutor(4, thread_name_prefix="tableformat-io")

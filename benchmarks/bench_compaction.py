@@ -1,0 +1,84 @@
+"""Compaction benchmark: scans under accumulating deltas, before and after compact().
+
+    python -m benchmarks.bench_compaction [--rows 2000000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+
+import tableformat as tf
+from tableformat.compaction import CompactionAction, CompactionPlan
+
+from .bench_core import generate, metrics_partitioning, metrics_schema
+
+
+def best(fn, n=7):
+    return min(_t(fn) for _ in range(n))
+
+
+def _t(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="tf-bench-compact-")
+    n = args.rows
+    data = generate(n)
+    uri = os.path.join(work, "metrics")
+    t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
+    t.insert(data)
+    clean = best(lambda: t.scan().to_arrow())
+    rng = np.random.default_rng(1)
+    print(f"rows={n:,}  clean full scan {clean:.3f}s")
+    for r in range(10):
+        rows = np.sort(rng.choice(n, n // 100, replace=False))
+        t.update(data.select(["host", "metric", "time"]).take(pa.array(rows)).append_column(
+            "value", pa.array(rng.normal(0, 1, len(rows)))))
+    dirty = best(lambda: t.scan().to_arrow())
+    print(f"after 10 rounds of 1% updates: scan {dirty:.3f}s = {dirty / clean:.2f}x clean")
+
+    plan = t.compaction_plan()
+    print(plan)
+    # bytes rewritten by the major compaction of `value` against that column's base size
+    vid = t.schema.column("value").id
+    col_bytes = 0
+    import pyarrow.parquet as pq
+    for rs in t.state.rowsets.values():
+        md = pq.ParquetFile(os.path.join(uri, rs.base[0].path)).metadata
+        for g in range(md.num_row_groups):
+            for c in range(md.num_columns):
+                if md.row_group(g).column(c).path_in_schema == f"c{vid}":
+                    col_bytes += md.row_group(g).column(c).total_compressed_size
+    before = {os.path.join(d, f) for d, _, fs in os.walk(uri) for f in fs}
+    t0 = time.perf_counter()
+    majors = [a for a in plan.actions if a.kind == "major_delta"]
+    others = [a for a in plan.actions if a.kind != "major_delta"]
+    t.compact(CompactionPlan(tuple(majors), plan.budget_bytes, plan.version))
+    t_major = time.perf_counter() - t0
+    written = sum(os.path.getsize(p) for p in {os.path.join(d, f) for d, _, fs in os.walk(uri) for f in fs} - before
+                  if "/base-" in p)
+    print(f"major delta compaction of `value`: {t_major:.2f}s, base bytes rewritten {written / 2**20:.2f} MiB "
+          f"vs the column's {col_bytes / 2**20:.2f} MiB = {written / max(1, col_bytes):.2f}x   target <= 1.5x")
+    if others:
+        t.compact(CompactionPlan(tuple(others), plan.budget_bytes, t.version))
+    t.compact()
+    after = best(lambda: t.scan().to_arrow())
+    print(f"scan after compact(): {after:.3f}s = {after / clean:.2f}x a clean table's scan   target <= 1.1x")
+    assert t.scan().count() == n and t.check().ok
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
