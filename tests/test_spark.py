@@ -203,7 +203,21 @@ def test_time_travel_backfill(spark, loaded, tmp_path):
     assert n == 3 and got == {x["values"]: x["counts"] for x in old}
 
 
-@pytest.mark.parametrize("job", ["insert", "merge", "export", "backfill", "pipeline"])
+def test_compaction_job_runs_the_plan_in_parallel(spark, tmp_path):
+    from spark_jobs.compaction import compact_table
+    t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning())
+    data = metrics_rows(2000)
+    for i in range(3):
+        t.insert(data.take(pa.array(np.arange(i, 2000, 3))))
+    expect = t.scan().to_arrow()
+    res = compact_table(spark, str(tmp_path / "m"))
+    assert res["actions"] >= 2 and res["committed"] == res["actions"]
+    assert len({r["tablet"] for r in res["results"]}) >= 2
+    assert_same_rows(t.scan().to_arrow(), expect)
+    assert len(t.state.rowsets) < 3 * 8 and t.check().ok
+
+
+@pytest.mark.parametrize("job", ["insert", "merge", "export", "backfill", "pipeline", "compaction"])
 def test_every_job_has_help(job):
     r = subprocess.run([sys.executable, "-m", f"spark_jobs.{job}", "--help"], capture_output=True, text=True,
                        cwd=os.path.dirname(os.path.dirname(__file__)))
