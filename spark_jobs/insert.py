@@ -42,6 +42,17 @@ def tablet_of(uri: str, storage_options: dict | None, version: int, strict: bool
     return fn
 
 
+def route_by_tablet(spark: Any, df: Any, table: Any, uri: str, storage_options: dict | None, version: int,
+                    strict: bool):
+    """The DataFrame with each row's tablet, shuffled so every tablet is in exactly one partition."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+    ntablets = len(table.state.partitioning.tablet_ids())
+    routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict),
+                           StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
+    return routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
+                              TABLET_COL)
+
+
 def write_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None,
                     on_duplicate: str = "fail", error_path: str | None = None) -> dict:
     """Executor side: validate, check keys, write rowsets for the rows of one task."""
@@ -145,12 +156,7 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         raise tf.InvalidOptionError("on_duplicate='collect' needs error_path")
     table = tf.open_table(uri, storage_options=storage_options)
     version = table.version
-    ntablets = len(table.state.partitioning.tablet_ids())
-    from pyspark.sql.types import IntegerType, StructField, StructType
-    routed = df.mapInArrow(tablet_of(uri, storage_options, version),
-                           StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
-    shuffled = routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
-                                  TABLET_COL)
+    shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict=True)
 
     def task(batches):
         tables = [pa.Table.from_batches([b]) for b in batches]

@@ -21,7 +21,7 @@ import pyarrow as pa
 import tableformat as tf
 
 from .common import delete_files, get_spark, open_snapshot
-from .insert import TABLET_COL, _parquet, tablet_of
+from .insert import TABLET_COL, _parquet, route_by_tablet
 
 RESULT_SCHEMA = ("actions string, files string, inserted long, updated long, deleted long, ignored long, "
                  "missing long, duplicate long, sample string")
@@ -75,37 +75,23 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
 
 
 def conflicts(storage, actions: list[dict], new_commits: list[dict]) -> bool:
-    """Would the job's outcome differ on the new snapshot? (See specs/format.md, conflict matrix.)"""
-    from tableformat.deltafile import DELETE, DeltaFileMeta, read_delta
+    """The engine's conflict rule, with what the job wrote standing in for its plan."""
+    from tableformat.deltafile import DeltaFileMeta, read_delta
     from tableformat.diskrowset import read_pk_index
     from tableformat.keyprobe import probe
     from tableformat.metadata import RowSetMeta
-    ours_d = {}
+    from tableformat.mutation import has_conflict
+    touched = {}
     for a in actions:
         if "add_delta" in a:
             m = DeltaFileMeta.from_json(a["add_delta"])
-            ours_d[m.rowset] = m
-    ours_r = [RowSetMeta.from_json(a["add_rowset"]) for a in actions if "add_rowset" in a]
-    for c in new_commits:
-        for a in c["actions"]:
-            if "metadata" in a or "alter" in a:
-                return True
-            if "remove_rowset" in a and a["remove_rowset"]["id"] in ours_d:
-                return True
-            if "add_delta" in a:
-                m = DeltaFileMeta.from_json(a["add_delta"])
-                if m.rowset in ours_d and m.delete_count:
-                    theirs = read_delta(storage, m)
-                    deleted = theirs.column("rowid").to_numpy()[theirs.column("op").to_numpy() == DELETE]
-                    mine = read_delta(storage, ours_d[m.rowset]).column("rowid").to_numpy()
-                    if np.isin(mine, deleted).any():
-                        return True
-            if "add_rowset" in a:
-                r = RowSetMeta.from_json(a["add_rowset"])
-                mine = [o for o in ours_r if o.tablet == r.tablet]
-                if mine and (probe(storage, mine, read_pk_index(storage, r))[0] >= 0).any():
-                    return True
-    return False
+            touched[m.rowset] = read_delta(storage, m).column("rowid").to_numpy()
+    ours = [RowSetMeta.from_json(a["add_rowset"]) for a in actions if "add_rowset" in a]
+
+    def clash(r) -> bool:
+        mine = [o for o in ours if o.tablet == r.tablet]
+        return bool(mine) and bool((probe(storage, mine, read_pk_index(storage, r))[0] >= 0).any())
+    return has_conflict(storage, touched, clash, new_commits)
 
 
 def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_column: str | None = None,
@@ -124,16 +110,11 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         raise tf.InvalidOptionError(f"op must be one of {OPS}, got {op!r}")
     if on_error not in ("fail", "ignore", "collect") or (on_error == "collect" and not error_path):
         raise tf.InvalidOptionError("on_error must be fail, ignore or collect (collect needs error_path)")
-    from pyspark.sql.types import IntegerType, StructField, StructType
     from tableformat.table import Timestamp, WriteResult
     for _attempt in range(max_restarts + 1):
         table = tf.open_table(uri, storage_options=storage_options)
         version = table.version
-        ntablets = len(table.state.partitioning.tablet_ids())
-        routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict=False),
-                               StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
-        shuffled = routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
-                                      TABLET_COL)
+        shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict=False)
 
         def task(batches, version=version):
             tables = [pa.Table.from_batches([b]) for b in batches]

@@ -299,16 +299,16 @@ def write_deltas(storage: Storage, state: TableState, plan: MutationPlan, writte
     return pmap(one, plan.deltas)
 
 
-def has_conflict(storage: Storage, plan: MutationPlan, new_rows_keys: dict[str, pa.Array],
-                 new_commits: list[dict]) -> bool:
-    """Did commits made since the plan's snapshot touch what the plan relies on?
+def has_conflict(storage: Storage, touched: dict[str, np.ndarray], inserts_clash, new_commits: list[dict]) -> bool:
+    """Did commits made since a mutation's snapshot touch what it relies on?
 
-    True when they changed the table definition, removed a rowset the plan
-    writes deltas to, deleted one of its target rows, or added one of the keys
-    it inserts. Concurrent updates of the same row are not conflicts: both
-    apply, in commit order.
+    `touched` maps each rowset the mutation writes deltas to onto the rowids it
+    changes; `inserts_clash(rowset)` says whether a rowset added meanwhile holds
+    a key the mutation inserts. True when the winners changed the table
+    definition, removed a touched rowset, deleted a touched row, or added an
+    inserted key. Concurrent updates of the same row are not conflicts: both
+    apply, in commit order. See specs/format.md, "Conflict matrix".
     """
-    touched = {d.rowset.id: d.rowids for d in plan.deltas}
     for c in new_commits:
         for a in c["actions"]:
             if "metadata" in a or "alter" in a:
@@ -322,9 +322,6 @@ def has_conflict(storage: Storage, plan: MutationPlan, new_rows_keys: dict[str, 
                     deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
                     if np.isin(touched[m.rowset], deleted).any():
                         return True
-            if "add_rowset" in a and new_rows_keys:
-                rs = RowSetMeta.from_json(a["add_rowset"])
-                keys = new_rows_keys.get(rs.tablet)
-                if keys is not None and (probe(storage, [rs], keys)[0] >= 0).any():
-                    return True
+            if "add_rowset" in a and inserts_clash is not None and inserts_clash(RowSetMeta.from_json(a["add_rowset"])):
+                return True
     return False

@@ -24,6 +24,7 @@ from .check import CheckReport, check as run_check
 from .compaction import CompactionPlan, plan as compaction_plan_for
 from .vacuum import VacuumResult, commit_files, state_files, unreferenced
 from .txlog import now_micros
+from .keyprobe import probe
 from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError, SchemaError,
                      TableExistsError, VersionNotFoundError)
 from .types import parse_type
@@ -309,9 +310,9 @@ class Table:
                     if "alter" in a or "metadata" in a or (rid in prep.inputs and "add_delta" not in a):
                         raise CommitConflictError("the rowset changed under the compaction")
         try:
-            commit = self._commit_with_extra(state, f"COMPACT {action.kind.upper()}", prep.actions, extra,
-                                             {"rowsets_in": len(action.rowsets),
-                                              "rowsets_out": len(prep.outputs)}, rebase)
+            commit = self._commit(state, f"COMPACT {action.kind.upper()}", prep.actions,
+                                  {"rowsets_in": len(action.rowsets), "rowsets_out": len(prep.outputs)}, rebase,
+                                  data_change=False, extra=extra)
         except CommitConflictError:
             self._storage.delete_quietly(prep.written)
             return None
@@ -319,27 +320,6 @@ class Table:
             self._storage.delete_quietly(prep.written)
             raise
         return WriteResult(commit["version"], Timestamp(commit["timestamp"]), f"COMPACT {action.kind.upper()}")
-
-    def _commit_with_extra(self, state, operation, actions, extra, counts, rebase):
-        """Like _commit, but the rebase may add actions (a merge's remapped deltas)."""
-        read_version = state.version
-        base = state
-        for _ in range(MAX_COMMIT_ATTEMPTS):
-            commit = self._log.try_commit(base, operation, actions + extra, counts, read_version,
-                                          data_change=False)
-            if commit is not None:
-                new_state = apply_commit(base, commit)
-                if base.version == self._state.version:
-                    self._history = self._history + [CommitInfo(commit["version"], commit["timestamp"],
-                                                                operation, counts, read_version)]
-                    self._state = new_state
-                    if new_state.version % new_state.properties["checkpoint_interval"] == 0:
-                        self._log.write_checkpoint(new_state, self._history)
-                return commit
-            new_commits = self._log.read_new_commits(base.version)
-            rebase(new_commits)
-            base = self._advance(base, new_commits)
-        raise CommitConflictError(f"{operation} lost {MAX_COMMIT_ATTEMPTS} commit races in a row")
 
     def ancient_history_mark(self) -> int | None:
         """Timestamps below this are outside the retained history (None: retention disabled)."""
@@ -474,8 +454,13 @@ class Table:
                           [{"add_delta": d.to_json()} for d in deltas]
                 new_keys = {b.tablet: b.keys for b in ins.batches} if ins is not None else {}
 
+                def clash(rs) -> bool:
+                    keys = new_keys.get(rs.tablet)
+                    return keys is not None and bool((probe(self._storage, [rs], keys)[0] >= 0).any())
+
                 def rebase(new_commits: list[dict]) -> None:
-                    if has_conflict(self._storage, plan, new_keys, new_commits):
+                    touched = {d.rowset.id: d.rowids for d in plan.deltas}
+                    if has_conflict(self._storage, touched, clash, new_commits):
                         raise _Restart()
 
                 commit = self._commit(state, operation, actions, counts, rebase)
@@ -501,12 +486,17 @@ class Table:
         return base
 
     def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase,
-                data_change: bool = True) -> dict:
-        """Race for the next version; on losing, rebase onto the winners and try again."""
+                data_change: bool = True, extra: list[dict] | None = None) -> dict:
+        """Race for the next version; on losing, rebase onto the winners and try again.
+
+        `rebase` sees exactly the commits that won; it raises to give up or restart,
+        and may append actions to `extra` (a merging compaction's remapped deltas).
+        """
         read_version = state.version
         base = state
+        extra = extra if extra is not None else []
         for _ in range(MAX_COMMIT_ATTEMPTS):
-            commit = self._log.try_commit(base, operation, actions, counts, read_version, data_change)
+            commit = self._log.try_commit(base, operation, actions + extra, counts, read_version, data_change)
             if commit is not None:
                 new_state = apply_commit(base, commit)
                 if base is self._state or base.version == self._state.version:
