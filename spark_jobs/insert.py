@@ -139,8 +139,10 @@ def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_
                 raise tf.DuplicateKeyError(f"{n} key(s) were inserted concurrently into table {state.name!r}", n)
 
         commit = table._commit(state, operation, [{"add_rowset": r.to_json()} for r in rowsets], counts, rebase)
-    except BaseException:
-        storage.delete_quietly(files)
+    except BaseException as e:
+        from tableformat.table import committed
+        if not committed(e):
+            storage.delete_quietly(files)
         raise
     return WriteResult(commit["version"], Timestamp(commit["timestamp"]), operation, counts.get("inserted", 0),
                        ignored=counts.get("ignored", 0), rowsets_added=len(rowsets),

@@ -150,8 +150,10 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         except _Again:
             delete_files(uri, storage_options, files)
             continue
-        except BaseException:
-            delete_files(uri, storage_options, files)
+        except BaseException as e:
+            from tableformat.table import committed
+            if not committed(e):
+                delete_files(uri, storage_options, files)
             raise
         return WriteResult(commit["version"], Timestamp(commit["timestamp"]), "MERGE", **counts,
                            rowsets_added=sum(1 for a in actions if "add_rowset" in a))

@@ -33,7 +33,7 @@ class CheckReport:
         return "\n".join([head] + [f"  - {v}" for v in self.violations])
 
 
-def check(storage: Storage, log: TransactionLog, st: TableState) -> CheckReport:
+def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = True) -> CheckReport:
     FILE_CACHE.clear()   # read what is on storage now, not what was cached
     rep = CheckReport(st.version, rowsets=len(st.rowsets))
     bad = rep.violations
@@ -70,9 +70,15 @@ def check(storage: Storage, log: TransactionLog, st: TableState) -> CheckReport:
         try:
             keys = read_pk_index(storage, rs)
             for f in rs.base:
-                n = parquet_file(storage, f).metadata.num_rows
+                pf = parquet_file(storage, f)
+                n = pf.metadata.num_rows
                 if n != rs.num_rows:
                     bad.append(f"rowset {rs.id}: base file {f.path} has {n} rows, the rowset {rs.num_rows}")
+                if deep:
+                    try:   # decode every page: page CRCs catch flipped bits
+                        pf.read(use_threads=True)
+                    except (OSError, pa.ArrowException) as e:
+                        bad.append(f"rowset {rs.id}: base file {f.path} is corrupt: {e}")
             kl = keys.to_pylist() if len(keys) <= 1 else None
             if len(keys) > 1 and not pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py():
                 bad.append(f"rowset {rs.id}: PK index is not strictly sorted")

@@ -23,7 +23,7 @@ from .alter import AlterTable, alter_actions
 from .check import CheckReport, check as run_check
 from .compaction import CompactionPlan, plan as compaction_plan_for
 from .vacuum import VacuumResult, commit_files, state_files, unreferenced
-from .txlog import now_micros
+from .txlog import commit_path, now_micros
 from .keyprobe import probe
 from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError, SchemaError,
                      TableExistsError, VersionNotFoundError)
@@ -258,8 +258,9 @@ class Table:
             except _Restart:
                 self._storage.delete_quietly(written)
                 continue
-            except BaseException:
-                self._storage.delete_quietly(written)
+            except BaseException as e:
+                if not committed(e):
+                    self._storage.delete_quietly(written)
                 raise
             return WriteResult(commit["version"], Timestamp(commit["timestamp"]), op, plan.rows,
                                ignored=plan.ignored, rowsets_added=len(rowsets),
@@ -316,8 +317,9 @@ class Table:
         except CommitConflictError:
             self._storage.delete_quietly(prep.written)
             return None
-        except BaseException:
-            self._storage.delete_quietly(prep.written)
+        except BaseException as e:
+            if not committed(e):
+                self._storage.delete_quietly(prep.written)
             raise
         return WriteResult(commit["version"], Timestamp(commit["timestamp"]), f"COMPACT {action.kind.upper()}")
 
@@ -366,9 +368,12 @@ class Table:
             self._storage.delete_quietly(res.files)
         return res
 
-    def check(self) -> CheckReport:
-        """Verify the table's invariants; the report lists every violation found."""
-        return run_check(self._storage, self._log, self.refresh())
+    def check(self, deep: bool = True) -> CheckReport:
+        """Verify the table's invariants; the report lists every violation found.
+
+        deep=True also decodes every base data page, so page checksums catch bit rot.
+        """
+        return run_check(self._storage, self._log, self.refresh(), deep)
 
     # --- schema changes ----------------------------------------------------------------
     def alter(self) -> "AlterTable":
@@ -467,8 +472,9 @@ class Table:
             except _Restart:
                 self._storage.delete_quietly(written)
                 continue
-            except BaseException:
-                self._storage.delete_quietly(written)
+            except BaseException as e:
+                if not committed(e):
+                    self._storage.delete_quietly(written)
                 raise
             return WriteResult(commit["version"], Timestamp(commit["timestamp"]), operation,
                                **_result_counts(counts), rowsets_added=len(rowsets),
@@ -498,13 +504,18 @@ class Table:
         for _ in range(MAX_COMMIT_ATTEMPTS):
             commit = self._log.try_commit(base, operation, actions + extra, counts, read_version, data_change)
             if commit is not None:
-                new_state = apply_commit(base, commit)
-                if base is self._state or base.version == self._state.version:
-                    self._history = self._history + [CommitInfo(commit["version"], commit["timestamp"],
-                                                                operation, counts, read_version)]
-                    self._state = new_state
-                    if new_state.version % new_state.properties["checkpoint_interval"] == 0:
-                        self._log.write_checkpoint(new_state, self._history)
+                try:
+                    self._storage._fault("after-commit", commit_path(commit["version"]))
+                    new_state = apply_commit(base, commit)
+                    if base is self._state or base.version == self._state.version:
+                        self._history = self._history + [CommitInfo(commit["version"], commit["timestamp"],
+                                                                    operation, counts, read_version)]
+                        self._state = new_state
+                        if new_state.version % new_state.properties["checkpoint_interval"] == 0:
+                            self._log.write_checkpoint(new_state, self._history)
+                except BaseException as e:
+                    e.tableformat_committed = commit["version"]   # durable: callers must not clean up
+                    raise
                 return commit
             new_commits = self._log.read_new_commits(base.version)
             rebase(new_commits)
@@ -524,6 +535,11 @@ def _keys_only(state: TableState, data: Any):
     t = to_arrow_table(data)
     extra = [c for c in t.column_names if c not in state.schema.primary_key and state.schema.has_column(c)]
     return t.drop(extra) if extra else t
+
+
+def committed(e: BaseException) -> bool:
+    """Did the failure happen after the commit file was written? Then its files are live."""
+    return getattr(e, "tableformat_committed", None) is not None
 
 
 class _Restart(Exception):
