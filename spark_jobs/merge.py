@@ -24,7 +24,7 @@ from .common import delete_files, get_spark, open_snapshot
 from .insert import TABLET_COL, _parquet, route_by_tablet
 
 RESULT_SCHEMA = ("actions string, files string, inserted long, updated long, deleted long, ignored long, "
-                 "missing long, duplicate long, sample string")
+                 "missing long, duplicate long, sample string, tablets string")
 OPS = ("update", "update_ignore", "delete", "delete_ignore", "upsert", "insert", "insert_ignore")
 
 
@@ -36,11 +36,14 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
                                       write_deltas)
     from tableformat.writer import describe_keys, plan_insert, write_plan
     out = {"actions": [], "files": [], "inserted": 0, "updated": 0, "deleted": 0, "ignored": 0, "missing": 0,
-           "duplicate": 0, "sample": ""}
+           "duplicate": 0, "sample": "", "tablets": []}
     if data is None or data.num_rows == 0:
         return out
     snap = open_snapshot(uri, storage_options, version)
     state, storage = snap.state, snap.storage
+    ids = state.partitioning.tablet_ids()
+    out["tablets"] = sorted({ids[int(x)] for x in np.unique(data.column(TABLET_COL).to_numpy()) if x >= 0}) \
+        if TABLET_COL in data.column_names else ids
     data = data.drop([c for c in data.column_names if c == TABLET_COL])
     batch, ops, ucols = validate(state, data, OP_NAMES[op] if op else None, op_column, update_columns)
     strict = np.isin(ops, list(IGNORING))
@@ -74,24 +77,24 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
     return out
 
 
-def conflicts(storage, actions: list[dict], new_commits: list[dict]) -> bool:
-    """The engine's conflict rule, with what the job wrote standing in for its plan."""
-    from tableformat.deltafile import DeltaFileMeta, read_delta
-    from tableformat.diskrowset import read_pk_index
-    from tableformat.keyprobe import probe
-    from tableformat.metadata import RowSetMeta
-    from tableformat.mutation import has_conflict
-    touched = {}
-    for a in actions:
-        if "add_delta" in a:
-            m = DeltaFileMeta.from_json(a["add_delta"])
-            touched[m.rowset] = read_delta(storage, m).column("rowid").to_numpy()
-    ours = [RowSetMeta.from_json(a["add_rowset"]) for a in actions if "add_rowset" in a]
-
-    def clash(r) -> bool:
-        mine = [o for o in ours if o.tablet == r.tablet]
-        return bool(mine) and bool((probe(storage, mine, read_pk_index(storage, r))[0] >= 0).any())
-    return has_conflict(storage, touched, clash, new_commits)
+def conflicts(state, tablets: set[str], new_commits: list[dict]) -> bool:
+    """Conservative form of the engine's rule for a distributed plan: any concurrent data change in a
+    tablet the job read (or a definition change) makes the job run again on the new snapshot."""
+    for c in new_commits:
+        for a in c["actions"]:
+            if "metadata" in a or "alter" in a:
+                return True
+            if "add_rowset" in a and a["add_rowset"]["tablet"] in tablets and c.get("data_change", True):
+                return True
+            if "remove_rowset" in a:
+                rs = state.rowsets.get(a["remove_rowset"]["id"])
+                if rs is None or rs.tablet in tablets:
+                    return True
+            if "add_delta" in a and c.get("data_change", True):
+                rs = state.rowsets.get(a["add_delta"]["rowset"])
+                if rs is None or rs.tablet in tablets:
+                    return True
+    return False
 
 
 def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_column: str | None = None,
@@ -121,7 +124,7 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
             r = merge_partition(uri, storage_options, version, pa.concat_tables(tables) if tables else None, op,
                                 op_column, update_columns, on_error, error_path)
             yield pa.RecordBatch.from_pylist([{**r, "actions": json.dumps(r["actions"]),
-                                               "files": json.dumps(r["files"])}])
+                                               "files": json.dumps(r["files"]), "tablets": json.dumps(r["tablets"])}])
         results = shuffled.mapInArrow(task, RESULT_SCHEMA).collect()     # metadata only
         files = [f for r in results for f in json.loads(r["files"])]
         missing, dup = sum(r["missing"] for r in results), sum(r["duplicate"] for r in results)
@@ -142,8 +145,11 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         class _Again(Exception):
             pass
 
+        tablets = {x for r in results for x in json.loads(r["tablets"])}
+        latest = table.refresh()
+
         def rebase(new_commits):
-            if conflicts(table._storage, actions, new_commits):
+            if conflicts(latest, tablets, new_commits):
                 raise _Again()
         try:
             commit = table._commit(state, "MERGE", actions, counts, rebase)

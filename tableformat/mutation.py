@@ -53,6 +53,10 @@ class MutationPlan:
     deltas: list[RowSetDelta]
     counts: dict[str, int] = field(default_factory=dict)
     ignored_rows: np.ndarray | None = None       # batch rows whose operation was skipped (_ignore variants)
+    # What the plan read: rowids of every key found live, and every key found absent, by tablet.
+    # A concurrent commit that deletes one of the former or inserts one of the latter changes the outcome.
+    seen_live: dict[str, np.ndarray] = field(default_factory=dict)
+    seen_absent: dict[str, pa.Array] = field(default_factory=dict)
 
 
 def _parse_ops(op_column: pa.Array) -> np.ndarray:
@@ -230,7 +234,11 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
     _raise_first_error(state, batch, np.sort(np.concatenate(dup_errors)), np.sort(np.concatenate(missing_errors)))
     new_rows = _new_rows(state, batch, new_src, new_col)
     deltas = _deltas(rowsets, loc_rs, loc_rowid, old_deleted, upd, first_row, schema)
-    return MutationPlan(batch, new_rows, deltas, counts, np.concatenate(ignored_rows))
+    seen_live = {rowsets[int(i)].id: np.sort(loc_rowid[loc_rs == i]) for i in np.unique(loc_rs[loc_rs >= 0])}
+    absent = loc_rs < 0
+    seen_absent = {tablet_ids[int(t)]: uniq.filter(pa.array(absent & (u_tablet == t)))
+                   for t in np.unique(u_tablet[absent & (u_tablet >= 0)])}
+    return MutationPlan(batch, new_rows, deltas, counts, np.concatenate(ignored_rows), seen_live, seen_absent)
 
 
 def _raise_first_error(state: TableState, batch: pa.Table, dups: np.ndarray, missing: np.ndarray) -> None:

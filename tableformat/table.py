@@ -7,6 +7,8 @@ files, then race for the next log version, rebasing onto any winner.
 from __future__ import annotations
 
 import datetime as _dt
+import random
+import time
 import posixpath
 import uuid
 from collections import OrderedDict
@@ -36,7 +38,7 @@ from .storage import Storage
 from .txlog import TransactionLog
 from .writer import duplicate_error, plan_insert, rebase_conflicts, write_plan
 
-MAX_COMMIT_ATTEMPTS = 200
+MAX_COMMIT_ATTEMPTS = 1000
 
 
 class Timestamp(int):
@@ -248,6 +250,9 @@ class Table:
                     if any("metadata" in a or "alter" in a for a in actions_seen):
                         raise _Restart()       # validate again against the new definition
                     added = [RowSetMeta.from_json(a["add_rowset"]) for a in actions_seen if "add_rowset" in a]
+                    if ignore and plan.ignored and any(
+                            "add_delta" in a and a["add_delta"]["delete_count"] for a in actions_seen):
+                        raise _Restart()   # a key skipped as existing may be gone now: plan again
                     rows = rebase_conflicts(self._storage, state, batch, plan, added)
                     if len(rows):
                         if ignore:
@@ -457,15 +462,12 @@ class Table:
                 deltas = write_deltas(self._storage, state, plan, written)
                 actions = [{"add_rowset": r.to_json()} for r in rowsets] + \
                           [{"add_delta": d.to_json()} for d in deltas]
-                new_keys = {b.tablet: b.keys for b in ins.batches} if ins is not None else {}
-
                 def clash(rs) -> bool:
-                    keys = new_keys.get(rs.tablet)
+                    keys = plan.seen_absent.get(rs.tablet)
                     return keys is not None and bool((probe(self._storage, [rs], keys)[0] >= 0).any())
 
                 def rebase(new_commits: list[dict]) -> None:
-                    touched = {d.rowset.id: d.rowids for d in plan.deltas}
-                    if has_conflict(self._storage, touched, clash, new_commits):
+                    if has_conflict(self._storage, plan.seen_live, clash, new_commits):
                         raise _Restart()
 
                 commit = self._commit(state, operation, actions, counts, rebase)
@@ -501,6 +503,7 @@ class Table:
         read_version = state.version
         base = state
         extra = extra if extra is not None else []
+        losses = 0
         for _ in range(MAX_COMMIT_ATTEMPTS):
             commit = self._log.try_commit(base, operation, actions + extra, counts, read_version, data_change)
             if commit is not None:
@@ -520,6 +523,9 @@ class Table:
             new_commits = self._log.read_new_commits(base.version)
             rebase(new_commits)
             base = self._advance(base, new_commits)   # exactly the commits the rebase saw
+            losses += 1
+            if losses > 3:   # heavy contention: jittered backoff so a slow rebaser is not starved
+                time.sleep(random.uniform(0, min(0.2, 0.002 * 2 ** min(losses, 7))))
         raise CommitConflictError(f"{operation} lost {MAX_COMMIT_ATTEMPTS} commit races in a row; retry later")
 
     def __repr__(self) -> str:

@@ -1,4 +1,10 @@
 import datetime as dt
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
 import decimal
 
 import numpy as np
@@ -72,3 +78,43 @@ def assert_same_rows(got: pa.Table, expect: pa.Table, keys=("host", "metric", "t
     assert got.column_names == expect.column_names
     for c in expect.column_names:
         assert [_norm(v) for v in got[c].to_pylist()] == [_norm(v) for v in expect[c].to_pylist()], c
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    exe = shutil.which("moto_server") or os.path.join(os.path.dirname(sys.executable), "moto_server")
+    if not os.path.exists(exe):
+        pytest.skip("moto_server is not installed (pip install -e '.[dev]')")
+    port = _free_port()
+    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def s3_table_root(s3_endpoint, request):
+    """(s3://bucket, storage options) on a real S3-compatible server on 127.0.0.1."""
+    s3fs = pytest.importorskip("s3fs")
+    opts = {"endpoint_url": s3_endpoint, "key": "testing", "secret": "sekrit-do-not-print"}
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_endpoint}, key="testing", secret="sekrit-do-not-print")
+    bucket = f"b{abs(hash(request.node.name)) % 10**8}"
+    fs.mkdir(bucket)
+    return f"s3://{bucket}", opts
+
+

@@ -10,49 +10,14 @@ import pyarrow as pa
 import pytest
 
 s3fs = pytest.importorskip("s3fs")
-if not shutil.which("moto_server") and not os.path.exists(os.path.join(os.path.dirname(sys.executable), "moto_server")):
-    pytest.skip("moto_server is not installed", allow_module_level=True)
 
 import tableformat as tf  # noqa: E402
 
 from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema  # noqa: E402
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    port = _free_port()
-    exe = shutil.which("moto_server") or os.path.join(os.path.dirname(sys.executable), "moto_server")
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(10)
-
-
-@pytest.fixture
-def s3(s3_endpoint, request):
-    opts = {"endpoint_url": s3_endpoint, "key": "testing", "secret": "sekrit-do-not-print"}
-    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_endpoint}, key="testing", secret="sekrit-do-not-print")
-    bucket = f"b{abs(hash(request.node.name)) % 10**8}"
-    fs.mkdir(bucket)
-    return f"s3://{bucket}", opts
-
-
-def test_table_life_cycle_on_s3(s3):
+def test_table_life_cycle_on_s3(s3_table_root):
+    s3 = s3_table_root
     root, opts = s3
     t = tf.create_table(f"{root}/metrics", metrics_schema(), partitioning=metrics_partitioning(),
                         storage_options=opts)
@@ -70,7 +35,8 @@ def test_table_life_cycle_on_s3(s3):
         again.insert(data.slice(100, 1))
 
 
-def test_commits_are_conditional_puts(s3):
+def test_commits_are_conditional_puts(s3_table_root):
+    s3 = s3_table_root
     root, opts = s3
     t = tf.create_table(f"{root}/t", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
     st = t.state
@@ -80,7 +46,8 @@ def test_commits_are_conditional_puts(s3):
         tf.create_table(f"{root}/t", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
 
 
-def test_credentials_never_leak(s3):
+def test_credentials_never_leak(s3_table_root):
+    s3 = s3_table_root
     root, opts = s3
     t = tf.create_table(f"{root}/c", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
     t.insert(pa.table({"k": [1]}))
