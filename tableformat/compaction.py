@@ -147,7 +147,7 @@ def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) ->
         value = sum(bonus[x.id] for x in run)
         if len(run) >= 2 and value > MIN_IMPROVEMENT:
             out.append(CompactionAction("merge", tablet, tuple(x.id for x in run), value,
-                                        f"{len(run)} small rowsets (under {target / 4 / MIB:.0f} MiB each) "
+                                        f"{len(run)} small rowsets (under {target / 4 / 1024:.0f} KiB each) "
                                         "become one", sum(size[x.id] for x in run)))
             in_merge.update(x.id for x in run)
         run = [r] if r is not None else []

@@ -28,8 +28,13 @@ class Storage:
             raise InvalidURIError(f"table URI must be a non-empty string without NUL, got {uri!r}")
         if storage_options is not None and not isinstance(storage_options, dict):
             raise InvalidURIError("storage_options must be a dict")
+        opts = dict(storage_options or {})
+        if not uri.startswith(("file:", "/", ".")) and "://" in uri:
+            # Object-store listings are cached by fsspec and would hide other writers' commits
+            # (s3fs even answers a GET from a stale listing): the log must always see the store.
+            opts.setdefault("use_listings_cache", False)
         try:
-            fs, root = fsspec.core.url_to_fs(uri, **(storage_options or {}))
+            fs, root = fsspec.core.url_to_fs(uri, **opts)
         except (ValueError, ImportError, TypeError) as e:
             raise InvalidURIError(f"cannot open table URI {self._safe_uri(uri)!r}: {e}") from None
         self.fs = fs
@@ -60,10 +65,16 @@ class Storage:
 
     # --- reads ------------------------------------------------------------------------
     def read(self, rel: str) -> bytes:
+        p = self.path(rel)
         try:
-            return self.fs.cat_file(self.path(rel))
+            return self.fs.cat_file(p)
         except NotADirectoryError as e:
             raise FileNotFoundError(str(e)) from None
+        except FileNotFoundError:
+            if self.is_local:
+                raise
+            self.fs.invalidate_cache(p)      # never trust a cached listing over the store
+            return self.fs.cat_file(p)
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))

@@ -39,6 +39,8 @@ from .txlog import TransactionLog
 from .writer import duplicate_error, plan_insert, rebase_conflicts, write_plan
 
 MAX_COMMIT_ATTEMPTS = 1000
+# Under heavy write contention a compaction yields (it is retried by the next run) rather than starve.
+COMPACTION_COMMIT_ATTEMPTS = 30
 
 
 class Timestamp(int):
@@ -318,7 +320,7 @@ class Table:
         try:
             commit = self._commit(state, f"COMPACT {action.kind.upper()}", prep.actions,
                                   {"rowsets_in": len(action.rowsets), "rowsets_out": len(prep.outputs)}, rebase,
-                                  data_change=False, extra=extra)
+                                  data_change=False, extra=extra, max_attempts=COMPACTION_COMMIT_ATTEMPTS)
         except CommitConflictError:
             self._storage.delete_quietly(prep.written)
             return None
@@ -494,7 +496,8 @@ class Table:
         return base
 
     def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase,
-                data_change: bool = True, extra: list[dict] | None = None) -> dict:
+                data_change: bool = True, extra: list[dict] | None = None,
+                max_attempts: int = MAX_COMMIT_ATTEMPTS) -> dict:
         """Race for the next version; on losing, rebase onto the winners and try again.
 
         `rebase` sees exactly the commits that won; it raises to give up or restart,
@@ -504,7 +507,7 @@ class Table:
         base = state
         extra = extra if extra is not None else []
         losses = 0
-        for _ in range(MAX_COMMIT_ATTEMPTS):
+        for _ in range(max_attempts):
             commit = self._log.try_commit(base, operation, actions + extra, counts, read_version, data_change)
             if commit is not None:
                 try:

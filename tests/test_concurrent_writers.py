@@ -19,6 +19,9 @@ def schema():
 
 
 def worker(uri, opts, wid, out_path, seconds, compactor):
+    import faulthandler
+    import sys
+    faulthandler.dump_traceback_later(seconds + 60, exit=True, file=sys.stderr)   # a hang shows where it is
     rnd = random.Random(wid)
     t = tf.open_table(uri, storage_options=opts)
     deadline = time.time() + seconds
@@ -72,7 +75,7 @@ def run_writers(uri, opts, tmp_path, n=8, seconds=SECONDS):
     for p in procs:
         p.start()
     for p in procs:
-        p.join(seconds + 120)
+        p.join(seconds + 90)
         assert p.exitcode == 0
     recs = [json.loads(line) for o in outs for line in open(o)]
     t = tf.open_table(uri, storage_options=opts)
