@@ -126,6 +126,7 @@ class AlterTable:
         """Change a table property (e.g. history_max_age, rowset_target_bytes)."""
         from .metadata import validate_properties
         from types import MappingProxyType
+        validate_properties({name: value})     # fail now, not at commit
 
         def step(st: TableState) -> TableState:
             return replace(st, properties=MappingProxyType(validate_properties({name: value}, st.properties)))

@@ -1,0 +1,160 @@
+"""Every bad input the API can receive: a typed error with a clear message, and the table unchanged."""
+import datetime as dt
+import decimal
+import json
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import tableformat as tf
+
+from conftest import T0, metrics_partitioning, metrics_rows, metrics_schema, table_files
+
+KEY = ["host", "metric", "time"]
+
+
+def base_table(root):
+    t = tf.create_table(str(root / "t"), metrics_schema(), partitioning=metrics_partitioning())
+    t.insert(metrics_rows(50))
+    return t
+
+
+def ts(n, v=T0):
+    return pa.array([v] * n, pa.timestamp("us", tz="UTC"))
+
+
+ROW = {"host": ["h"], "metric": ["m"], "time": ts(1)}
+BAD = [
+    # wrong types
+    ("string into double", lambda t: t.insert(pa.table({**ROW, "value": ["x"]})), tf.TypeMismatchError),
+    ("float into decimal", lambda t: t.insert(pa.table({**ROW, "price": [1.5]})), tf.TypeMismatchError),
+    ("int into timestamp", lambda t: t.insert(pa.table({"host": ["h"], "metric": ["m"], "time": [5]})),
+     tf.TypeMismatchError),
+    ("bytes into string key", lambda t: t.insert(pa.table({"host": [b"h"], "metric": ["m"], "time": ts(1)})),
+     tf.TypeMismatchError),
+    ("update with wrong type", lambda t: t.update(pa.table({**ROW, "tag": [1]})), tf.TypeMismatchError),
+    # nulls in keys
+    ("null key on insert", lambda t: t.insert(pa.table({"host": pa.array([None], pa.string()), "metric": ["m"],
+                                                         "time": ts(1)})), tf.NullValueError),
+    ("null key on delete", lambda t: t.delete(pa.table({"host": pa.array([None], pa.string()), "metric": ["m"],
+                                                         "time": ts(1)})), tf.NullValueError),
+    # oversized cells
+    ("65 KiB key cell", lambda t: t.insert(pa.table({**ROW, "host": ["x" * 66000]})), tf.CellTooLargeError),
+    ("16 KiB encoded key", lambda t: t.insert(pa.table({**ROW, "host": ["x" * 9000], "metric": ["y" * 9000]})),
+     tf.CellTooLargeError),
+    # unknown columns
+    ("unknown column on insert", lambda t: t.insert(pa.table({**ROW, "nope": [1]})), tf.UnknownColumnError),
+    ("unknown column on update", lambda t: t.update(pa.table({**ROW, "nope": [1]})), tf.UnknownColumnError),
+    ("unknown scan column", lambda t: t.scan(columns=["nope"]), tf.ColumnNotFoundError),
+    ("unknown filter column", lambda t: t.scan(filter=[("nope", "=", 1)]), tf.ColumnNotFoundError),
+    ("missing key column", lambda t: t.update(pa.table({"host": ["h"], "value": [1.0]})), tf.MissingColumnError),
+    # out-of-range decimals and integers
+    ("decimal over precision", lambda t: t.insert(pa.table({**ROW, "price": pa.array(
+        [decimal.Decimal("1e17")], pa.decimal128(38, 2))})), tf.DecimalOutOfRangeError),
+    ("decimal from big int", lambda t: t.insert(pa.table({**ROW, "price": [10**17]})), tf.DecimalOutOfRangeError),
+    # rows outside every range partition
+    ("time before the first range", lambda t: t.insert(pa.table({**ROW, "time": ts(1, T0 - 1)})),
+     tf.NoRangePartitionError),
+    ("upsert outside the ranges", lambda t: t.upsert(pa.table({**ROW, "time": ts(1, T0 + 10**13)})),
+     tf.NoRangePartitionError),
+    # bad filters and options
+    ("unknown filter operator", lambda t: t.scan(filter=[("host", "like", "h%")]), tf.InvalidFilterError),
+    ("filter value of the wrong type", lambda t: t.scan(filter=[("time", ">", "tomorrow")]), tf.InvalidFilterError),
+    ("as_of a future version", lambda t: t.scan(as_of=10**9), tf.VersionNotFoundError),
+    ("as_of a negative version", lambda t: t.scan(as_of=-1), tf.VersionNotFoundError),
+    ("as_of nonsense", lambda t: t.scan(as_of="not a date"), tf.InvalidOptionError),
+    ("as_of before creation", lambda t: t.scan(as_of=dt.datetime(1990, 1, 1)), tf.VersionNotFoundError),
+    ("negative compaction budget", lambda t: t.compaction_plan(budget_bytes=-5), tf.InvalidOptionError),
+    ("negative vacuum retention", lambda t: t.vacuum(retain_seconds=-1), tf.InvalidOptionError),
+    ("negative vacuum grace", lambda t: t.vacuum(grace_seconds=-1), tf.InvalidOptionError),
+    ("absurd property", lambda t: t.alter().set_property("rowset_target_bytes", 10**30), tf.InvalidOptionError),
+    ("unknown property", lambda t: t.alter().set_property("turbo", 1), tf.InvalidOptionError),
+    ("changes with a bad mode", lambda t: t.changes(0, mode="fast"), tf.InvalidOptionError),
+    ("apply with unknown op", lambda t: t.apply(pa.table({"op": ["merge"], **ROW})), tf.InvalidDataError),
+    ("not a table at all", lambda t: t.insert("hello"), tf.InvalidDataError),
+    # names
+    ("column name with a slash", lambda t: t.alter().add_column("a/b", "int32"), tf.InvalidIdentifierError),
+    ("column name ..", lambda t: t.alter().add_column("..", "int32"), tf.InvalidIdentifierError),
+    ("column name with NUL", lambda t: t.alter().add_column("a\x00b", "int32"), tf.InvalidIdentifierError),
+    ("column name not UTF-8", lambda t: t.alter().add_column(b"\xff\xfe", "int32"), tf.InvalidIdentifierError),
+    ("table name with a slash", lambda t: t.alter().rename_table("../../etc"), tf.InvalidIdentifierError),
+    ("type change", lambda t: t.alter().change_type("value", "int64"), tf.SchemaError),
+    ("key column update", lambda t: t.update(pa.table({**ROW, "value": [1.0]}), columns=["host"]),
+     tf.KeyColumnUpdateError),
+]
+
+
+@pytest.mark.parametrize("name,call,err", BAD, ids=[b[0] for b in BAD])
+def test_bad_input(tmp_path, name, call, err):
+    t = base_table(tmp_path)
+    before, files = t.version, table_files(tmp_path / "t")
+    with pytest.raises(err) as e:
+        r = call(t)
+        if hasattr(r, "to_arrow"):
+            r.to_arrow()
+    assert str(e.value)                          # a message, never empty
+    assert t.version == before and table_files(tmp_path / "t") == files
+
+
+@pytest.mark.parametrize("uri,err", [
+    ("", tf.InvalidURIError), ("nosuch://x/y", tf.InvalidURIError), ("a\x00b", tf.InvalidURIError),
+    (None, tf.InvalidURIError),
+])
+def test_bad_uris(uri, err):
+    with pytest.raises(err):
+        tf.open_table(uri)
+
+
+def test_path_that_is_not_a_table_and_newer_format(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "data.csv").write_text("a,b\n")
+    with pytest.raises(tf.TableNotFoundError):
+        tf.open_table(str(tmp_path / "plain"))
+    t = base_table(tmp_path)
+    d = {"format_version": 99, "version": t.version + 1, "timestamp": 1, "operation": "X", "actions": []}
+    (tmp_path / "t" / "_log" / f"{t.version + 1:020d}.json").write_text(json.dumps(d))
+    with pytest.raises(tf.UnsupportedFormatVersionError):
+        tf.open_table(str(tmp_path / "t"))
+
+
+TYPES = st.sampled_from([pa.int8(), pa.int64(), pa.float64(), pa.string(), pa.binary(), pa.bool_(),
+                         pa.timestamp("us"), pa.date32(), pa.decimal128(20, 3), pa.null()])
+
+
+@st.composite
+def batches(draw):
+    names = draw(st.lists(st.sampled_from(["host", "metric", "time", "value", "price", "tag", "zz", "op"]),
+                          min_size=1, max_size=6, unique=True))
+    n = draw(st.integers(0, 4))
+    cols = {}
+    for name in names:
+        typ = draw(TYPES)
+        vals = draw(st.lists(st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3), st.floats(allow_nan=True)),
+                             min_size=n, max_size=n))
+        try:
+            cols[name] = pa.array(vals, typ) if typ != pa.null() else pa.nulls(n)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            cols[name] = pa.nulls(n, typ if typ != pa.null() else pa.null())
+    return pa.table(cols)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(batches(), st.sampled_from(["insert", "insert_ignore", "update", "update_ignore", "delete", "upsert",
+                                   "apply", "alter"]))
+def test_fuzzed_batches_never_corrupt_the_table(tmp_path_factory, batch, op):
+    root = tmp_path_factory.mktemp("fuzz")
+    t = base_table(root)
+    before, rows, files = t.version, t.scan().count(), table_files(root / "t")
+    try:
+        if op == "alter":
+            with t.alter() as a:
+                for name, col in zip(batch.column_names, batch.columns):
+                    a.add_column(name, str(col.type) if col.type != pa.null() else "int32")
+        else:
+            getattr(t, op)(batch)
+    except tf.TableFormatError as e:
+        assert str(e)
+        assert t.version == before and t.scan().count() == rows and table_files(root / "t") == files
+    assert tf.open_table(str(root / "t")).check().ok
