@@ -58,3 +58,29 @@ def test_credentials_never_leak(s3_table_root):
     with pytest.raises(tf.TableNotFoundError) as e:
         tf.open_table(f"{root}/missing", storage_options=opts)
     assert "sekrit" not in str(e.value)
+
+
+def test_alter_compaction_vacuum_and_check_on_s3(s3_table_root):
+    root, opts = s3_table_root
+    t = tf.create_table(f"{root}/m", metrics_schema(), partitioning=metrics_partitioning(), storage_options=opts)
+    data = metrics_rows(900)
+    for i in range(3):
+        t.insert(data.take(pa.array(list(range(i, 900, 3)))))
+    t.update(data.select(["host", "metric", "time"]).slice(0, 20).append_column("value", pa.array([3.0] * 20)))
+    with t.alter() as a:
+        a.add_column("note", "string", nullable=True, default="n/a")
+    expect = t.scan().to_arrow()
+    assert t.compact()
+    assert_same_rows(t.scan().to_arrow(), expect)
+    assert t.scan(as_of=3).count() == 900
+    stray = f"{root}/m/tablets/r0-h0/stray.parquet"
+    t._storage.fs.pipe_file(stray, b"orphan")
+    assert t.vacuum(grace_seconds=0).files == ["tablets/r0-h0/stray.parquet"]
+    assert t.check().ok
+    # a lost commit race leaves no multipart upload open
+    st = t.state
+    assert t._log.try_commit(st, "A", [], {}, st.version) is not None
+    assert t._log.try_commit(st, "B", [], {}, st.version) is None
+    bucket = root[len("s3://"):]
+    uploads = t._storage.fs.call_s3("list_multipart_uploads", Bucket=bucket)
+    assert not uploads.get("Uploads")
