@@ -74,8 +74,7 @@ def write_partition(uri: str, storage_options: dict | None, version: int, data: 
         if on_duplicate == "fail":
             return out
         if on_duplicate == "collect":
-            from tableformat.storage import Storage
-            Storage(error_path).write(f"part-{uuid.uuid4().hex}.parquet", _parquet(batch.take(pa.array(dup_rows))))
+            collect_rows(error_path, batch, dup_rows)
     written: list[str] = []
     try:
         rowsets = write_plan(storage, state, plan, written)
@@ -86,11 +85,13 @@ def write_partition(uri: str, storage_options: dict | None, version: int, data: 
     return out
 
 
-def _parquet(t: pa.Table) -> pa.Buffer:
+def collect_rows(error_path: str, batch: pa.Table, rows: np.ndarray) -> None:
+    """Write rejected rows to the error output, one uniquely named Parquet file per task."""
     import pyarrow.parquet as pq
+    from tableformat.storage import Storage
     sink = pa.BufferOutputStream()
-    pq.write_table(t, sink)
-    return sink.getvalue()
+    pq.write_table(batch.take(pa.array(rows)), sink)
+    Storage(error_path).write(f"part-{uuid.uuid4().hex}.parquet", sink.getvalue())
 
 
 def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_lists: list, file_lists: list,

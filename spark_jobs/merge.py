@@ -21,7 +21,7 @@ import pyarrow as pa
 import tableformat as tf
 
 from .common import delete_files, get_spark, open_snapshot
-from .insert import TABLET_COL, _parquet, route_by_tablet
+from .insert import TABLET_COL, collect_rows, route_by_tablet
 
 RESULT_SCHEMA = ("actions string, files string, inserted long, updated long, deleted long, ignored long, "
                  "missing long, duplicate long, sample string, tablets string")
@@ -59,9 +59,7 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
         if on_error == "fail":
             return out
         if on_error == "collect":
-            from tableformat.storage import Storage
-            import uuid
-            Storage(error_path).write(f"part-{uuid.uuid4().hex}.parquet", _parquet(batch.take(pa.array(failed))))
+            collect_rows(error_path, batch, failed)
     written: list[str] = []
     try:
         ins = plan_insert(storage, state, plan.new_rows, False, check_existing=False) \

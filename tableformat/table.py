@@ -244,31 +244,29 @@ class Table:
             written: list[str] = []
             try:
                 rowsets = write_plan(self._storage, state, plan, written)
-                actions = [{"add_rowset": r.to_json()} for r in rowsets]
-                counts = {"inserted": plan.rows, "ignored": plan.ignored}
-
-                def rebase(new_commits: list[dict]) -> None:
-                    actions_seen = [a for c in new_commits for a in c["actions"]]
-                    if any("metadata" in a or "alter" in a for a in actions_seen):
-                        raise _Restart()       # validate again against the new definition
-                    added = [RowSetMeta.from_json(a["add_rowset"]) for a in actions_seen if "add_rowset" in a]
-                    if ignore and plan.ignored and any(
-                            "add_delta" in a and a["add_delta"]["delete_count"] for a in actions_seen):
-                        raise _Restart()   # a key skipped as existing may be gone now: plan again
-                    rows = rebase_conflicts(self._storage, state, batch, plan, added)
-                    if len(rows):
-                        if ignore:
-                            raise _Restart()
-                        raise duplicate_error(state, batch, rows, "were inserted concurrently")
-
-                commit = self._commit(state, op, actions, counts, rebase)
-            except _Restart:
+            except BaseException:
                 self._storage.delete_quietly(written)
-                continue
-            except BaseException as e:
-                if not committed(e):
-                    self._storage.delete_quietly(written)
                 raise
+            actions = [{"add_rowset": r.to_json()} for r in rowsets]
+            counts = {"inserted": plan.rows, "ignored": plan.ignored}
+
+            def rebase(new_commits: list[dict]) -> None:
+                actions_seen = [a for c in new_commits for a in c["actions"]]
+                if any("metadata" in a or "alter" in a for a in actions_seen):
+                    raise _Restart()       # validate again against the new definition
+                added = [RowSetMeta.from_json(a["add_rowset"]) for a in actions_seen if "add_rowset" in a]
+                if ignore and plan.ignored and any(
+                        "add_delta" in a and a["add_delta"]["delete_count"] for a in actions_seen):
+                    raise _Restart()   # a key skipped as existing may be gone now: plan again
+                rows = rebase_conflicts(self._storage, state, batch, plan, added)
+                if len(rows):
+                    if ignore:
+                        raise _Restart()
+                    raise duplicate_error(state, batch, rows, "were inserted concurrently")
+
+            commit = self._land(state, op, actions, counts, rebase, written)
+            if commit is None:
+                continue
             return WriteResult(commit["version"], Timestamp(commit["timestamp"]), op, plan.rows,
                                ignored=plan.ignored, rowsets_added=len(rowsets),
                                bytes_written=sum(r.size_bytes for r in rowsets))
@@ -462,28 +460,40 @@ class Table:
                     if plan.new_rows is not None else None
                 rowsets = write_plan(self._storage, state, ins, written) if ins is not None else []
                 deltas = write_deltas(self._storage, state, plan, written)
-                actions = [{"add_rowset": r.to_json()} for r in rowsets] + \
-                          [{"add_delta": d.to_json()} for d in deltas]
-                def clash(rs) -> bool:
-                    keys = plan.seen_absent.get(rs.tablet)
-                    return keys is not None and bool((probe(self._storage, [rs], keys)[0] >= 0).any())
-
-                def rebase(new_commits: list[dict]) -> None:
-                    if has_conflict(self._storage, plan.seen_live, clash, new_commits):
-                        raise _Restart()
-
-                commit = self._commit(state, operation, actions, counts, rebase)
-            except _Restart:
+            except BaseException:
                 self._storage.delete_quietly(written)
-                continue
-            except BaseException as e:
-                if not committed(e):
-                    self._storage.delete_quietly(written)
                 raise
+            actions = [{"add_rowset": r.to_json()} for r in rowsets] + [{"add_delta": d.to_json()} for d in deltas]
+
+            def clash(rs) -> bool:
+                keys = plan.seen_absent.get(rs.tablet)
+                return keys is not None and bool((probe(self._storage, [rs], keys)[0] >= 0).any())
+
+            def rebase(new_commits: list[dict]) -> None:
+                if has_conflict(self._storage, plan.seen_live, clash, new_commits):
+                    raise _Restart()
+
+            commit = self._land(state, operation, actions, counts, rebase, written)
+            if commit is None:
+                continue
             return WriteResult(commit["version"], Timestamp(commit["timestamp"]), operation,
                                **_result_counts(counts), rowsets_added=len(rowsets),
                                bytes_written=sum(r.size_bytes for r in rowsets) + sum(d.size for d in deltas))
         raise CommitConflictError(f"{operation} restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
+
+    def _land(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase,
+              written: list[str]) -> dict | None:
+        """Commit the written files; None when the plan must start over. Files of a failed
+        commit are deleted, never those of a commit that landed."""
+        try:
+            return self._commit(state, operation, actions, counts, rebase)
+        except _Restart:
+            self._storage.delete_quietly(written)
+            return None
+        except BaseException as e:
+            if not committed(e):
+                self._storage.delete_quietly(written)
+            raise
 
     def _advance(self, base: TableState, commits: list[dict]) -> TableState:
         """Apply commits to `base`, and move this handle's cached state forward with them."""
