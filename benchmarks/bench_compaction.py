@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 import tableformat as tf
-from tableformat.compaction import CompactionAction, CompactionPlan
+from tableformat.compaction import CompactionPlan
 
 from .bench_core import generate, metrics_partitioning, metrics_schema
 

@@ -15,7 +15,6 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 import tableformat as tf
 from tableformat.diskrowset import FILE_CACHE

@@ -32,7 +32,7 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
                     op_column: str | None, update_columns: Sequence[str] | None, on_error: str,
                     error_path: str | None) -> dict:
     """Executor side: plan this task's rows against the snapshot and write deltas and rowsets."""
-    from tableformat.mutation import (DELETE_OP, IGNORING, INSERT, OP_NAMES, plan_mutation, validate,
+    from tableformat.mutation import (IGNORING, INSERT, OP_NAMES, plan_mutation, validate,
                                       write_deltas)
     from tableformat.writer import describe_keys, plan_insert, write_plan
     out = {"actions": [], "files": [], "inserted": 0, "updated": 0, "deleted": 0, "ignored": 0, "missing": 0,

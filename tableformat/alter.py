@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from .errors import PartitionSchemaError, SchemaError
 from .keyencoder import encode_key
-from .partition import Partitioning, RangeBound, _as_tuple
+from .partition import RangeBound, _as_tuple
 from .schema import MAX_COLUMNS, Column, Schema, coerce_scalar, validate_identifier
 from .metadata import TableState
 
@@ -216,7 +216,3 @@ def alter_actions(before: TableState, after: TableState) -> list[dict]:
     live = set(after.partitioning.tablet_ids())
     actions += [{"remove_rowset": {"id": r.id}} for r in before.rowsets.values() if r.tablet not in live]
     return actions
-
-
-def partitioning_from(d: dict, schema: Schema) -> Partitioning:
-    return Partitioning.from_json(d, schema)

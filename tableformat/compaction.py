@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .deltafile import (DELETE, REDO, REINSERT, DeltaFileMeta, apply_redo, deleted_mask, flag_name, read_delta,
+from .deltafile import (REDO, DeltaFileMeta, apply_redo, flag_name, read_delta,
                         redo_order, write_delta_file)
 from .diskrowset import _column_stats, field_name, read_base_columns, read_pk_index, write_base_file
 from .errors import CommitConflictError

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from .deltafile import apply_redo, updated_columns
 from .diskrowset import read_base_columns
-from .errors import InvalidFilterError, UnknownScanColumnError
+from .errors import UnknownScanColumnError
 from .keyprobe import seek
 from .parallel import pmap, pmap_iter
 from .metadata import RowSetMeta, TableState
@@ -162,7 +162,3 @@ class Scanner:
 
     def __iter__(self):
         return self.to_batches()
-
-
-def rowset_rows(tasks: Sequence[ScanTask]) -> int:
-    return int(np.sum([t.stop - t.start for t in tasks])) if tasks else 0

@@ -14,7 +14,6 @@ import time
 import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Iterable
 
 from .errors import (CorruptFileError, TableNotFoundError, UnsupportedFormatVersionError,
                      VersionNotFoundError)
@@ -177,9 +176,6 @@ class TransactionLog:
             out.append(d)
             v += 1
         return out
-
-    def read_commits(self, versions: Iterable[int]) -> list[dict]:
-        return [self.read_commit(v) for v in versions]
 
     # --- writing ----------------------------------------------------------------------
     def try_commit(self, prev: TableState | None, operation: str, actions: list[dict],

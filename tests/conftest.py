@@ -1,4 +1,3 @@
-import datetime as dt
 import os
 import shutil
 import socket

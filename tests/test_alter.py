@@ -7,7 +7,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import T0, table_files
+from conftest import table_files
 
 
 def ab_table(tmp_path):

@@ -6,7 +6,6 @@ import random
 import time
 
 import pyarrow as pa
-import pytest
 
 import tableformat as tf
 

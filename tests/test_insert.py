@@ -1,10 +1,8 @@
 """Inserts: primary key enforcement, defaults, Kudu's value rules, rowset files."""
 import decimal
-import glob
 import os
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest

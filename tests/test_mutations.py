@@ -8,7 +8,7 @@ import pytest
 import tableformat as tf
 from tableformat import deltafile
 
-from conftest import T0, metrics_partitioning, metrics_rows, metrics_schema, table_files
+from conftest import metrics_partitioning, metrics_rows, metrics_schema, table_files
 
 
 def kv_schema():

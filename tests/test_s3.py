@@ -1,10 +1,4 @@
 """The whole API against a real S3-compatible server (moto_server) on 127.0.0.1."""
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 
 import pyarrow as pa
 import pytest

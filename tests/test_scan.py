@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tableformat as tf
-from tableformat.scan import Scanner
 
 from conftest import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 

@@ -1,5 +1,4 @@
 """Spark: the data source and the pipeline jobs, on local[2], checked against the pure-Python engine."""
-import json
 import os
 import subprocess
 import sys
