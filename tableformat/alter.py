@@ -18,9 +18,8 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .errors import PartitionSchemaError, SchemaError
-from .keyencoder import encode_key
-from .partition import RangeBound, _as_tuple
-from .schema import MAX_COLUMNS, Column, Schema, coerce_scalar, validate_identifier
+from .partition import RangeBound, encode_bound
+from .schema import MAX_COLUMNS, Column, Schema, validate_identifier
 from .metadata import TableState
 
 
@@ -195,17 +194,7 @@ def _require(schema: Schema, name: str) -> Column:
 
 
 def _encode_bound(st: TableState, v: Any, what: str):
-    if v is None:
-        return None, None
-    rcols = [st.schema.by_id(i) for i in st.partitioning.range_column_ids]
-    if not rcols:
-        raise PartitionSchemaError("the table has no range columns")
-    t = _as_tuple(v, len(rcols), what)
-    try:
-        vals = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
-    except SchemaError as e:
-        raise PartitionSchemaError(str(e)) from None
-    return encode_key(vals, [c.type for c in rcols]), vals
+    return encode_bound([st.schema.by_id(i) for i in st.partitioning.range_column_ids], v, what)
 
 
 def alter_actions(before: TableState, after: TableState) -> list[dict]:

@@ -208,6 +208,22 @@ def _as_tuple(v: Any, n: int, what: str) -> tuple:
     return tuple(v)
 
 
+def encode_bound(rcols: Sequence, v: Any, what: str) -> tuple[bytes | None, tuple | None]:
+    """A user's range bound (a value, or a tuple per range column; None = unbounded), encoded."""
+    if v is None:
+        return None, None
+    if not rcols:
+        raise PartitionSchemaError("range bounds need range columns")
+    t = _as_tuple(v, len(rcols), what)
+    try:
+        scal = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
+    except SchemaError as e:
+        raise PartitionSchemaError(str(e)) from None
+    if any(x is None for x in scal):
+        raise PartitionSchemaError(f"{what} {v!r} has a NULL; use None for the whole bound instead")
+    return encode_key(scal, [c.type for c in rcols]), scal
+
+
 def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
     """Validate the user's PartitionSchema against the schema and encode its bounds."""
     spec = spec or PartitionSchema()
@@ -242,21 +258,9 @@ def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
     if len(set(rnames)) != len(rnames):
         raise PartitionSchemaError(f"range columns list a column twice: {rnames}")
     rcols = [schema.column(c) for c in rnames]
-    ctypes = [c.type for c in rcols]
 
     def enc(v, what):
-        if v is None:
-            return None, None
-        if not rcols:
-            raise PartitionSchemaError("range bounds need range columns")
-        t = _as_tuple(v, len(rcols), what)
-        try:
-            scal = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
-        except SchemaError as e:
-            raise PartitionSchemaError(str(e)) from None
-        if any(x is None for x in scal):
-            raise PartitionSchemaError(f"{what} {v!r} has a NULL; use None for the whole bound instead")
-        return encode_key(scal, ctypes), scal
+        return encode_bound(rcols, v, what)
 
     raw_bounds = list(rp.bounds) or [(None, None)]
     bounds = []
