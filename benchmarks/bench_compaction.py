@@ -17,16 +17,11 @@ import tableformat as tf
 from tableformat.compaction import CompactionPlan
 
 from .bench_core import generate, metrics_partitioning, metrics_schema
+from .bench_core import best as _best
 
 
-def best(fn, n=7):
-    return min(_t(fn) for _ in range(n))
-
-
-def _t(fn):
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+def best(fn):
+    return _best(fn, 7)
 
 
 def main() -> None:

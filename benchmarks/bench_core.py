@@ -65,12 +65,17 @@ def generate(n: int, seed: int = 0, time_offset: int = 0) -> pa.Table:
 
 
 def timed(fn, repeat: int = 1):
+    """(best seconds of `repeat` runs, the last result)."""
     best, out = float("inf"), None
     for _ in range(repeat):
         t = time.perf_counter()
         out = fn()
         best = min(best, time.perf_counter() - t)
     return best, out
+
+
+def best(fn, repeat: int = 3) -> float:
+    return timed(fn, repeat)[0]
 
 
 def row(name: str, ours: float, base: float | None, target: str) -> None:

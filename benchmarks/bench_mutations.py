@@ -11,7 +11,6 @@ import argparse
 import os
 import shutil
 import tempfile
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -19,19 +18,13 @@ import pyarrow as pa
 import tableformat as tf
 from tableformat.diskrowset import FILE_CACHE
 
-from .bench_core import generate, metrics_partitioning, metrics_schema
+from .bench_core import generate, metrics_partitioning, metrics_schema, timed
 
 KEY = ["host", "metric", "time"]
 
 
 def dir_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
 
 
 def line(name, ours, base=None, extra="", target=""):

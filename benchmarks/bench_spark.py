@@ -15,16 +15,7 @@ import pyarrow.parquet as pq
 
 import tableformat as tf
 
-from .bench_core import generate, metrics_partitioning, metrics_schema
-
-
-def best(fn, n=3):
-    out = float("inf")
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - t)
-    return out
+from .bench_core import best, generate, metrics_partitioning, metrics_schema
 
 
 def main() -> None:

@@ -90,12 +90,9 @@ class AlterTable:
         def step(st: TableState) -> TableState:
             s = st.schema
             c = _require(s, name)
-            try:
-                nc = Column(c.name, c.type, c.nullable, changes.get("default", c.default),
-                            changes.get("encoding", c.encoding), changes.get("compression", c.compression),
-                            c.id, c.read_default)
-            except SchemaError:
-                raise
+            nc = Column(c.name, c.type, c.nullable, changes.get("default", c.default),
+                        changes.get("encoding", c.encoding), changes.get("compression", c.compression),
+                        c.id, c.read_default)
             if not nc.nullable and nc.default is None and "default" in changes:
                 raise SchemaError(f"column {name!r} is not nullable: its default cannot be removed")
             return replace(st, schema=Schema([nc if x.name == name else x for x in s.columns], s.primary_key,

@@ -21,6 +21,7 @@ from .parallel import pmap
 from .schema import Column
 from .storage import Storage
 
+_SPARSE_ROWS = 16384   # touched rows are read in slices of this many rowids
 OP_LABEL = {UPDATE: "update", DELETE: "delete", REINSERT: "insert"}
 _INSERT_CODE = 0
 
@@ -35,7 +36,7 @@ def _take_rows(storage: Storage, rs: RowSetMeta, cols: Sequence[Column], rowids:
         idx = pa.array(rowids - lo)
         return {cid: a.take(idx) for cid, a in arrays.items()}
     # Sparse rows: one read per run of row groups that holds a touched row.
-    rg = max(1, 16384)
+    rg = _SPARSE_ROWS
     groups = np.unique(rowids // rg)
     parts = []
     for g in groups:

@@ -121,7 +121,6 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
     rowset_dir = f"tablets/{tablet}/{rowset_id}"
     cols = list(schema.columns)
     arrays = [data.column(c.name).combine_chunks() for c in cols]
-    written.append(f"{rowset_dir}/")
     base = write_base_file(storage, rowset_dir, cols, arrays, properties["row_group_rows"])
     written.append(base.path)
 

@@ -6,6 +6,7 @@ Arrow expression is always applied to the rows read, so results are exact.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -225,6 +226,5 @@ def hash_values(bounds: dict[str, Bounds], cols: Sequence[Column], limit: int = 
         total *= len(v)
     if total > limit:
         return None
-    import itertools
     combos = list(itertools.product(*vals))
     return pa.table({c.name: pa.array([x[i] for x in combos], c.arrow_type) for i, c in enumerate(cols)})

@@ -7,6 +7,7 @@ PK index so only the rows in range are read.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -48,7 +49,6 @@ def prune_tablets(state: TableState, bounds: dict) -> list[str]:
             allowed.append(list(range(level.buckets)))
         else:
             allowed.append(sorted(set(part.bucket_of(schema, combos, level).astype(int).tolist())))
-    import itertools
     return [part.tablet_id(r.id, combo) for r in ranges for combo in itertools.product(*allowed)]
 
 
