@@ -3,16 +3,18 @@
 - Minor delta: a rowset's REDO files become one file (records keep their
   timestamps in a `ts` column). Rowids are kept.
 - Major delta: the REDO updates of chosen columns are applied to base data,
-  written as a new column-group file holding only those columns; the other
-  records (deletes, updates of other columns) go to one new REDO file.
+  written as a new column-group file holding only those columns; their
+  before-images become UNDO records; the other records (deletes, updates of
+  other columns) go to one new REDO file.
 - Merging: overlapping (or small) rowsets of a tablet are rewritten as
-  non-overlapping rowsets in key order; rows deleted as of the compaction's
-  snapshot are dropped, so their space is reclaimed.
+  non-overlapping rowsets in key order, carrying each row's history as UNDO
+  records; rows deleted before the ancient history mark are dropped, so
+  their space is reclaimed.
 
-History: every compaction only adds and removes files in a commit whose
-`data_change` is false, so a snapshot as of an earlier version still reads the
-files it referenced, exactly; `vacuum` keeps every file a snapshot within
-`history_max_age` needs. Concurrency: delta compactions keep rowids, so
+History: as in Kudu, the base data is the newest state and UNDO records roll
+it back, so a version older than vacuum's history horizon reads the compacted
+files exactly; UNDO records older than `history_max_age` are not written
+(garbage collection). Concurrency: delta compactions keep rowids, so
 mutations committed meanwhile stay valid on top of them; a merging compaction
 rebases such mutations through its old-rowid -> new-rowid map.
 See `specs/format.md`, section "Compaction".
@@ -26,11 +28,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .deltafile import (REDO, DeltaFileMeta, apply_redo, flag_name, read_delta,
-                        redo_order, write_delta_file)
+from .deltafile import (DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, apply_redo, flag_name,
+                        read_delta, redo_order, write_delta_file)
 from .diskrowset import _column_stats, field_name, read_base_columns, read_pk_index, write_base_file
 from .errors import CommitConflictError
 from .metadata import RowSetMeta, TableState
+from .schema import Column
 from .parallel import pmap
 from .storage import Storage
 
@@ -99,12 +102,40 @@ def _delta_bytes(st: TableState, rid: str) -> int:
     return sum(d.size for d in st.deltas_of(rid))
 
 
-def _deleted_rows(st: TableState, rid: str) -> int:
-    return sum(d.delete_count - d.reinsert_count for d in st.deltas_of(rid) if d.kind == REDO)
+def _deleted_rows(st: TableState, rid: str, ahm: int | None = -1) -> int:
+    """Rows deleted (by REDO files no newer than `ahm`: those a merge may drop; -1: any)."""
+    if ahm is None:
+        return 0                                 # history kept forever: no deleted row is reclaimable
+    return sum(d.delete_count - d.reinsert_count for d in st.deltas_of(rid)
+               if d.kind == REDO and (ahm == -1 or d.max_ts <= ahm))
 
 
-def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) -> list[CompactionAction]:
-    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets full of deleted rows."""
+def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ahm: int | None) \
+        -> list[CompactionAction]:
+    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets full of deleted rows.
+
+    Rowsets whose rows are all deleted (history kept until `ahm` passes them) take no part in
+    overlap merges: merging would keep them as they are; the reclaim rule removes them later.
+    """
+    everything = rowsets
+    rowsets = [r for r in rowsets if _deleted_rows(st, r.id) < r.num_rows]
+    out: list[CompactionAction] = []
+    if rowsets:
+        out = _overlap_candidates(st, tablet, rowsets)
+    in_merge = {x for a in out for x in a.rowsets}
+    # Deleted rows: rewrite a rowset alone to reclaim them (KUDU-1625), once past the history.
+    pct = st.properties.get("reclaim_deleted_pct", 20)
+    for r in sorted(everything, key=lambda r: r.min_key):
+        dead = _deleted_rows(st, r.id, ahm)
+        if r.id not in in_merge and pct and dead and dead * 100 >= pct * r.num_rows:
+            out.append(CompactionAction("merge", tablet, (r.id,), dead / r.num_rows,
+                                        f"{dead} of {r.num_rows} rows were deleted before the history "
+                                        "retention: rewriting reclaims them",
+                                        r.size_bytes + _delta_bytes(st, r.id)))
+    return out
+
+
+def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) -> list[CompactionAction]:
     target = st.properties["rowset_target_bytes"]
     lo = min(r.min_key for r in rowsets)
     hi = max(r.max_key for r in rowsets)
@@ -151,14 +182,6 @@ def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) ->
                                         "become one", sum(size[x.id] for x in run)))
             in_merge.update(x.id for x in run)
         run = [r] if r is not None else []
-    # Deleted rows: rewrite a rowset alone to reclaim them (KUDU-1625).
-    pct = st.properties.get("reclaim_deleted_pct", 20)
-    for r in ordered:
-        dead = _deleted_rows(st, r.id)
-        if r.id not in in_merge and pct and dead and dead * 100 >= pct * r.num_rows:
-            out.append(CompactionAction("merge", tablet, (r.id,), dead / r.num_rows,
-                                        f"{dead} of {r.num_rows} rows are deleted: rewriting reclaims them",
-                                        size[r.id]))
     return out
 
 
@@ -184,14 +207,14 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) ->
     return out
 
 
-def plan(st: TableState, budget_bytes: int) -> CompactionPlan:
+def plan(st: TableState, budget_bytes: int, ahm: int | None = None) -> CompactionPlan:
     """Score every candidate as Kudu's policy does and choose a 0/1 knapsack under the budget."""
     cands: list[CompactionAction] = []
     by_tablet: dict[str, list[RowSetMeta]] = {}
     for r in st.rowsets.values():
         by_tablet.setdefault(r.tablet, []).append(r)
     for tablet, rowsets in sorted(by_tablet.items()):
-        merges = _merge_candidates(st, tablet, rowsets)
+        merges = _merge_candidates(st, tablet, rowsets, ahm)
         merged = {x for a in merges for x in a.rowsets}
         cands += merges + _delta_candidates(st, tablet, [r for r in rowsets if r.id not in merged])
     chosen = _knapsack(cands, budget_bytes)
@@ -235,23 +258,28 @@ class Prepared:
     outputs: list[RowSetMeta] = field(default_factory=list)
 
 
-def _read_all_deltas(storage: Storage, st: TableState, rs: RowSetMeta) -> tuple[pa.Table | None, list]:
-    """Every REDO record of a rowset, in (rowid, ts) order, with a ts column and all columns."""
-    redo = redo_order([d for d in st.deltas_of(rs.id) if d.kind == REDO])
+def _read_all_deltas(storage: Storage, st: TableState, rs: RowSetMeta, kind: str = REDO) \
+        -> tuple[pa.Table | None, list]:
+    """Every record of a rowset's REDO (or UNDO) files, in (rowid, ts) order, with a ts column
+    and all columns."""
+    files = redo_order([d for d in st.deltas_of(rs.id) if d.kind == kind])
     ids = [c.id for c in st.schema.columns if c.id not in {k.id for k in st.schema.key_columns}]
     parts = []
-    for d in redo:
+    for d in files:
         t = read_delta(storage, d, ids, st.schema.key_columns)
         if "ts" not in t.column_names:
             t = t.append_column("ts", pa.array(np.full(t.num_rows, d.max_ts, np.int64)))
         parts.append(t)
     if not parts:
-        return None, redo
-    return pa.concat_tables(parts, promote_options="default"), redo
+        return None, files
+    t = pa.concat_tables(parts, promote_options="default")
+    if len(parts) > 1:
+        t = t.take(pc.sort_indices(t, sort_keys=[("rowid", "ascending"), ("ts", "ascending")]))
+    return t, files
 
 
-def _write_records(storage: Storage, st: TableState, rs: RowSetMeta, t: pa.Table, keep_cols: set[int] | None) \
-        -> DeltaFileMeta | None:
+def _write_records(storage: Storage, st: TableState, rs: RowSetMeta, t: pa.Table, keep_cols: set[int] | None,
+                   kind: str = REDO) -> DeltaFileMeta | None:
     if t is None or t.num_rows == 0:
         return None
     rowid = t.column("rowid").to_numpy().astype(np.int64)
@@ -263,10 +291,68 @@ def _write_records(storage: Storage, st: TableState, rs: RowSetMeta, t: pa.Table
         if flag_name(c.id) in t.column_names and (keep_cols is None or c.id in keep_cols):
             flags = t.column(flag_name(c.id)).fill_null(False).to_numpy(zero_copy_only=False)
             updates[c.id] = (flags, t.column(field_name(c.id)))
-    return write_delta_file(storage, st.schema, rs, rowid, op, keys, updates, REDO, ts)
+    return write_delta_file(storage, st.schema, rs, rowid, op, keys, updates, kind, ts)
 
 
-def prepare_minor(storage: Storage, st: TableState, rs: RowSetMeta) -> Prepared:
+def _before_values(records: pa.Table, flags: np.ndarray, base: pa.Array, cid: int) -> pa.Array:
+    """Per record, the value of column `cid` just before it: the previous record of the same row
+    that set the column, else the base value (records sorted by rowid, ts)."""
+    rowid = records.column("rowid").to_numpy().astype(np.int64)
+    m = len(rowid)
+    if not m:
+        return pa.array([], base.type)
+    last_set = np.maximum.accumulate(np.where(flags, np.arange(m), -1))
+    prev = np.r_[-1, last_set[:-1]]
+    same = (prev >= 0) & (rowid[np.maximum(prev, 0)] == rowid)
+    from_base = base.take(pa.array(rowid))
+    if flag_name(cid) not in records.column_names or not same.any():
+        return from_base
+    from_prev = records.column(field_name(cid)).take(pa.array(np.maximum(prev, 0))).cast(base.type)
+    return pc.if_else(pa.array(same), from_prev, from_base)
+
+
+def _undo_of(records: pa.Table, base: dict[int, pa.Array], cols: Sequence[Column], final_delete: np.ndarray) \
+        -> pa.Table:
+    """UNDO records inverting REDO `records` (sorted by rowid, ts) over `base` values.
+
+    UPDATE -> UPDATE holding the before-images of the cells it set; DELETE -> REINSERT of the
+    row's values before it; REINSERT -> DELETE. Records flagged `final_delete` (a row's last
+    DELETE, which stays a REDO record) are skipped.
+    """
+    op = records.column("op").to_numpy()
+    keep = ~final_delete
+    out_op = np.select([op == DELETE, op == REINSERT], [REINSERT, DELETE], UPDATE).astype(np.int8)
+    arrays = {"rowid": records.column("rowid"), "op": pa.array(out_op), "ts": records.column("ts")}
+    for name in records.column_names:
+        if name.startswith("c") and name[1:].isdigit() and flag_name(int(name[1:])) not in records.column_names:
+            arrays[name] = records.column(name)           # key columns
+    for c in cols:
+        if c.id not in base:
+            continue
+        present = flag_name(c.id) in records.column_names
+        sets = records.column(flag_name(c.id)).fill_null(False).to_numpy(zero_copy_only=False) & (op != DELETE) \
+            if present else np.zeros(len(op), bool)
+        want = (sets & (op == UPDATE)) | (op == DELETE)
+        if not want.any():
+            continue
+        arrays[flag_name(c.id)] = pa.array(want)
+        arrays[field_name(c.id)] = _before_values(records, sets, base[c.id], c.id)
+    t = pa.table(arrays)
+    return t.filter(pa.array(keep))
+
+
+def _gc(t: pa.Table | None, ahm: int | None) -> pa.Table | None:
+    """Drop history records at or before the ancient history mark: no reader can ask for them."""
+    if t is None or ahm is None or t.num_rows == 0:
+        return t
+    return t.filter(pc.greater(t.column("ts"), ahm))
+
+
+def _history_action(ahm: int | None) -> list[dict]:
+    return [] if ahm is None else [{"history": {"gc_before_ts": ahm}}]
+
+
+def prepare_minor(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | None = None) -> Prepared:
     t, redo = _read_all_deltas(storage, st, rs)
     meta = _write_records(storage, st, rs, t, None)
     actions = [{"remove_delta": {"rowset": rs.id, "path": d.path}} for d in redo]
@@ -275,9 +361,13 @@ def prepare_minor(storage: Storage, st: TableState, rs: RowSetMeta) -> Prepared:
     return Prepared(actions, [meta.path] if meta else [], {rs.id})
 
 
-def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: Sequence[int]) -> Prepared:
+def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: Sequence[int],
+                  ahm: int | None = None) -> Prepared:
+    """Bake the REDO updates of `column_ids` into a new column group; their before-images become
+    UNDO records (so reads as of earlier times stay exact), UNDO files older than `ahm` go."""
     cols = [st.schema.by_id(c) for c in column_ids if st.schema.has_id(c)]
     base = read_base_columns(storage, rs, cols)
+    base = {k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for k, v in base.items()}
     redo = [d for d in st.deltas_of(rs.id) if d.kind == REDO]
     applied, _ = apply_redo(storage, rs, redo, cols, base, 0, rs.num_rows)
     written: list[str] = []
@@ -288,62 +378,171 @@ def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: 
     stats = dict(rs.stats)
     stats.update({c.id: _column_stats(c, a) for c, a in zip(cols, arrays)})
     new_rs = replace(rs, base=rs.base + (ref,), stats=stats)
-    # What stays REDO: deletes, reinserts and updates of the other columns.
     t, _ = _read_all_deltas(storage, st, rs)
-    remaining = None
+    remaining = undo_meta = None
+    done = {c.id for c in cols}
     if t is not None:
-        done = set(c.id for c in cols)
         op = t.column("op").to_numpy()
         other = np.zeros(t.num_rows, dtype=bool)
+        mine = np.zeros(t.num_rows, dtype=bool)
         for c in st.schema.columns:
-            if c.id not in done and flag_name(c.id) in t.column_names:
-                other |= t.column(flag_name(c.id)).fill_null(False).to_numpy(zero_copy_only=False)
-        keep = (op != 1) | other
-        remaining = t.filter(pa.array(keep))
-    meta = _write_records(storage, st, rs, remaining, {c.id for c in st.schema.columns} - {c.id for c in cols})
-    if meta is not None:
-        written.append(meta.path)
+            if flag_name(c.id) in t.column_names:
+                f = t.column(flag_name(c.id)).fill_null(False).to_numpy(zero_copy_only=False)
+                if c.id in done:
+                    mine |= f
+                else:
+                    other |= f
+        # What stays REDO: deletes, reinserts and updates of the other columns.
+        remaining = t.filter(pa.array((op != UPDATE) | other))
+        # UNDO: the compacted cells' before-images, at the times they changed.
+        changed = t.filter(pa.array(mine & (op != DELETE)))
+        undo = _undo_of(changed.drop([n for n in changed.column_names
+                                      if n[:1] in "uc" and n[1:].isdigit() and int(n[1:]) not in done
+                                      and not any(k.id == int(n[1:]) for k in st.schema.key_columns)]),
+                        base, cols, np.zeros(changed.num_rows, bool))
+        undo = _gc(undo.set_column(1, "op", pa.array(np.full(undo.num_rows, UPDATE, np.int8))), ahm)
+        undo_meta = _write_records(storage, st, rs, undo, done, UNDO)
+    meta = _write_records(storage, st, rs, remaining, {c.id for c in st.schema.columns} - done)
+    written += [m.path for m in (meta, undo_meta) if m is not None]
+    old_undo = [d for d in st.deltas_of(rs.id) if d.kind == UNDO and ahm is not None and d.max_ts <= ahm]
     actions = [{"add_rowset": new_rs.to_json()}] + \
-        [{"remove_delta": {"rowset": rs.id, "path": d.path}} for d in redo] + \
-        ([{"add_delta": meta.to_json()}] if meta else [])
+        [{"remove_delta": {"rowset": rs.id, "path": d.path}} for d in redo + old_undo] + \
+        [{"add_delta": m.to_json()} for m in (meta, undo_meta) if m is not None] + _history_action(ahm)
     return Prepared(actions, written, {rs.id})
 
 
-def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str]) -> Prepared:
-    """Rewrite rowsets as non-overlapping rowsets of the live rows, in key order."""
+@dataclass
+class _Input:
+    """One merge input, read: its rows kept (live, or deleted after `ahm`), and their history."""
+
+    data: pa.Table            # current values of the kept rows
+    keys: pa.Array            # their encoded keys
+    rowids: np.ndarray        # their rowids in the input
+    delete_ts: np.ndarray     # deletion time of a ghost row (kept for history), -1 for a live row
+    undo: pa.Table | None     # UNDO records of kept rows (input rowids)
+
+
+def _load_input(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | None) -> _Input:
+    cols = list(st.schema.columns)
+    base = read_base_columns(storage, rs, cols)
+    base = {k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for k, v in base.items()}
+    deltas = st.deltas_of(rs.id)
+    arrays, live = apply_redo(storage, rs, deltas, cols, base, 0, rs.num_rows) if deltas else (base, None)
+    keys = read_pk_index(storage, rs)
+    n = rs.num_rows
+    delete_ts = np.full(n, -1, np.int64)
+    redo, _ = _read_all_deltas(storage, st, rs)
+    parts = []
+    if redo is not None:
+        rid = redo.column("rowid").to_numpy().astype(np.int64)
+        op = redo.column("op").to_numpy()
+        ts = redo.column("ts").to_numpy()
+        ex = np.flatnonzero((op == DELETE) | (op == REINSERT))
+        last = ex[np.r_[rid[ex][1:] != rid[ex][:-1], True]] if len(ex) else ex
+        final = np.zeros(len(rid), bool)
+        dead = last[op[last] == DELETE]
+        final[dead] = True
+        delete_ts[rid[dead]] = ts[dead]
+        parts.append(_undo_of(redo, base, cols, final))
+    old_undo, _ = _read_all_deltas(storage, st, rs, UNDO)
+    if old_undo is not None:
+        parts.append(old_undo)
+    if rs.created_ts and (ahm is None or rs.created_ts > ahm):
+        # the rows did not exist before the insert that wrote them: UNDO DELETE at its time
+        k = {field_name(c.id): base[c.id] for c in st.schema.key_columns}
+        parts.append(pa.table({"rowid": pa.array(np.arange(n, dtype=np.uint32)),
+                               "op": pa.array(np.full(n, DELETE, np.int8)),
+                               "ts": pa.array(np.full(n, rs.created_ts, np.int64)), **k}))
+    undo = _gc(pa.concat_tables(parts, promote_options="default") if parts else None, ahm)
+    keep = np.ones(n, bool) if live is None else live.copy()
+    keep |= (delete_ts >= 0) & (delete_ts > (ahm if ahm is not None else -1))     # ghosts still in history
+    rowids = np.flatnonzero(keep)
+    t = pa.table({c.name: arrays[c.id] for c in cols})
+    if not keep.all():
+        t, keys = t.filter(pa.array(keep)), keys.filter(pa.array(keep))
+    if undo is not None and undo.num_rows:
+        undo = undo.filter(pa.array(keep[undo.column("rowid").to_numpy().astype(np.int64)]))
+    return _Input(t, keys, rowids, delete_ts[rowids], undo)
+
+
+def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], ahm: int | None = None) -> Prepared:
+    """Rewrite rowsets as non-overlapping rowsets in key order, with their history.
+
+    Rows deleted after `ahm` are kept (with a REDO DELETE at their deletion time) so reads
+    as of earlier times still see them; rows deleted before it are dropped, reclaiming
+    their space. A key deleted and inserted again exists as several rows: the newest goes
+    to the main outputs, older ones to further non-overlapping "layers", so no rowset
+    holds a key twice. Every kept row's history becomes UNDO records of its output.
+    """
     from .writer import InsertPlan, TabletBatch, write_plan
     inputs = [st.rowsets[r] for r in rowset_ids]
-    cols = list(st.schema.columns)
-
-    def load(rs: RowSetMeta):
-        arrays = read_base_columns(storage, rs, cols)
-        deltas = st.deltas_of(rs.id)
-        arrays, live = apply_redo(storage, rs, deltas, cols, arrays, 0, rs.num_rows) if deltas else (arrays, None)
-        keys = read_pk_index(storage, rs)
-        t = pa.table({c.name: arrays[c.id] for c in cols})
-        rowids = np.arange(rs.num_rows)
-        if live is not None:
-            t, keys, rowids = t.filter(pa.array(live)), keys.filter(pa.array(live)), rowids[live]
-        return t, keys, rowids
-    loaded = pmap(load, inputs)
-    data = pa.concat_tables([x[0] for x in loaded]).combine_chunks()
-    keys = pa.concat_arrays([x[1] for x in loaded])
-    src_rs = np.concatenate([np.full(len(x[2]), i) for i, x in enumerate(loaded)]) if loaded else np.zeros(0)
-    src_row = np.concatenate([x[2] for x in loaded]) if loaded else np.zeros(0)
-    order = pc.array_sort_indices(keys).to_numpy()
+    loaded: list[_Input] = pmap(lambda rs: _load_input(storage, st, rs, ahm), inputs)
+    data = pa.concat_tables([x.data for x in loaded]).combine_chunks()
+    keys = pa.concat_arrays([x.keys for x in loaded])
+    src_rs = np.concatenate([np.full(len(x.rowids), i) for i, x in enumerate(loaded)])
+    src_row = np.concatenate([x.rowids for x in loaded])
+    del_ts = np.concatenate([x.delete_ts for x in loaded])
+    # key order; for one key the live row first, then ghosts newest first
+    recency = np.where(del_ts < 0, np.iinfo(np.int64).max, del_ts)
+    order = pc.sort_indices(pa.table({"k": keys, "r": pa.array(-recency)}),
+                            sort_keys=[("k", "ascending"), ("r", "ascending")]).to_numpy()
+    sk = keys.take(pa.array(order))
+    new_key = np.ones(len(order), bool)
+    if len(order) > 1:
+        new_key[1:] = pc.not_equal(sk.slice(1), sk.slice(0, len(order) - 1)).to_numpy(zero_copy_only=False)
+    group_start = np.maximum.accumulate(np.where(new_key, np.arange(len(order)), 0))
+    layer = np.arange(len(order)) - group_start
     tablet = inputs[0].tablet
-    plan = InsertPlan(data, [TabletBatch(tablet, order, keys.take(pa.array(order)))] if len(order) else [], 0)
+    batches = []
+    for lv in range(int(layer.max()) + 1 if len(layer) else 0):
+        sel = layer == lv
+        batches.append(TabletBatch(tablet, order[sel], sk.filter(pa.array(sel))))
     written: list[str] = []
-    outputs = write_plan(storage, st, plan, written) if len(order) else []
-    # old (rowset, rowid) -> (output index, new rowid), in output order
+    outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written) if batches else []
+    outputs = [replace(o, created_ts=0) for o in outputs]
+    # old (input, rowid) -> (output index, new rowid), in output order
+    placed = np.concatenate([b.rows for b in batches]) if batches else np.zeros(0, np.int64)
     sizes = [o.num_rows for o in outputs]
     out_idx = np.repeat(np.arange(len(outputs)), sizes) if outputs else np.zeros(0, np.int64)
     new_rowid = np.concatenate([np.arange(n) for n in sizes]) if outputs else np.zeros(0, np.int64)
     remap = {}
     for i, rs in enumerate(inputs):
-        sel = src_rs[order] == i
-        remap[rs.id] = (src_row[order][sel], out_idx[sel], new_rowid[sel])
-    actions = [{"remove_rowset": {"id": r.id}} for r in inputs] + [{"add_rowset": o.to_json()} for o in outputs]
+        sel = src_rs[placed] == i
+        o = np.argsort(src_row[placed][sel], kind="stable")
+        remap[rs.id] = (src_row[placed][sel][o], out_idx[sel][o], new_rowid[sel][o])
+    deltas: list[DeltaFileMeta] = []
+    # Ghost rows: their DELETE stays a REDO record; the rest of the history goes to UNDO files.
+    ghosts = np.flatnonzero(del_ts[placed] >= 0)
+    redo_parts, undo_parts = [], []
+    if len(ghosts):
+        gk = data.take(pa.array(placed[ghosts]))
+        redo_parts.append(pa.table({"o": pa.array(out_idx[ghosts]), "rowid": pa.array(new_rowid[ghosts]),
+                                    "op": pa.array(np.full(len(ghosts), DELETE, np.int8)),
+                                    "ts": pa.array(del_ts[placed][ghosts]),
+                                    **{field_name(c.id): gk.column(c.name) for c in st.schema.key_columns}}))
+    for i, x in enumerate(loaded):
+        if x.undo is None or not x.undo.num_rows:
+            continue
+        old, oi, nr = remap[inputs[i].id]
+        pos = np.searchsorted(old, x.undo.column("rowid").to_numpy().astype(np.int64))
+        u = x.undo.set_column(x.undo.schema.get_field_index("rowid"), "rowid", pa.array(nr[pos]))
+        undo_parts.append(u.append_column("o", pa.array(oi[pos])))
+
+    def write_kind(parts: list[pa.Table], kind: str) -> None:
+        if not parts:
+            return
+        t = pa.concat_tables(parts, promote_options="default")
+        o = t.column("o").to_numpy()
+        for j in np.unique(o):
+            sub = t.filter(pa.array(o == j)).drop(["o"])
+            sub = sub.take(pc.sort_indices(sub, sort_keys=[("rowid", "ascending"), ("ts", "ascending")]))
+            m = _write_records(storage, st, outputs[int(j)], sub, None, kind)
+            written.append(m.path)
+            deltas.append(m)
+    write_kind(redo_parts, REDO)
+    write_kind(undo_parts, UNDO)
+    actions = [{"remove_rowset": {"id": r.id}} for r in inputs] + [{"add_rowset": o.to_json()} for o in outputs] + \
+        [{"add_delta": m.to_json()} for m in deltas] + _history_action(ahm)
     return Prepared(actions, written, set(rowset_ids), remap, outputs)
 
 

@@ -139,18 +139,72 @@ def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] 
     return t
 
 
-def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta]) -> np.ndarray | None:
-    """Rows deleted after applying the REDO files in order; None if none can be."""
-    relevant = [d for d in deltas if d.kind == REDO and (d.delete_count or d.reinsert_count)]
-    if not relevant:
+def _visible_redo(storage: Storage, d: DeltaFileMeta, t: pa.Table, read_ts: int | None) -> pa.Table:
+    """The records of a REDO file committed at or before `read_ts` (all of them when None)."""
+    if read_ts is None or d.max_ts <= read_ts:
+        return t
+    if "ts" not in t.column_names:
+        return t.slice(0, 0)
+    return t.filter(pc.less_equal(t.column("ts"), read_ts))
+
+
+def _undo_files(deltas: Sequence[DeltaFileMeta], read_ts: int | None) -> list[DeltaFileMeta]:
+    return [] if read_ts is None else [d for d in deltas if d.kind == UNDO and d.max_ts > read_ts]
+
+
+def _undo_records(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], read_ts: int,
+                  column_ids: Sequence[int] = ()) -> pa.Table | None:
+    """UNDO records newer than `read_ts`, sorted by (rowid, ts): the earliest one per row and
+    column holds the value as of `read_ts` (it is the before-image of the first later change)."""
+    parts = []
+    for d in _undo_files(deltas, read_ts):
+        t = read_delta(storage, d, column_ids)
+        _check_rowids(t.column("rowid").to_numpy(), rowset, d)
+        t = t.filter(pc.greater(t.column("ts"), read_ts))
+        parts.append(t.select(["rowid", "op", "ts"] + [c for n in column_ids
+                                                         for c in (flag_name(n), field_name(n))
+                                                         if c in t.column_names]))
+    parts = [p for p in parts if p.num_rows]
+    if not parts:
         return None
-    key = rowset.id + "#deleted#" + ",".join(d.path for d in relevant)
+    t = pa.concat_tables(parts, promote_options="default") if len(parts) > 1 else parts[0]
+    if len(parts) > 1:
+        t = t.take(pc.sort_indices(t, sort_keys=[("rowid", "ascending"), ("ts", "ascending")]))
+    return t
+
+
+def _first_per_row(rowid: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """Indices of the first selected record of each rowid (records sorted by rowid, ts)."""
+    idx = np.flatnonzero(sel)
+    if not len(idx):
+        return idx
+    r = rowid[idx]
+    return idx[np.r_[True, r[1:] != r[:-1]]]
+
+
+def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta],
+                 read_ts: int | None = None) -> np.ndarray | None:
+    """Rows deleted as of `read_ts` (latest when None); None if no row can be.
+
+    UNDO records newer than `read_ts` decide first (a row inserted later was absent, a row
+    deleted later was there); a REDO DELETE / REINSERT at or before `read_ts` is newer still.
+    """
+    relevant = [d for d in deltas if d.kind == REDO and (d.delete_count or d.reinsert_count)]
+    undo = [d for d in _undo_files(deltas, read_ts) if d.delete_count or d.reinsert_count]
+    if not relevant and not undo:
+        return None
+    key = rowset.id + "#deleted#" + ",".join(d.path for d in relevant + undo) + f"@{read_ts}"
     cached = FILE_CACHE.get(storage, key)
     if cached is not None:
         return cached
     deleted = np.zeros(rowset.num_rows, dtype=bool)
+    u = _undo_records(storage, rowset, undo, read_ts) if undo else None
+    if u is not None:
+        rowid, op = u.column("rowid").to_numpy(), u.column("op").to_numpy()
+        first = _first_per_row(rowid, (op == DELETE) | (op == REINSERT))
+        deleted[rowid[first]] = op[first] == DELETE      # an UNDO DELETE: the row was inserted later
     for d in redo_order(relevant):
-        t = read_delta(storage, d)
+        t = _visible_redo(storage, d, read_delta(storage, d), read_ts)
         rowid = t.column("rowid").to_numpy()
         op = t.column("op").to_numpy()
         _check_rowids(rowid, rowset, d)
@@ -176,24 +230,43 @@ def _check_rowids(rowid: np.ndarray, rowset: RowSetMeta, d: DeltaFileMeta) -> No
 
 
 def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], columns: Sequence[Column],
-               arrays: dict[int, pa.Array], start: int, stop: int) -> tuple[dict[int, pa.Array], np.ndarray | None]:
-    """Apply REDO files (oldest first) to base values of rows [start, stop).
+               arrays: dict[int, pa.Array], start: int, stop: int, read_ts: int | None = None) \
+        -> tuple[dict[int, pa.Array], np.ndarray | None]:
+    """Apply delta files to base values of rows [start, stop): the rows as of `read_ts`.
 
-    Whole-column: each file's updates are placed with one replace_with_mask per
-    column. Files that touch none of `columns` and delete nothing are not read.
-    Returns the new arrays and the live-row mask (None when every row is live).
+    With `read_ts` None (a snapshot read from its own files) every REDO file
+    applies, oldest first. Otherwise (a version read from a later version's
+    files) UNDO records newer than `read_ts` roll values back first, then REDO
+    records at or before it roll forward. Whole-column: each file's changes are
+    placed with one replace_with_mask per column; files that touch none of
+    `columns` and delete nothing are not read. Returns the new arrays and the
+    live-row mask (None when every row is live).
     """
     out = dict(arrays)
     n = stop - start
     # Gather every file's changes per column, then place them with one masked replace.
     pending: dict[int, list[tuple[np.ndarray, pa.Array]]] = {}
+    undo_ids = [c.id for c in columns if any(d.updates(c.id) for d in _undo_files(deltas, read_ts))]
+    u = _undo_records(storage, rowset, deltas, read_ts, undo_ids) if undo_ids else None
+    if u is not None:
+        rowid = u.column("rowid").to_numpy().astype(np.int64)
+        op = u.column("op").to_numpy()
+        for cid in undo_ids:
+            if flag_name(cid) not in u.column_names:
+                continue
+            flags = u.column(flag_name(cid)).fill_null(False).to_numpy(zero_copy_only=False) & (op != DELETE)
+            first = _first_per_row(rowid, flags)
+            first = first[(rowid[first] >= start) & (rowid[first] < stop)]
+            if len(first):
+                pending.setdefault(cid, []).append((rowid[first] - start,
+                                                    u.column(field_name(cid)).take(pa.array(first)).combine_chunks()))
     for d in redo_order(deltas):
-        if d.kind != REDO:
+        if d.kind != REDO or (read_ts is not None and d.min_ts > read_ts):
             continue
         wanted = [c.id for c in columns if d.updates(c.id)]
         if not wanted:
             continue
-        t = read_delta(storage, d, wanted)
+        t = _visible_redo(storage, d, read_delta(storage, d, wanted), read_ts)
         rowid = t.column("rowid").to_numpy().astype(np.int64)
         _check_rowids(rowid, rowset, d)
         lo, hi = np.searchsorted(rowid, [start, stop])
@@ -222,7 +295,7 @@ def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileM
         mask = np.zeros(n, dtype=bool)
         mask[pos] = True
         out[cid] = pc.replace_with_mask(base, pa.array(mask), values.cast(base.type))
-    deleted = deleted_mask(storage, rowset, deltas)
+    deleted = deleted_mask(storage, rowset, deltas, read_ts)
     live = None if deleted is None else ~deleted[start:stop]
     if live is not None and live.all():
         live = None

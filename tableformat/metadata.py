@@ -15,7 +15,8 @@ from .errors import CorruptFileError, InvalidOptionError
 from .partition import Partitioning
 from .schema import Schema
 
-FORMAT_VERSION = 1
+# 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12). 1 is still read.
+FORMAT_VERSION = 2
 
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
@@ -90,6 +91,9 @@ class RowSetMeta:
     pk_index: FileRef
     bloom: FileRef
     stats: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    # When its rows were inserted: the adding commit's timestamp for an insert's rowset (filled in
+    # at replay); 0 for a merging compaction's output, whose rows carry UNDO DELETE records instead.
+    created_ts: int | None = None
 
     @property
     def files(self) -> list[FileRef]:
@@ -111,14 +115,15 @@ class RowSetMeta:
                 "min_key": self.min_key.hex(), "max_key": self.max_key.hex(),
                 "base": [f.to_json() for f in self.base], "pk_index": self.pk_index.to_json(),
                 "bloom": self.bloom.to_json(),
-                "stats": {str(k): dict(v) for k, v in self.stats.items()}}
+                "stats": {str(k): dict(v) for k, v in self.stats.items()},
+                **({} if self.created_ts is None else {"created_ts": self.created_ts})}
 
     @staticmethod
     def from_json(d: dict) -> "RowSetMeta":
         return RowSetMeta(d["id"], d["tablet"], d["num_rows"], bytes.fromhex(d["min_key"]),
                           bytes.fromhex(d["max_key"]), tuple(FileRef.from_json(f) for f in d["base"]),
                           FileRef.from_json(d["pk_index"]), FileRef.from_json(d["bloom"]),
-                          {int(k): v for k, v in d.get("stats", {}).items()})
+                          {int(k): v for k, v in d.get("stats", {}).items()}, d.get("created_ts"))
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,13 @@ class TableState:
     format_version: int = FORMAT_VERSION
     # Delta files per rowset id, in commit order (oldest first).
     deltas: Mapping[str, tuple] = field(default_factory=dict)
+    # Versions before this are read from this version's files through UNDO records (vacuum moved it).
+    history_horizon: int = 0
+    # Compactions dropped UNDO records and deleted rows older than this timestamp.
+    history_gc_ts: int = 0
+    # Not stored: set when this state is version `version` read from a later version's files;
+    # readers then apply UNDO records newer than it and skip REDO records newer than it.
+    read_ts: int | None = None
 
     def rowsets_in(self, tablet: str) -> list[RowSetMeta]:
         return [r for r in self.rowsets.values() if r.tablet == tablet]
@@ -170,7 +182,8 @@ class TableState:
                 "table_id": self.table_id, "name": self.name, "schema": self.schema.to_json(),
                 "partitioning": self.partitioning.to_json(self.schema), "properties": dict(self.properties),
                 "rowsets": [r.to_json() for r in self.rowsets.values()],
-                "deltas": [d.to_json() for ds in self.deltas.values() for d in ds]}
+                "deltas": [d.to_json() for ds in self.deltas.values() for d in ds],
+                "history_horizon": self.history_horizon, "history_gc_ts": self.history_gc_ts}
 
     @staticmethod
     def from_json(d: dict) -> "TableState":
@@ -184,7 +197,8 @@ class TableState:
                           Partitioning.from_json(d["partitioning"], schema),
                           MappingProxyType(dict(d["properties"])),
                           MappingProxyType({r["id"]: RowSetMeta.from_json(r) for r in d["rowsets"]}),
-                          d["format_version"], MappingProxyType(deltas))
+                          d["format_version"], MappingProxyType(deltas), d.get("history_horizon", 0),
+                          d.get("history_gc_ts", 0))
 
 
 def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>") -> TableState:
@@ -203,6 +217,8 @@ def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>")
     for action in commit["actions"]:
         if "add_rowset" in action:
             r = RowSetMeta.from_json(action["add_rowset"])
+            if r.created_ts is None:
+                r = replace(r, created_ts=ts)          # an insert's rows take the commit's timestamp
             rowsets[r.id] = r
         elif "remove_rowset" in action:
             rid = action["remove_rowset"]["id"]
@@ -224,6 +240,10 @@ def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>")
             state = replace(state, schema=schema, name=a["name"],
                             partitioning=Partitioning.from_json(a["partitioning"], schema),
                             properties=MappingProxyType(dict(a.get("properties", state.properties))))
+        elif "history" in action:
+            h = action["history"]
+            state = replace(state, history_horizon=max(state.history_horizon, h.get("horizon_version", 0)),
+                            history_gc_ts=max(state.history_gc_ts, h.get("gc_before_ts", 0)))
         elif "metadata" in action:
             continue
         else:

@@ -103,6 +103,8 @@ class Scanner:
         for rs in state.rowsets.values():
             if rs.tablet not in tablets:
                 continue
+            if state.read_ts is not None and (rs.created_ts or 0) > state.read_ts:
+                continue                  # every row of it was inserted after the version read
             if lo is not None and rs.max_key < lo:
                 continue
             if hi is not None and rs.min_key >= hi:
@@ -124,7 +126,7 @@ class Scanner:
         live = None
         if deltas:
             arrays, live = apply_redo(self.storage, task.rowset, deltas, self._read_cols, arrays,
-                                      task.start, task.stop)
+                                      task.start, task.stop, self.state.read_ts)
         t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
         if live is not None and not self.predicates:
             return drop_rows(t, live)

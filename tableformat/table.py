@@ -12,7 +12,7 @@ import time
 import posixpath
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -183,11 +183,29 @@ class Table:
                             else _to_micros(as_of))
         if v == self._state.version:
             return Snapshot(self._storage, self._state)
+        return Snapshot(self._storage, self._state_at(v))
+
+    def _load_cached(self, v: int) -> TableState:
         if v not in self._states:
             self._states[v] = self._log.load(v)
             while len(self._states) > 16:
                 self._states.popitem(last=False)
-        return Snapshot(self._storage, self._states[v][0])
+        return self._states[v][0]
+
+    def _state_at(self, v: int) -> TableState:
+        """Version v: its own files, or, behind the vacuum's history horizon (whose older
+        files may be gone), the horizon's files read as of v's timestamp through UNDO records."""
+        st = self._load_cached(v)
+        horizon = self._state.history_horizon
+        if v >= horizon:
+            return st
+        if st.timestamp < self._state.history_gc_ts:
+            raise HistoryExpiredError(
+                f"version {v} is older than history a compaction garbage-collected "
+                f"(before timestamp {self._state.history_gc_ts}) behind the vacuum horizon (version {horizon})")
+        h = self._load_cached(horizon)
+        return replace(h, version=v, timestamp=st.timestamp, name=st.name, schema=st.schema,
+                       partitioning=st.partitioning, properties=st.properties, read_ts=st.timestamp)
 
     # --- reads ------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, filter: Any = None, as_of: Any = None,
@@ -213,6 +231,11 @@ class Table:
         e = self.refresh().version if end is None else self._resolve_version(end)
         if e < s:
             raise InvalidOptionError(f"end version {e} is before start version {s}")
+        horizon = self.refresh().history_horizon
+        if s < horizon:
+            raise HistoryExpiredError(
+                f"change history from version {s} is no longer kept: vacuum moved the history horizon to "
+                f"version {horizon} (snapshots before it are still readable; changes need their files)")
         end_state = self.snapshot(e).state
         start_state = self.snapshot(s).state
         commits = [self._log.read_commit(v) for v in range(s + 1, e + 1)]
@@ -277,7 +300,7 @@ class Table:
         """What compaction would do now: scored actions chosen under the byte budget (Kudu's policy)."""
         if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool) or budget_bytes <= 0:
             raise InvalidOptionError(f"budget_bytes must be a positive integer, got {budget_bytes!r}")
-        return compaction_plan_for(self.refresh(), budget_bytes)
+        return compaction_plan_for(self.refresh(), budget_bytes, self.ancient_history_mark())
 
     def compact(self, plan: CompactionPlan | None = None, budget_bytes: int = 256 * 1024 * 1024,
                 progress=None) -> list[WriteResult]:
@@ -297,12 +320,13 @@ class Table:
         if any(r not in state.rowsets for r in action.rowsets):
             return None                                   # already compacted away
         from . import compaction as C
+        ahm = self.ancient_history_mark()
         if action.kind == "merge":
-            prep = C.prepare_merge(self._storage, state, action.rowsets)
+            prep = C.prepare_merge(self._storage, state, action.rowsets, ahm)
         elif action.kind == "major_delta":
-            prep = C.prepare_major(self._storage, state, state.rowsets[action.rowsets[0]], action.columns)
+            prep = C.prepare_major(self._storage, state, state.rowsets[action.rowsets[0]], action.columns, ahm)
         else:
-            prep = C.prepare_minor(self._storage, state, state.rowsets[action.rowsets[0]])
+            prep = C.prepare_minor(self._storage, state, state.rowsets[action.rowsets[0]], ahm)
         extra: list[dict] = []
 
         def rebase(new_commits: list[dict]) -> None:
@@ -363,6 +387,13 @@ class Table:
         for h in self._history:
             if h.timestamp <= horizon:
                 first = h.version
+        first = self._history_horizon(first)
+        if first > state.history_horizon and not dry_run:
+            # record the horizon before deleting: older versions are read through UNDO from then on
+            self._commit(state, "VACUUM", [{"history": {"horizon_version": first}}],
+                                  {"horizon_version": first}, lambda new: None, data_change=False)
+            state = self.refresh()
+        first = max(first, state.history_horizon)
         referenced = state_files(self._log.load(first)[0]) if first < state.version else set()
         for v in range(first + 1, state.version + 1):
             referenced |= commit_files(self._log.read_commit(v))
@@ -372,6 +403,17 @@ class Table:
         if not dry_run:
             self._storage.delete_quietly(res.files)
         return res
+
+    def _history_horizon(self, wanted: int) -> int:
+        """The newest version (<= wanted) from whose files every version within the history can
+        be read through UNDO records: never past an ALTER within the history, since the files
+        after it may lack a dropped column or a dropped range's rows."""
+        ahm = self.ancient_history_mark()
+        for v in range(max(1, self._state.history_horizon + 1), wanted + 1):
+            info = self._history[v]
+            if (ahm is None or info.timestamp > ahm) and info.operation == "ALTER TABLE":
+                return max(self._state.history_horizon, v - 1)
+        return wanted
 
     def check(self, deep: bool = True) -> CheckReport:
         """Verify the table's invariants; the report lists every violation found.

@@ -86,8 +86,10 @@ def test_major_rewrites_only_the_updated_column(tmp_path):
     run(t, "major_delta", [rs.id], [vid])
     new = t.state.rowsets[rs.id]
     assert len(new.base) == 2 and new.base[-1].column_ids == (vid,)     # a column group of just `val`
-    (d,) = t.state.deltas_of(rs.id)
+    (d,) = [x for x in t.state.deltas_of(rs.id) if x.kind == "redo"]
     assert d.delete_count == 1 and not d.update_counts                  # only the delete stays REDO
+    (u,) = [x for x in t.state.deltas_of(rs.id) if x.kind == "undo"]    # the before-images of `val`
+    assert u.num_records == 1500 and u.update_counts == {vid: 1500} and u.delete_count == 0
     assert t.scan(ordered=True).to_arrow().equals(expect)
     assert t.scan(filter=[("val", "=", -1)]).count() == 1500
     assert new.base[-1].size < rs.base[0].size / 2
@@ -108,10 +110,21 @@ def test_merge_produces_non_overlapping_rowsets_and_drops_deleted_rows(tmp_path)
     for tablet in {r.tablet for r in st.rowsets.values()}:
         rs = sorted((r for r in st.rowsets.values() if r.tablet == tablet), key=lambda r: r.min_key)
         assert all(a.max_key < b.min_key for a, b in zip(rs, rs[1:]))
-    assert sum(r.num_rows for r in st.rowsets.values()) == 1900          # deleted rows are gone
-    assert not any(st.deltas.values())
+    # rows deleted within the history are kept (with their REDO DELETE) so time travel can see them
+    assert sum(r.num_rows for r in st.rowsets.values()) == 2000
+    assert sum(d.delete_count for ds in st.deltas.values() for d in ds if d.kind == "redo") == 100
     assert_same_rows(t.scan(ordered=True).to_arrow(), expect)
     assert t.scan(as_of=4).count() == 2000 and t.check().ok
+    assert not t.compaction_plan().actions                         # nothing to reclaim within the history
+    with t.alter() as a:
+        a.set_property("history_max_age", 0)                       # now the deletes are past it
+        a.set_property("reclaim_deleted_pct", 1)
+    assert all("deleted" in x.reason for x in t.compaction_plan().actions)
+    t.compact()
+    st = t.state
+    assert sum(r.num_rows for r in st.rowsets.values()) == 1900          # deleted rows are gone
+    assert not any(d.kind == "redo" for ds in st.deltas.values() for d in ds)
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect) and t.check().ok
 
 
 def test_plan_is_readable_and_respects_the_budget(tmp_path):
@@ -141,7 +154,7 @@ def test_policy_picks_delta_compactions_and_deletes_only_rowsets(tmp_path):
     for i in range(3):
         t2.update(pa.table({"key": [f"k{i:05d}"], "val": [1]}))
     assert {a.kind for a in t2.compaction_plan().actions} == {"minor_delta"}
-    t3 = kv(tmp_path / "three", reclaim_deleted_pct=10)
+    t3 = kv(tmp_path / "three", reclaim_deleted_pct=10, history_max_age=0)
     t3.insert(pa.table({"key": [f"k{i:04d}" for i in range(1000)], "val": list(range(1000))}))
     t3.delete(pa.table({"key": [f"k{i:04d}" for i in range(0, 1000, 5)]}))   # deletes only
     (a,) = t3.compaction_plan().actions
@@ -251,10 +264,15 @@ def test_vacuum_keeps_what_retained_snapshots_need(tmp_path):
     assert t.vacuum(grace_seconds=3600).files == []              # too young: a writer may still commit it
     assert t.vacuum(grace_seconds=0).files == ["tablets/r0/orphan.parquet"] and not stray.exists()
     assert every_version(t) == old
-    res = t.vacuum(retain_seconds=0, grace_seconds=0)             # drop all history
-    assert res.files and t.scan(ordered=True).to_arrow().to_pylist() == old[t.version]
-    with pytest.raises(tf.CorruptFileError):                      # never a wrong answer
-        t.scan(as_of=1).to_arrow()
+    head = t.version
+    res = t.vacuum(retain_seconds=0, grace_seconds=0)             # every superseded file goes
+    assert res.files and t.history()[-1].operation == "VACUUM" and t.state.history_horizon == head
+    assert not any((tmp_path / "kv" / p).exists() for p in res.files)
+    now = every_version(t)                   # older versions: the horizon's files, rolled back by UNDO
+    assert {v: now[v] for v in old} == old
+    with pytest.raises(tf.HistoryExpiredError):                   # change history needs the old files
+        t.changes(0)
+    assert t.changes(head).num_rows == 0 and t.check().ok
 
 
 def _tamper(t, action):
