@@ -49,7 +49,7 @@ MINOR_FILES_FOR_FULL_SCORE = 20   # ours: Kudu's 1000 assumes memstore flushes, 
 class CompactionAction:
     """One compaction: what it reads, why, and how much it is worth."""
 
-    kind: str                        # "merge", "major_delta" or "minor_delta"
+    kind: str                        # "merge", "major_delta", "minor_delta" or "undo_gc"
     tablet: str
     rowsets: tuple[str, ...]
     score: float
@@ -207,6 +207,22 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) ->
     return out
 
 
+def _ancient_undo(st: TableState, rid: str, ahm: int | None) -> list[DeltaFileMeta]:
+    return [] if ahm is None else [d for d in st.deltas_of(rid) if d.kind == UNDO and d.max_ts <= ahm]
+
+
+def _undo_gc_candidates(st: TableState, ahm: int | None) -> list[CompactionAction]:
+    out = []
+    for r in st.rowsets.values():
+        old = _ancient_undo(st, r.id, ahm)
+        if old:
+            size = sum(d.size for d in old)
+            out.append(CompactionAction("undo_gc", r.tablet, (r.id,), min(1.0, MIN_IMPROVEMENT + size / r.size_bytes),
+                                        f"{len(old)} UNDO file(s), {size / 1024:.0f} KiB, hold only history older "
+                                        "than history_max_age: delete them", 0))
+    return out
+
+
 def plan(st: TableState, budget_bytes: int, ahm: int | None = None) -> CompactionPlan:
     """Score every candidate as Kudu's policy does and choose a 0/1 knapsack under the budget."""
     cands: list[CompactionAction] = []
@@ -218,6 +234,10 @@ def plan(st: TableState, budget_bytes: int, ahm: int | None = None) -> Compactio
         merged = {x for a in merges for x in a.rowsets}
         cands += merges + _delta_candidates(st, tablet, [r for r in rowsets if r.id not in merged])
     chosen = _knapsack(cands, budget_bytes)
+    # Kudu's UndoDeltaBlockGCOp: deleting UNDO files older than the ancient history mark reads
+    # nothing, so it is outside the budget.
+    busy = {x for a in chosen for x in a.rowsets}
+    chosen += [a for a in _undo_gc_candidates(st, ahm) if a.rowsets[0] not in busy]
     chosen.sort(key=lambda a: -a.score)
     return CompactionPlan(tuple(chosen), budget_bytes, st.version, len(cands))
 
@@ -327,8 +347,8 @@ def _undo_of(records: pa.Table, base: dict[int, pa.Array], cols: Sequence[Column
         if name.startswith("c") and name[1:].isdigit() and flag_name(int(name[1:])) not in records.column_names:
             arrays[name] = records.column(name)           # key columns
     for c in cols:
-        if c.id not in base:
-            continue
+        if c.id not in base or flag_name(c.id) not in records.column_names and field_name(c.id) in arrays:
+            continue                                      # absent, or a key column (never changes)
         present = flag_name(c.id) in records.column_names
         sets = records.column(flag_name(c.id)).fill_null(False).to_numpy(zero_copy_only=False) & (op != DELETE) \
             if present else np.zeros(len(op), bool)
@@ -350,6 +370,13 @@ def _gc(t: pa.Table | None, ahm: int | None) -> pa.Table | None:
 
 def _history_action(ahm: int | None) -> list[dict]:
     return [] if ahm is None else [{"history": {"gc_before_ts": ahm}}]
+
+
+def prepare_undo_gc(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | None) -> Prepared:
+    """Drop a rowset's UNDO files older than the ancient history mark (no data is read or written)."""
+    old = _ancient_undo(st, rs.id, ahm)
+    actions = [{"remove_delta": {"rowset": rs.id, "path": d.path}} for d in old]
+    return Prepared(actions + (_history_action(ahm) if old else []), [], {rs.id})
 
 
 def prepare_minor(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | None = None) -> Prepared:

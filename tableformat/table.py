@@ -325,6 +325,10 @@ class Table:
             prep = C.prepare_merge(self._storage, state, action.rowsets, ahm)
         elif action.kind == "major_delta":
             prep = C.prepare_major(self._storage, state, state.rowsets[action.rowsets[0]], action.columns, ahm)
+        elif action.kind == "undo_gc":
+            prep = C.prepare_undo_gc(self._storage, state, state.rowsets[action.rowsets[0]], ahm)
+            if not prep.actions:
+                return None                               # a compaction already removed them
         else:
             prep = C.prepare_minor(self._storage, state, state.rowsets[action.rowsets[0]], ahm)
         extra: list[dict] = []

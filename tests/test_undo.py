@@ -253,3 +253,21 @@ def test_format_version_and_undo_file_layout(tmp_path):
     import pyarrow.parquet as pq
     f = pq.read_table(str(tmp_path / "t" / undo[0].path))
     assert {"rowid", "op", "ts"} <= set(f.column_names)
+
+
+def test_ancient_undo_files_are_deleted_without_rewriting_data(tmp_path):
+    """Kudu's UNDO GC op: files holding only history older than history_max_age just go."""
+    t = kv(tmp_path / "t", history_max_age=1)
+    t.insert(pa.table({"key": [f"k{i:03d}" for i in range(200)], "val": list(range(200))}))
+    t.update(pa.table({"key": [f"k{i:03d}" for i in range(0, 200, 2)], "val": [0] * 100}))
+    (rs,) = t.state.rowsets
+    force(t, "major_delta", [rs], [t.schema.column("val").id])
+    assert [d.kind for d in t.state.deltas_of(rs)] == ["undo"]
+    time.sleep(1.3)
+    plan = t.compaction_plan()
+    assert [a.kind for a in plan.actions] == ["undo_gc"] and "older than history_max_age" in str(plan)
+    base_files = {f.path for f in t.state.rowsets[rs].files}
+    t.compact(plan)
+    assert not t.state.deltas_of(rs) and {f.path for f in t.state.rowsets[rs].files} == base_files
+    assert t.history()[-1].operation == "COMPACT UNDO_GC" and not t.compaction_plan().actions
+    assert t.scan().count() == 200 and t.check().ok
