@@ -109,7 +109,8 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
 
 def _max_decimal(col: Column) -> pa.Scalar:
     p, s = col.type.precision, col.type.scale
-    return pa.scalar(decimal.Decimal(10 ** p - 1).scaleb(-s), pa.decimal128(38, s))
+    # built from its digits: Decimal arithmetic would round to the default 28-digit context
+    return pa.scalar(decimal.Decimal((0, (9,) * p, -s)), pa.decimal128(38, s))
 
 
 def prepare(schema: Schema, data: Any, columns: Iterable[str] | None = None) -> pa.Table:

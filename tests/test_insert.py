@@ -225,3 +225,19 @@ def test_pk_index_and_bloom_describe_the_rowset(metrics_table):
     enc = encode_keys([base[c.name] for c in kc], [c.type for c in kc]).to_pylist()
     all_idx = sorted(k for rs in st.rowsets.values() for k in read_pk_index(metrics_table._storage, rs).to_pylist())
     assert sorted(enc) == all_idx
+
+
+@pytest.mark.parametrize("precision,scale", [(38, 10), (38, 0), (29, 3), (9, 9)])
+def test_decimal_of_every_precision_round_trips_and_is_range_checked(tmp_path, precision, scale):
+    t = tf.create_table(str(tmp_path / "d"), tf.Schema([tf.Column("k", "int32"),
+                                                        tf.Column("d", f"decimal({precision},{scale})")],
+                                                       primary_key="k"))
+    top = decimal.Decimal((0, (9,) * precision, -scale))
+    vals = [top, decimal.Decimal((1, (9,) * precision, -scale)), decimal.Decimal(0)]     # exact: no 28-digit context
+    t.insert(pa.table({"k": [1, 2, 3], "d": pa.array(vals, pa.decimal128(38, scale))}))
+    assert t.scan(ordered=True).to_arrow().column("d").to_pylist() == vals
+    if precision < 38:
+        too_big = decimal.Decimal((0, (1,) + (0,) * precision, -scale))      # precision + 1 digits
+        with pytest.raises(tf.DecimalOutOfRangeError):
+            t.insert(pa.table({"k": [4], "d": pa.array([too_big], pa.decimal128(38, scale))}))
+    assert t.version == 1
