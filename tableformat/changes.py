@@ -52,8 +52,9 @@ def _take_rows(storage: Storage, rs: RowSetMeta, cols: Sequence[Column], rowids:
 class _Records:
     """Change records gathered column-wise, finished into one Arrow table."""
 
-    def __init__(self, schema_cols: list[Column], before: bool):
+    def __init__(self, schema_cols: list[Column], before: bool, key_names: list[str]):
         self.cols = schema_cols
+        self.key_names = key_names
         self.before = before
         self.parts: list[dict] = []
 
@@ -79,9 +80,13 @@ class _Records:
                 cols["_before_" + c.name] = pa.concat_arrays([
                     _arr(p["before"][c.id]) if p["before"] is not None else pa.nulls(len(p["op"]), c.arrow_type)
                     for p in self.parts])
-        # commit order; inside a commit, deltas (updates/deletes) before inserts, then by position
-        perm = np.lexsort((order_key, op == _INSERT_CODE, version))
+        # commit order; inside a commit, deltas (updates/deletes) before inserts, then by primary key
+        # (rowsets are gathered in parallel, so their order must not leak into the result)
         t = pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in cols.items()})
+        perm = pc.sort_indices(pa.table({"v": version, "i": op == _INSERT_CODE, "o": order_key,
+                                         **{k: t.column(k) for k in self.key_names}}),
+                               sort_keys=[("v", "ascending"), ("i", "ascending")] +
+                               [(k, "ascending") for k in self.key_names] + [("o", "ascending")]).to_numpy()
         return t.take(pa.array(perm)), changed[perm]
 
 
@@ -100,7 +105,7 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
     schema = end.schema
     cols = list(schema.columns)
     key_ids = {c.id for c in schema.key_columns}
-    recs = _Records(cols, before_image)
+    recs = _Records(cols, before_image, list(schema.primary_key))
     in_range: dict[str, tuple[int, int]] = {}        # delta path -> (version, ts)
     added: list[tuple[int, int, RowSetMeta]] = []
     metas: dict[str, RowSetMeta] = dict(start.rowsets)
