@@ -35,7 +35,7 @@ def compact_table(spark: Any, uri: str, budget_bytes: int = 256 * 1024 * 1024,
                   storage_options: dict | None = None, plan: CompactionPlan | None = None) -> dict:
     """Run the compaction plan; returns the plan's text and what each action committed."""
     table = tf.open_table(uri, storage_options=storage_options)
-    plan = plan or table.compaction_plan(budget_bytes)
+    plan = plan if plan is not None else table.compaction_plan(budget_bytes)   # an empty plan is falsy
     groups: dict[str, list[dict]] = {}
     for a in plan.actions:
         groups.setdefault(a.tablet, []).append({"kind": a.kind, "tablet": a.tablet, "rowsets": list(a.rowsets),
