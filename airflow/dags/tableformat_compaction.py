@@ -1,0 +1,118 @@
+"""tableformat_compaction: compaction, then vacuum, for every configured table.
+
+Per table (a mapped task group): `plan` logs the policy's plan; `compact` runs
+it in-process (Table.compact) or as the Spark job
+(spark_jobs.compaction.compact_table); `vacuum` drops history beyond the
+retention and deletes unreferenced files; `report` puts a JSON summary in
+XCom. A scheduled run handles the tables whose `schedule` hint fires within
+its data interval; a manual run handles all of them, or the `tables` param.
+
+Reruns, retries and overlapping runs are safe: each action plans again and
+commits on its own, and an action whose inputs changed meanwhile (another
+compaction, an ALTER) gives up without effect, which counts as success.
+Configuration: see tableformat_ops.py.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+if _here not in sys.path:     # Airflow adds the DAG folder; a DAG bundle elsewhere may not
+    sys.path.insert(0, _here)
+
+import tableformat_ops as ops
+from airflow.sdk import Param, dag, get_current_context, task, task_group
+
+log = logging.getLogger("tableformat.airflow")
+RETRIES = ops.retries()
+
+
+def _label(name: str) -> None:
+    get_current_context()["table_name"] = name      # shown as the map index in the UI
+
+
+@dag(
+    dag_id="tableformat_compaction",
+    schedule=ops.timetable(os.environ.get("TABLEFORMAT_COMPACTION_SCHEDULE", "@hourly")),
+    start_date=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    tags=["tableformat"],
+    doc_md=__doc__,
+    params={"tables": Param([], type="array", description="only these table names (empty: every due table)")},
+)
+def tableformat_compaction():
+    @task
+    def due_tables() -> list[str]:
+        ctx = get_current_context()
+        cfgs = ops.load_config()
+        only = list(ctx["params"].get("tables") or [])
+        missing = sorted(set(only) - {c.name for c in cfgs})
+        if missing:
+            raise ops.ConfigError(f"tables {missing} are not configured; configured: {[c.name for c in cfgs]}")
+        hinted = ops.run_type(ctx) in ("scheduled", "backfill")
+        names = []
+        for c in cfgs:
+            if only and c.name not in only:
+                continue
+            if hinted and not ops.is_due(c.schedule, ctx.get("data_interval_start"), ctx.get("data_interval_end")):
+                log.info("table %s: schedule %r does not fire in this interval; skipped", c.name, c.schedule)
+                continue
+            names.append(c.name)
+        log.info("tables to maintain: %s", names)
+        return names
+
+    @task(map_index_template="{{ table_name }}")
+    def plan(name: str) -> dict:
+        _label(name)
+        return ops.plan_compaction(ops.table_config(name))
+
+    @task(map_index_template="{{ table_name }}", **RETRIES)
+    def compact(name: str) -> dict:
+        _label(name)
+        return ops.run_compaction(ops.table_config(name))
+
+    @task(map_index_template="{{ table_name }}", **RETRIES)
+    def vacuum(name: str) -> dict:
+        _label(name)
+        return ops.run_vacuum(ops.table_config(name))
+
+    @task(map_index_template="{{ table_name }}")
+    def report(planned: dict, compacted: dict, vacuumed: dict) -> dict:
+        _label(planned["table"])
+        summary = {"table": planned["table"], "plan": planned, "compaction": compacted, "vacuum": vacuumed}
+        log.info("summary: %s", json.dumps(summary))
+        return summary
+
+    @task_group(group_id="table")
+    def maintain(name: str):
+        planned = plan(name)
+        compacted = compact(name)
+        vacuumed = vacuum(name)
+        planned >> compacted >> vacuumed
+        return report(planned, compacted, vacuumed)
+
+    @task(trigger_rule="none_failed")
+    def summarize(reports) -> dict:
+        reports = list(reports or [])
+        total = {
+            "tables": [r["table"] for r in reports],
+            "actions_committed": sum(r["compaction"]["actions_committed"] for r in reports),
+            "actions_gave_up": sum(r["compaction"]["actions_gave_up"] for r in reports),
+            "files_vacuumed": sum(r["vacuum"]["files"] for r in reports),
+            "bytes_vacuumed": sum(r["vacuum"]["bytes"] for r in reports),
+            "per_table": reports,
+        }
+        log.info("compaction run: %d table(s), %d action(s) committed, %d gave up, %d file(s) / %d byte(s) "
+                 "vacuumed", len(reports), total["actions_committed"], total["actions_gave_up"],
+                 total["files_vacuumed"], total["bytes_vacuumed"])
+        return total
+
+    summarize(maintain.expand(name=due_tables()))
+
+
+tableformat_compaction()
