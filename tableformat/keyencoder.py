@@ -7,6 +7,8 @@ See `specs/format.md`, section "Key encoding".
 """
 from __future__ import annotations
 
+import datetime as _dt
+import decimal as _decimal
 from typing import Sequence
 
 import numpy as np
@@ -103,3 +105,57 @@ def prefix_successor(prefix: bytes) -> bytes | None:
         return None
     b[-1] += 1
     return bytes(b)
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def _unescape(key: bytes, i: int) -> tuple[bytes, int]:
+    """A non-last variable-width column from `i`: its bytes, and where the next column starts."""
+    z = i
+    while True:
+        z = key.find(b"\x00", z)
+        if z < 0 or z + 1 >= len(key) or key[z + 1] > 1:
+            raise ValueError(f"key {key.hex()}: a string column is not terminated by 00 00")
+        if key[z + 1] == 0:
+            return key[i:z].replace(b"\x00\x01", b"\x00"), z + 2
+        z += 2
+
+
+def decode_key(key: bytes, types: Sequence[ColumnType]) -> tuple:
+    """The key tuple `encode_key(values, types)` encoded; ValueError if `key` is not such a key.
+
+    One key at a time, for people: `describe` shows rowset bounds as values, not hex.
+    Values are those Arrow gives for the column type (timestamps as UTC datetimes).
+    """
+    out: list = []
+    i = 0
+    for j, ct in enumerate(types):
+        if ct.is_variable_width:
+            if j == len(types) - 1:
+                raw, i = key[i:], len(key)
+            else:
+                raw, i = _unescape(key, i)
+            out.append(raw if ct.kind == "binary" else raw.decode("utf-8"))
+            continue
+        if not ct.is_keyable:
+            raise ValueError(f"{ct.name} is not a key type")
+        w = ct.key_width
+        if i + w > len(key):
+            raise ValueError(f"key {key.hex()} ends inside column {j + 1} ({ct.name})")
+        x = int.from_bytes(key[i:i + w], "big") - (1 << (8 * w - 1))     # the sign bit flipped back
+        i += w
+        try:
+            if ct.kind == "date":
+                out.append(_dt.date(1970, 1, 1) + _dt.timedelta(days=x))
+            elif ct.kind == "unixtime_micros":
+                out.append(_EPOCH + _dt.timedelta(microseconds=x))
+            elif ct.kind == "decimal":
+                out.append(_decimal.Decimal(f"{x}e-{ct.scale}"))       # exact, unlike scaleb
+            else:
+                out.append(x)
+        except OverflowError:
+            raise ValueError(f"key {key.hex()}: {x} is out of Python's range for {ct.name}") from None
+    if i != len(key):
+        raise ValueError(f"key {key.hex()} has {len(key) - i} byte(s) after the last column")
+    return tuple(out)

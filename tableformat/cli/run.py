@@ -1,0 +1,34 @@
+"""`main`: run one command, and turn every failure into one line on stderr and an exit status."""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from .commands import EXIT_ERROR
+from .options import error_line, redact, secrets, storage_options
+from .parser import build_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (the console script passes it to sys.exit)."""
+    args = build_parser().parse_args(argv)
+    known = secrets({})
+    try:
+        opts = storage_options(args)
+        known = secrets(opts)
+        return args.func(args, opts)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader of our stdout went away (`| head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except Exception as e:  # noqa: BLE001  every failure becomes one line on stderr
+        if args.debug:
+            sys.stderr.write(redact("".join(traceback.format_exception(e)), known))
+        print(error_line(e, known), file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,124 @@
+"""Typed values from command-line text and YAML/JSON scalars, and version selectors.
+
+unixtime_micros is integer microseconds or an ISO-8601 date-time (UTC unless
+it has an offset), date is YYYY-MM-DD, decimal a number or a string, binary
+UTF-8 text. --as-of, --start and --end take a version number,
+`ts:<microseconds>` or an ISO date-time. Ranges, precision and lengths are
+left to the table, which checks them with its own typed errors.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import decimal as _decimal
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import tableformat as tf
+
+from ..errors import InvalidOptionError, PartitionSchemaError
+from ..types import ColumnType
+
+_INT_KINDS = ("int8", "int16", "int32", "int64")
+_BOOLS = {"true": True, "t": True, "yes": True, "1": True, "false": False, "f": False, "no": False, "0": False}
+
+
+def parse_datetime(text: str) -> _dt.datetime:
+    """ISO-8601, `Z` allowed; naive values are UTC."""
+    s = text.strip()
+    if s[-1:] in ("Z", "z"):
+        s = s[:-1] + "+00:00"
+    d = _dt.datetime.fromisoformat(s)
+    return d if d.tzinfo is not None else d.replace(tzinfo=_dt.timezone.utc)
+
+
+def to_value(ctype: ColumnType, v: Any) -> Any:
+    """A Python value of the column type; ValueError or TypeError when `v` cannot be one."""
+    k = ctype.kind
+    if v is None:
+        return None
+    if k in ("string", "varchar"):
+        if isinstance(v, str):
+            return v
+        raise ValueError(f"expected text, got {type(v).__name__} {v!r} (quote it)")
+    if k == "binary":
+        if isinstance(v, (bytes, bytearray)):
+            return bytes(v)
+        if isinstance(v, str):
+            return v.encode("utf-8")
+        raise ValueError(f"expected text, got {v!r}")
+    if isinstance(v, str):
+        v = v.strip()
+    if k == "bool":
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.lower() in _BOOLS:
+            return _BOOLS[v.lower()]
+        raise ValueError(f"expected true or false, got {v!r}")
+    if isinstance(v, bool):
+        raise TypeError(f"expected a {ctype.name}, got the boolean {v!r}")
+    if k in _INT_KINDS:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, (int, str)):
+            return int(v)
+        raise ValueError(f"expected an integer, got {v!r}")
+    if k in ("float", "double"):
+        if isinstance(v, (int, float, str)):
+            return float(v)
+        raise ValueError(f"expected a number, got {v!r}")
+    if k == "decimal":
+        if isinstance(v, (int, float, str, _decimal.Decimal)):
+            with contextlib.suppress(_decimal.InvalidOperation):
+                return _decimal.Decimal(str(v))
+        raise ValueError(f"expected a decimal number, got {v!r}")
+    if k == "date":
+        if isinstance(v, _dt.datetime):
+            return v.date()
+        if isinstance(v, _dt.date):
+            return v
+        if isinstance(v, str):
+            return _dt.date.fromisoformat(v)
+        raise ValueError(f"expected a date YYYY-MM-DD, got {v!r}")
+    if k == "unixtime_micros":
+        if isinstance(v, int):
+            return v
+        if isinstance(v, _dt.datetime):
+            return v if v.tzinfo is not None else v.replace(tzinfo=_dt.timezone.utc)
+        if isinstance(v, _dt.date):
+            return _dt.datetime(v.year, v.month, v.day, tzinfo=_dt.timezone.utc)
+        if isinstance(v, str):
+            return int(v) if re.fullmatch(r"-?\d+", v) else parse_datetime(v)
+        raise ValueError(f"expected microseconds or an ISO date-time, got {v!r}")
+    raise ValueError(f"values of type {ctype.name} are not supported here")
+
+
+def typed(ctype: ColumnType, v: Any, what: str, error: type) -> Any:
+    """`to_value`, failing with the typed error of the context (filter, schema, partition)."""
+    try:
+        return to_value(ctype, v)
+    except (ValueError, TypeError) as e:
+        raise error(f"{what}: {v!r} is not a valid {ctype.name}: {e}") from None
+
+
+def typed_bound(columns: Sequence[tf.Column], values: Sequence, what: str) -> Any:
+    """A range bound, one value per range column: a bare value when there is one column, else a tuple."""
+    vals = tuple(typed(c.type, v, f"{what} for {c.name!r}", PartitionSchemaError) for c, v in zip(columns, values))
+    return vals[0] if len(vals) == 1 else vals
+
+
+def parse_as_of(text: str | None, what: str = "--as-of") -> Any:
+    """A version (int), `ts:<micros>` (a tf.Timestamp) or an ISO date-time."""
+    if text is None:
+        return None
+    s = text.strip()
+    if re.fullmatch(r"\d+", s):
+        return int(s)
+    if s.lower().startswith("ts:") and re.fullmatch(r"\d+", s[3:].strip()):
+        return tf.Timestamp(int(s[3:].strip()))
+    try:
+        return parse_datetime(s)
+    except (ValueError, IndexError):
+        raise InvalidOptionError(f"{what} {text!r}: expected a version number, ts:<microseconds> or an ISO "
+                                 "date-time such as 2024-05-01T12:00:00Z") from None
