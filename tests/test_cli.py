@@ -223,8 +223,8 @@ def test_describe_shows_schema_partitioning_rowsets_and_deltas(table):
     tot = info["totals"]
     assert tot["rowsets"] == len(st.rowsets) == sum(len(x["rowsets"]) for x in info["tablets"])
     assert tot["rows"] == 300 and tot["live_rows"] == t.scan().count() == 295
-    assert tot["redo_files"] == sum(len(st.deltas_of(r)) for r in st.rowsets)
-    assert tot["delta_records"] == 15 and tot["deletes"] == 5 and tot["updates"] == {"value": 10}
+    assert tot["redo"]["files"] == sum(len(st.deltas_of(r)) for r in st.rowsets) and tot["undo"]["files"] == 0
+    assert tot["redo"]["records"] == 15 and tot["redo"]["deletes"] == 5 and tot["redo"]["updates"] == {"value": 10}
     assert tot["bytes"] == sum(r.size_bytes for r in st.rowsets.values()) + \
         sum(d.size for r in st.rowsets for d in st.deltas_of(r))
     keys = {(r["host"], r["metric"], r["time"]) for r in metrics_rows(300).to_pylist()}
@@ -234,7 +234,27 @@ def test_describe_shows_schema_partitioning_rowsets_and_deltas(table):
             assert lo in {(h, m, x.isoformat()) for h, m, x in keys} and lo <= hi
             assert r["rows"] == st.rowsets[r["id"]].num_rows
     old = json.loads(run("describe", table, "--as-of", "1", "--json").stdout)
-    assert old["version"] == 1 and old["totals"]["redo_files"] == 0
+    assert old["version"] == 1 and old["totals"]["redo"]["files"] == 0
+    assert info["history"] == {"horizon_version": 0, "gc_before": None}
+
+
+def test_describe_after_compaction_and_vacuum_shows_undo_history(tmp_path):
+    table = str(tmp_path / "m")
+    t = tf.create_table(table, metrics_schema(), partitioning=metrics_partitioning())
+    data = metrics_rows(300)
+    for i in range(3):
+        t.insert(data.take(pa.array(list(range(i, 300, 3)))))
+    t.update(data.select(KEY).slice(0, 10).append_column("value", pa.array([9.0] * 10)))
+    run("compact", table, "--run", "--progress", "never")
+    run("vacuum", table, "--retain-seconds", "0", "--grace-seconds", "0")
+    t = tf.open_table(table)
+    info = json.loads(run("describe", table, "--json").stdout)
+    undo = [d for ds in t.state.deltas.values() for d in ds if d.kind == "undo"]
+    assert info["totals"]["undo"]["files"] == len(undo) > 0
+    assert info["totals"]["undo"]["records"] == sum(d.num_records for d in undo)
+    assert info["history"]["horizon_version"] == t.state.history_horizon > 0
+    text = run("describe", table).stdout
+    assert "UNDO (history)" in text and f"versions before {t.state.history_horizon} read through UNDO" in text
 
 
 def test_history_lists_newest_first(table):

@@ -30,13 +30,8 @@ def _from_json(types: Sequence[ColumnType], vals: Sequence) -> tuple:
 def _rowset(st: TableState, rs: Any, cname: Callable[[int], str], key_json: Callable[[bytes], Any]) -> dict:
     """One rowset's sizes and delta counts; `describe` sums them into tablets and totals."""
     ds = st.deltas_of(rs.id)
-    updates: Counter = Counter()
-    for d in ds:
-        for cid, n in d.update_counts.items():
-            updates[cname(cid)] += n
-    deltas = {"redo_files": sum(d.kind == "redo" for d in ds), "undo_files": sum(d.kind == "undo" for d in ds),
-              "records": sum(d.num_records for d in ds), "deletes": sum(d.delete_count for d in ds),
-              "reinserts": sum(d.reinsert_count for d in ds), "updates": updates, "bytes": sum(d.size for d in ds)}
+    deltas = {kind: _delta_stats([d for d in ds if d.kind == kind], cname) for kind in ("redo", "undo")}
+    deltas["bytes"] = sum(d.size for d in ds)
     base_bytes, index_bytes = sum(f.size for f in rs.base), rs.pk_index.size + rs.bloom.size
     return {"id": rs.id, "rows": rs.num_rows,
             "deleted_rows": sum(d.delete_count - d.reinsert_count for d in ds if d.kind == "redo"),
@@ -44,6 +39,16 @@ def _rowset(st: TableState, rs: Any, cname: Callable[[int], str], key_json: Call
             "min_key_hex": rs.min_key.hex(), "max_key_hex": rs.max_key.hex(),
             "base_files": len(rs.base), "base_bytes": base_bytes, "index_bytes": index_bytes,
             "deltas": deltas, "bytes": base_bytes + index_bytes + deltas["bytes"]}
+
+
+def _delta_stats(ds: list, cname: Callable[[int], str]) -> dict:
+    """Kudu's DeltaStats summed over files of one kind (REDO: changes; UNDO: history)."""
+    updates: Counter = Counter()
+    for d in ds:
+        for cid, n in d.update_counts.items():
+            updates[cname(cid)] += n
+    return {"files": len(ds), "records": sum(d.num_records for d in ds), "deletes": sum(d.delete_count for d in ds),
+            "reinserts": sum(d.reinsert_count for d in ds), "updates": updates, "bytes": sum(d.size for d in ds)}
 
 
 def describe(table: tf.Table, snap: tf.Snapshot) -> dict:
@@ -89,28 +94,33 @@ def describe(table: tf.Table, snap: tf.Snapshot) -> dict:
            "rowsets": len(rowsets)}
     for k in ("rows", "deleted_rows", "base_files", "base_bytes", "index_bytes"):
         tot[k] = sum(r[k] for r in rowsets)
-    for k, dk in (("redo_files", "redo_files"), ("undo_files", "undo_files"), ("delta_records", "records"),
-                  ("deletes", "deletes"), ("reinserts", "reinserts"), ("delta_bytes", "bytes")):
-        tot[k] = sum(d[dk] for d in deltas)
-    updates: Counter = Counter()
-    for d in deltas:
-        updates.update(d["updates"])
+    for kind in ("redo", "undo"):
+        k = {f: sum(d[kind][f] for d in deltas) for f in ("files", "records", "deletes", "reinserts", "bytes")}
+        k["updates"] = sum((Counter(d[kind]["updates"]) for d in deltas), Counter())
+        tot[kind] = k
+    tot["delta_bytes"] = sum(d["bytes"] for d in deltas)
     tot["live_rows"] = tot["rows"] - tot["deleted_rows"]
-    tot["updates"] = updates
     tot["bytes"] = tot["base_bytes"] + tot["index_bytes"] + tot["delta_bytes"]
     return {"uri": safe_uri(table.uri), "name": st.name, "table_id": st.table_id,
             "format_version": st.format_version, "version": st.version, "timestamp": st.timestamp,
             "time": iso(st.timestamp),
             "schema": {"columns": columns, "primary_key": list(schema.primary_key),
                        "next_column_id": schema.next_column_id},
-            "partitioning": partitioning, "properties": dict(st.properties), "tablets": tablets, "totals": tot}
+            "partitioning": partitioning, "properties": dict(st.properties),
+            "history": {"horizon_version": st.history_horizon, "gc_before": iso(st.history_gc_ts)
+                        if st.history_gc_ts else None},
+            "tablets": tablets, "totals": tot}
 
 
-def _delta_line(redo: int, undo: int, records: int, deletes: int, reinserts: int, updates: dict,
-                nbytes: int) -> str:
-    ups = ", ".join(f"{k}={v}" for k, v in sorted(updates.items())) or "none"
-    return (f"deltas: REDO {redo} file(s), UNDO {undo} file(s), {size(nbytes)}: {records} record(s), "
-            f"{deletes} delete(s), {reinserts} reinsert(s); updates per column: {ups}")
+def _delta_lines(d: dict) -> list[str]:
+    out = []
+    for kind, what in (("redo", "REDO"), ("undo", "UNDO (history)")):
+        k = d[kind]
+        if k["files"]:
+            ups = ", ".join(f"{c}={n}" for c, n in sorted(k["updates"].items())) or "none"
+            out.append(f"{what}: {k['files']} file(s) {size(k['bytes'])}, {k['records']} record(s), "
+                       f"{k['deletes']} delete(s), {k['reinserts']} reinsert(s); updates per column: {ups}")
+    return out
 
 
 def render(info: dict, snap: tf.Snapshot, brief: bool) -> str:
@@ -141,7 +151,10 @@ def render(info: dict, snap: tf.Snapshot, brief: bool) -> str:
     out.append(f"  range ({', '.join(rng['columns'])}): {len(rng['partitions'])} partition(s)")
     for p in rng["partitions"]:
         out.append(f"    r{p['id']}: [{bound(p['lower'])}, {bound(p['upper'])})")
-    out += ["", "properties: " + ", ".join(f"{k}={v}" for k, v in sorted(info["properties"].items())), ""]
+    h = info["history"]
+    out += ["", "properties: " + ", ".join(f"{k}={v}" for k, v in sorted(info["properties"].items())),
+            f"history: versions before {h['horizon_version']} read through UNDO records"
+            + (f"; compactions dropped history before {h['gc_before']}" if h["gc_before"] else ""), ""]
     tot = info["totals"]
     out.append(f"tablets: {tot['tablets']}, {tot['tablets_with_rows']} with rowsets")
     for t in info["tablets"]:
@@ -154,17 +167,13 @@ def render(info: dict, snap: tf.Snapshot, brief: bool) -> str:
             out.append(f"    rowset {r['id'][:8]}: {r['rows']} rows, keys {key(r['min_key'], r['min_key_hex'])} .. "
                        f"{key(r['max_key'], r['max_key_hex'])}")
             out.append(f"      base {r['base_files']} file(s) {size(r['base_bytes'])}, index {size(r['index_bytes'])}")
-            d = r["deltas"]
-            if d["redo_files"] or d["undo_files"]:
-                out.append("      " + _delta_line(d["redo_files"], d["undo_files"], d["records"], d["deletes"],
-                                                  d["reinserts"], d["updates"], d["bytes"]))
+            out += ["      " + line for line in _delta_lines(r["deltas"])]
     empty = [t["id"] for t in info["tablets"] if not t["rowsets"]]
     if empty:
         shown = ", ".join(empty[:16]) + (", ..." if len(empty) > 16 else "")
         out.append(f"  {len(empty)} tablet(s) without rowsets: {shown}")
     out += ["", (f"total: {tot['rowsets']} rowset(s), {tot['rows']} rows ({tot['deleted_rows']} deleted, "
                  f"{tot['live_rows']} live), {size(tot['bytes'])}"),
-            f"  base {tot['base_files']} file(s) {size(tot['base_bytes'])}, index {size(tot['index_bytes'])}",
-            "  " + _delta_line(tot["redo_files"], tot["undo_files"], tot["delta_records"], tot["deletes"],
-                               tot["reinserts"], tot["updates"], tot["delta_bytes"])]
+            f"  base {tot['base_files']} file(s) {size(tot['base_bytes'])}, index {size(tot['index_bytes'])}"] + \
+        ["  " + line for line in _delta_lines(tot)]
     return "\n".join(out)
