@@ -152,6 +152,7 @@ class Storage:
     def delete_quietly(self, rels: list[str]) -> None:
         """Best-effort removal of files no commit references (a failed write's own files)."""
         for r in rels:
+            self._fault("delete", r)
             try:
                 self.delete(r)
             except (OSError, TableFormatError):

@@ -392,6 +392,8 @@ class Table:
             if h.timestamp <= horizon:
                 first = h.version
         first = self._history_horizon(first)
+        if all(h.operation == "VACUUM" for h in self._history[state.history_horizon + 1:first + 1]):
+            first = min(first, state.history_horizon)      # only vacuums since: no file to free, no commit
         if first > state.history_horizon and not dry_run:
             # record the horizon before deleting: older versions are read through UNDO from then on
             self._commit(state, "VACUUM", [{"history": {"horizon_version": first}}],

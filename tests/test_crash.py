@@ -89,6 +89,27 @@ def test_crash_leaves_the_table_as_before_or_after(tmp_path, op, step, nth):
     fresh.insert(metrics_rows(5, start=20000))
 
 
+@pytest.mark.parametrize("step,nth", [("commit", 1), ("commit-link", 1), ("after-commit", 1), ("delete", 1),
+                                      ("delete", 7)])
+def test_crash_during_a_vacuum_loses_no_history(tmp_path, step, nth):
+    """Vacuum records its history horizon, then deletes: a crash anywhere leaves every version readable."""
+    t, data = prepared(tmp_path)
+    t.compact()
+    every = {v: t.scan(as_of=v).to_arrow() for v in range(t.version + 1)}
+    t._storage.fault_hook = crash_at(step, nth)
+    with pytest.raises(Crash):
+        t.vacuum(retain_seconds=0, grace_seconds=0)
+    t._storage.fault_hook = None
+    fresh = tf.open_table(str(tmp_path / "t"))
+    for _ in range(2):                     # after the crash, and after a vacuum that completes
+        for v, want in every.items():
+            assert_same_rows(fresh.scan(as_of=v).to_arrow(), want)
+        assert fresh.check().ok
+        fresh.vacuum(retain_seconds=0, grace_seconds=0)
+    assert fresh.state.history_horizon == max(every)      # a vacuum after a vacuum commits nothing
+    assert fresh.history()[-1].operation == "VACUUM" and fresh.history()[-2].operation != "VACUUM"
+
+
 def test_kill_9_during_a_large_insert(tmp_path):
     uri = str(tmp_path / "t")
     t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning(),
