@@ -524,7 +524,7 @@ def test_every_kind_of_command_on_s3_without_printing_credentials(s3_table_root,
     got = pcsv.read_csv(pa.py_buffer(scan.stdout.encode()), convert_options=pcsv.ConvertOptions(
         column_types={f.name: f.type for f in t.to_arrow().schema}, strings_can_be_null=True, null_values=[""]))
     assert_same_rows(got, t.to_arrow())
-    assert json.loads(describe.stdout)["totals"]["updates"] == {"value": 4}
+    assert json.loads(describe.stdout)["totals"]["redo"]["updates"] == {"value": 4}
     assert "vacuum would delete 0 file(s)" in vacuum.stdout and "0 violation(s)" in check.stdout
     assert count.stdout.strip() == "120" and "TableNotFoundError" in missing.stderr
     outputs += [scan, describe, vacuum, check, count, missing, run(*s3, "alter", uri, "--add-column", "note:string:nullable")]
