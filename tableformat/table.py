@@ -140,6 +140,11 @@ class Table:
         return self._state.name
 
     @property
+    def table_id(self) -> str:
+        """Fixed at creation: tells a re-created table of the same name and path apart."""
+        return self._state.table_id
+
+    @property
     def schema(self) -> Schema:
         return self.refresh().schema
 

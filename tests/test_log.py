@@ -136,4 +136,5 @@ def test_file_uri_and_repr_hide_options(tmp_path):
     t = tf.create_table("file://" + str(tmp_path / "t"), small_schema(), name="events")
     assert t.name == "events"
     assert tf.open_table(str(tmp_path / "t")).name == "events"
+    assert tf.open_table(str(tmp_path / "t")).table_id == t.table_id and len(t.table_id) == 32
     assert "events" in repr(t)
