@@ -423,11 +423,9 @@ def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: 
         remaining = t.filter(pa.array((op != UPDATE) | other))
         # UNDO: the compacted cells' before-images, at the times they changed.
         changed = t.filter(pa.array(mine & (op != DELETE)))
-        undo = _undo_of(changed.drop([n for n in changed.column_names
-                                      if n[:1] in "uc" and n[1:].isdigit() and int(n[1:]) not in done
-                                      and not any(k.id == int(n[1:]) for k in st.schema.key_columns)]),
-                        base, cols, np.zeros(changed.num_rows, bool))
-        undo = _gc(undo.set_column(1, "op", pa.array(np.full(undo.num_rows, UPDATE, np.int8))), ahm)
+        undo = _undo_of(changed, base, cols, np.zeros(changed.num_rows, bool))    # only `cols` are in base
+        # existence stays with the REDO records: keep only the cell before-images
+        undo = _gc(undo.filter(pc.equal(undo.column("op"), UPDATE)), ahm)
         undo_meta = _write_records(storage, st, rs, undo, done, UNDO)
     meta = _write_records(storage, st, rs, remaining, {c.id for c in st.schema.columns} - done)
     written += [m.path for m in (meta, undo_meta) if m is not None]
