@@ -53,10 +53,12 @@ def _table(uri: str, storage_options: dict | None):
 
 
 def open_snapshot(uri: str, storage_options: dict | None, as_of: Any):
-    """A snapshot, cached per worker process by (uri, version): every task of a job sees one state."""
+    """A snapshot, cached per worker process by (uri, version, history horizon): every task of a job
+    sees one state, and a vacuum that moved the horizon (deleting files older versions referenced)
+    makes older versions be read through UNDO records instead of from a stale cached state."""
     t = _table(uri, storage_options)
     if isinstance(as_of, int) and not isinstance(as_of, tf.Timestamp):
-        key = (uri, json.dumps(storage_options, sort_keys=True), as_of)
+        key = (uri, json.dumps(storage_options, sort_keys=True), as_of, t.state.history_horizon)
         with _LOCK:
             snap = _SNAPSHOTS.get(key)
         if snap is None:

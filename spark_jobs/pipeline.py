@@ -105,6 +105,9 @@ def main(argv=None) -> None:
     res = compact_table(spark, uri)
     step(f"compaction: {res['committed']} of {res['actions']} planned action(s) committed; "
          f"scan still {read_as_of(spark, uri).count():,} rows, check ok: {table.check().ok}")
+    vac = table.vacuum(retain_seconds=0, grace_seconds=0)
+    step(f"vacuum with no retention: {len(vac.files)} superseded file(s) deleted; version {load_version} "
+         f"still reads {read_as_of(spark, uri, load_version).count():,} rows, from the compacted files' UNDO records")
     for h in table.history():
         print(f"    v{h.version} {tf.Timestamp(h.timestamp).to_datetime():%H:%M:%S} {h.operation} {dict(h.counts)}")
     spark.stop()

@@ -2,8 +2,9 @@
 
 Airflow reads its configuration when first imported, so every Airflow step runs
 in a subprocess with its own environment; this process only builds and checks
-tables. The shared logic (airflow/dags/tableformat_ops.py) is also tested
-directly where a scheduler adds nothing (overlapping compactions, late commits).
+tables. The helper modules (airflow/dags/tableformat_config.py, _maintenance.py,
+_export.py) are also tested directly where a scheduler adds nothing
+(overlapping compactions, late commits).
 """
 import datetime as dt
 import importlib.metadata
@@ -33,7 +34,9 @@ import tableformat as tf
 ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "airflow" / "dags"
 sys.path.insert(0, str(DAGS))
-import tableformat_ops as ops
+import tableformat_config as config  # noqa: E402
+import tableformat_export as export  # noqa: E402
+import tableformat_maintenance as maintenance  # noqa: E402
 
 
 def _installed(dist: str) -> bool:
@@ -154,10 +157,10 @@ def compaction_runs(airflow_env, tmp_path_factory):
         cfg.append({"uri": str(root / "metrics_spark"), "engine": "spark", "spark_master": "local[2]"})
     before = {n: {"rows": t.to_arrow(), "rowsets": len(t.state.rowsets), "plan": len(t.compaction_plan(64 << 20)),
                   "version": t.version} for n, t in tables.items()}
-    config = {"defaults": {"vacuum": {"retain_seconds": 0, "grace_seconds": 0}}, "tables": cfg}
+    conf = {"defaults": {"vacuum": {"retain_seconds": 0, "grace_seconds": 0}}, "tables": cfg}
     t0 = time.time()
     runs = run_airflow(airflow_env, "tableformat_compaction", ["2026-11-20T00:00:00+00:00"] * 2,
-                       AIRFLOW_VAR_TABLEFORMAT_TABLES=json.dumps(config))
+                       AIRFLOW_VAR_TABLEFORMAT_TABLES=json.dumps(conf))
     return {"tables": tables, "before": before, "runs": runs, "seconds": time.time() - t0}
 
 
@@ -206,13 +209,13 @@ def test_overlapping_compactions_of_one_table_do_no_harm(tmp_path):
     """What two overlapping DAG runs do to one table: both succeed, the rows are intact."""
     t = _fragmented_table(str(tmp_path / "metrics"))
     expect = t.to_arrow()
-    cfg = ops.parse_config([{"uri": t.uri}])[0]      # the grace period protects the other run's new files
+    cfg = config.parse_config([{"uri": t.uri}])[0]      # the grace period protects the other run's new files
     results, errors = [], []
 
     def work():
         try:
-            results.append(ops.run_compaction(cfg))
-            results.append(ops.run_vacuum(cfg))
+            results.append(maintenance.run_compaction(cfg))
+            results.append(maintenance.run_vacuum(cfg))
         except BaseException as e:     # noqa: BLE001 - reported below
             errors.append(e)
     threads = [threading.Thread(target=work) for _ in range(2)]
@@ -232,10 +235,10 @@ def test_an_action_whose_inputs_are_gone_gives_up_as_success(tmp_path):
     t = _fragmented_table(str(tmp_path / "metrics"))
     plan = t.compaction_plan()
     tf.open_table(t.uri).compact(plan)                 # another run got there first
-    res = ops._compact_inprocess(t, plan)
+    res = maintenance._compact_inprocess(t, plan)
     assert [r["version"] for r in res] == [None] * len(plan.actions)
-    cfg = ops.parse_config([{"uri": t.uri}])[0]
-    assert ops.run_compaction(cfg)["actions_planned"] == 0
+    cfg = config.parse_config([{"uri": t.uri}])[0]
+    assert maintenance.run_compaction(cfg)["actions_planned"] == 0
 
 
 # --- change export ---------------------------------------------------------------------------------
@@ -258,7 +261,7 @@ def _exported(out: Path) -> tuple[pa.Table, list[int], dict]:
     """Every change listed by a manifest, the versions of every part file on disk, and the manifests."""
     parts, versions, manifests = [], [], {}
     for d in sorted(out.glob("interval=*")):
-        m = json.loads((d / ops.MANIFEST).read_text())
+        m = json.loads((d / export.MANIFEST).read_text())
         manifests[d.name] = m
         parts += [pq.read_table(d / f["path"]) for f in m["files"]]
         versions += [int(p.name[5:-8]) for p in d.glob("part-*.parquet")]
@@ -321,11 +324,11 @@ def test_change_export_dag_exports_every_change_exactly_once(export_runs):
     assert len(manifests) == 3
     for m in manifests.values():                                     # each change in its commit's interval
         for f in m["files"]:
-            ts = pq.read_table(out / ops.interval_dir(ops.parse_time(m["start"])) / f["path"])["_timestamp"]
-            assert all(ops.parse_time(m["start"]) <= x < ops.parse_time(m["end"]) for x in ts.to_pylist())
-    wm = json.loads((out / ops.WATERMARK).read_text())
+            ts = pq.read_table(out / export.interval_dir(config.parse_time(m["start"])) / f["path"])["_timestamp"]
+            assert all(config.parse_time(m["start"]) <= x < config.parse_time(m["end"]) for x in ts.to_pylist())
+    wm = json.loads((out / export.WATERMARK).read_text())
     assert wm["version"] == t.version and wm["origin_version"] == 0
-    assert ops.parse_time(wm["through"]).timestamp() == export_runs["b0"] + 3 * STEP
+    assert config.parse_time(wm["through"]).timestamp() == export_runs["b0"] + 3 * STEP
 
 
 @needs_airflow
@@ -333,9 +336,9 @@ def test_change_export_watermark_waits_for_the_backfill(export_runs):
     """I2 and I3 ran before I1: the watermark stays at the export start until I1 is exported."""
     i2, i3, i1 = (_summary(r) for r in export_runs["first"])
     b0 = export_runs["b0"]
-    assert ops.parse_time(i2["watermark"]["through"]).timestamp() == b0
-    assert ops.parse_time(i3["watermark"]["through"]).timestamp() == b0 and i3["watermark"]["version"] == 0
-    assert ops.parse_time(i1["watermark"]["through"]).timestamp() == b0 + 3 * STEP
+    assert config.parse_time(i2["watermark"]["through"]).timestamp() == b0
+    assert config.parse_time(i3["watermark"]["through"]).timestamp() == b0 and i3["watermark"]["version"] == 0
+    assert config.parse_time(i1["watermark"]["through"]).timestamp() == b0 + 3 * STEP
     assert i1["watermark"]["version"] == export_runs["table"].version
     assert i1["files"] == 2 and i3["files"] == 2 and i2["files"] == 2    # I2's compaction has no file
     assert all(not s["late_versions"] for s in (i1, i2, i3))
@@ -350,8 +353,8 @@ def test_change_export_rerun_and_earlier_interval_change_nothing(export_runs):
     assert now == export_runs["after_first"]                        # same files, same bytes
     rewritten = [p for p, m in export_runs["mtimes"].items()
                  if (export_runs["root"] / p).stat().st_mtime_ns != m]
-    assert rewritten and all(str(p).startswith(f"metrics/{ops.interval_dir(ops.parse_time(rerun['interval']['start']))}")
-                             for p in rewritten)                     # the rerun overwrote only its own
+    rerun_dir = export.interval_dir(config.parse_time(rerun["interval"]["start"]))
+    assert rewritten and all(str(p).startswith(f"metrics/{rerun_dir}") for p in rewritten)  # only its own
 
 
 def test_export_picks_up_a_commit_that_lands_in_an_exported_interval(tmp_path):
@@ -361,14 +364,14 @@ def test_export_picks_up_a_commit_that_lands_in_an_exported_interval(tmp_path):
     a = _boundary(time.time() + 0.2)
     _sleep_until(a + 0.05)
     t.insert(metrics_rows(20))
-    cfg = ops.parse_config([{"uri": t.uri, "export": {"output": str(tmp_path / "out"), "start": _iso(a)}}])[0]
-    ia = (ops.parse_time(_iso(a)), ops.parse_time(_iso(a + STEP)))
-    first = ops.export_interval(cfg, *ia, sleep=lambda s: None)      # exported while still open
+    cfg = config.parse_config([{"uri": t.uri, "export": {"output": str(tmp_path / "out"), "start": _iso(a)}}])[0]
+    ia = (config.parse_time(_iso(a)), config.parse_time(_iso(a + STEP)))
+    first = export.export_interval(cfg, *ia, sleep=lambda s: None)      # exported while still open
     late = t.update(metrics_rows(20).slice(0, 5).select(KEYS + ["value"]))
     assert late.timestamp / 1e6 < a + STEP, "too slow: the commit missed the open interval"
     _sleep_until(a + STEP + 0.05)
     t.insert(metrics_rows(10, start=20))
-    nxt = ops.export_interval(cfg, ia[1], ops.parse_time(_iso(a + 2 * STEP)), sleep=lambda s: None)
+    nxt = export.export_interval(cfg, ia[1], config.parse_time(_iso(a + 2 * STEP)), sleep=lambda s: None)
     assert first["versions"] == [1, 1] and nxt["late_versions"] == [late.version]
     got, versions, _ = _exported(tmp_path / "out" / "metrics")
     assert sorted(versions) == [1, 2, 3]
@@ -379,22 +382,22 @@ def test_export_picks_up_a_commit_that_lands_in_an_exported_interval(tmp_path):
 def test_export_refuses_overlapping_intervals_and_another_tables_output(tmp_path):
     t = tf.create_table(str(tmp_path / "metrics"), metrics_schema(), partitioning=metrics_partitioning())
     t.insert(metrics_rows(10))
-    cfg = ops.parse_config([{"uri": t.uri, "export": {"output": str(tmp_path / "out"), "settle_seconds": 0,
+    cfg = config.parse_config([{"uri": t.uri, "export": {"output": str(tmp_path / "out"), "settle_seconds": 0,
                                                       "start": "2026-01-01T00:00:00Z"}}])[0]
     h = dt.timedelta(hours=1)
-    s = ops.parse_time("2026-01-01T00:00:00Z")
-    ops.export_interval(cfg, s, s + h)
-    with pytest.raises(ops.ExportError, match="overlaps"):
-        ops.export_interval(cfg, s + h / 2, s + 2 * h)                # the schedule changed
+    s = config.parse_time("2026-01-01T00:00:00Z")
+    export.export_interval(cfg, s, s + h)
+    with pytest.raises(export.ExportError, match="overlaps"):
+        export.export_interval(cfg, s + h / 2, s + 2 * h)                # the schedule changed
     shutil.rmtree(tmp_path / "metrics")
     tf.create_table(str(tmp_path / "metrics"), metrics_schema(), partitioning=metrics_partitioning())
-    with pytest.raises(ops.ExportError, match="another table"):
-        ops.export_interval(cfg, s + h, s + 2 * h)
+    with pytest.raises(export.ExportError, match="another table"):
+        export.export_interval(cfg, s + h, s + 2 * h)
 
 
 # --- configuration ---------------------------------------------------------------------------------
 def test_config_defaults_validation_and_secrets(tmp_path):
-    cfgs = ops.parse_config_text(yaml.safe_dump({
+    cfgs = config.parse_config_text(yaml.safe_dump({
         "defaults": {"budget_mb": 32, "vacuum": {"grace_seconds": 60}},
         "tables": [{"uri": "s3://b/metrics", "storage_options": {"secret": "sekrit-do-not-print"},
                     "vacuum": {"retain_seconds": 10}},
@@ -406,19 +409,19 @@ def test_config_defaults_validation_and_secrets(tmp_path):
     for bad, match in [([{"uri": "/x", "budget_md": 3}], "unknown key"), ([{"name": "x"}], "uri"),
                        ([{"uri": "/x", "engine": "flink"}], "engine"), ([{"uri": "/a/x"}, {"uri": "/b/x"}], "twice"),
                        ([{"uri": "/x", "export": {"start": "2026-01-01"}}], "export.output")]:
-        with pytest.raises(ops.ConfigError, match=match):
-            ops.parse_config(bad)
-    variables = {ops.CONFIG_FILE_VARIABLE: str(tmp_path / "t.yaml")}
+        with pytest.raises(config.ConfigError, match=match):
+            config.parse_config(bad)
+    variables = {config.CONFIG_FILE_VARIABLE: str(tmp_path / "t.yaml")}
     (tmp_path / "t.yaml").write_text("- uri: /data/m\n")
-    assert [c.name for c in ops.load_config(variables.get)] == ["m"]
-    assert ops.load_config({ops.CONFIG_VARIABLE: '[{"uri": "/data/j"}]'}.get)[0].name == "j"
+    assert [c.name for c in config.load_config(variables.get)] == ["m"]
+    assert config.load_config({config.CONFIG_VARIABLE: '[{"uri": "/data/j"}]'}.get)[0].name == "j"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("croniter") is None, reason="croniter comes with Airflow")
 def test_schedule_hints():
-    s = ops.parse_time("2026-01-01T23:00:00Z")
-    assert ops.is_due("@daily", s, s + dt.timedelta(hours=1))
-    assert not ops.is_due("@daily", s - dt.timedelta(hours=1), s)
-    assert ops.is_due(None, s, s + dt.timedelta(hours=1))
-    with pytest.raises(ops.ConfigError, match="cron"):
-        ops.parse_config([{"uri": "/x", "schedule": "every day"}])
+    s = config.parse_time("2026-01-01T23:00:00Z")
+    assert config.is_due("@daily", s, s + dt.timedelta(hours=1))
+    assert not config.is_due("@daily", s - dt.timedelta(hours=1), s)
+    assert config.is_due(None, s, s + dt.timedelta(hours=1))
+    with pytest.raises(config.ConfigError, match="cron"):
+        config.parse_config([{"uri": "/x", "schedule": "every day"}])

@@ -7,7 +7,7 @@ version with `Table.changes(v - 1, v)`, to
 `_manifest.json`, then the watermark moves over every complete interval.
 Paths depend only on the commit, so retries, reruns and backfills (in any
 order) overwrite the same files and never duplicate a change. The reading
-contract is in tableformat_ops.py.
+contract is in tableformat_export.py.
 
 Schedule: $TABLEFORMAT_EXPORT_SCHEDULE (cron or preset, default @hourly; or a
 fixed step such as 10m), from $TABLEFORMAT_EXPORT_START_DATE with catchup, so
@@ -23,16 +23,17 @@ _here = os.path.dirname(os.path.abspath(__file__))
 if _here not in sys.path:     # Airflow adds the DAG folder; a DAG bundle elsewhere may not
     sys.path.insert(0, _here)
 
-import tableformat_ops as ops
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import dag, get_current_context, task  # noqa: E402
+from tableformat_config import load_config, parse_time, retries, table_config, timetable  # noqa: E402
+from tableformat_export import ExportError, export_interval  # noqa: E402
 
 log = logging.getLogger("tableformat.airflow")
 
 
 @dag(
     dag_id="tableformat_change_export",
-    schedule=ops.timetable(os.environ.get("TABLEFORMAT_EXPORT_SCHEDULE", "@hourly")),
-    start_date=ops.parse_time(os.environ.get("TABLEFORMAT_EXPORT_START_DATE", "2026-11-01T00:00:00Z")),
+    schedule=timetable(os.environ.get("TABLEFORMAT_EXPORT_SCHEDULE", "@hourly")),
+    start_date=parse_time(os.environ.get("TABLEFORMAT_EXPORT_START_DATE", "2026-11-01T00:00:00Z")),
     catchup=os.environ.get("TABLEFORMAT_EXPORT_CATCHUP", "true").lower() != "false",
     max_active_runs=1,
     tags=["tableformat"],
@@ -41,18 +42,18 @@ log = logging.getLogger("tableformat.airflow")
 def tableformat_change_export():
     @task
     def export_tables() -> list[str]:
-        names = [c.name for c in ops.load_config() if c.export is not None]
+        names = [c.name for c in load_config() if c.export is not None]
         log.info("tables to export: %s", names)
         return names
 
-    @task(map_index_template="{{ table_name }}", **ops.retries())
+    @task(map_index_template="{{ table_name }}", **retries())
     def export(name: str) -> dict:
         ctx = get_current_context()
         ctx["table_name"] = name
         start, end = ctx.get("data_interval_start"), ctx.get("data_interval_end")
         if start is None or end is None:
-            raise ops.ExportError("this run has no data interval: trigger it with a logical date")
-        return ops.export_interval(ops.table_config(name), start, end)
+            raise ExportError("this run has no data interval: trigger it with a logical date")
+        return export_interval(table_config(name), start, end)
 
     @task(trigger_rule="none_failed")
     def summarize(results) -> dict:

@@ -10,7 +10,7 @@ its data interval; a manual run handles all of them, or the `tables` param.
 Reruns, retries and overlapping runs are safe: each action plans again and
 commits on its own, and an action whose inputs changed meanwhile (another
 compaction, an ALTER) gives up without effect, which counts as success.
-Configuration: see tableformat_ops.py.
+Configuration: see tableformat_config.py.
 """
 from __future__ import annotations
 
@@ -24,11 +24,13 @@ _here = os.path.dirname(os.path.abspath(__file__))
 if _here not in sys.path:     # Airflow adds the DAG folder; a DAG bundle elsewhere may not
     sys.path.insert(0, _here)
 
-import tableformat_ops as ops
-from airflow.sdk import Param, dag, get_current_context, task, task_group
+from airflow.sdk import Param, dag, get_current_context, task, task_group  # noqa: E402
+from tableformat_config import (  # noqa: E402
+    ConfigError, is_due, load_config, retries, run_type, table_config, timetable)
+from tableformat_maintenance import plan_compaction, run_compaction, run_vacuum  # noqa: E402
 
 log = logging.getLogger("tableformat.airflow")
-RETRIES = ops.retries()
+RETRIES = retries()
 
 
 def _label(name: str) -> None:
@@ -37,7 +39,7 @@ def _label(name: str) -> None:
 
 @dag(
     dag_id="tableformat_compaction",
-    schedule=ops.timetable(os.environ.get("TABLEFORMAT_COMPACTION_SCHEDULE", "@hourly")),
+    schedule=timetable(os.environ.get("TABLEFORMAT_COMPACTION_SCHEDULE", "@hourly")),
     start_date=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
     max_active_runs=1,
@@ -49,17 +51,17 @@ def tableformat_compaction():
     @task
     def due_tables() -> list[str]:
         ctx = get_current_context()
-        cfgs = ops.load_config()
+        cfgs = load_config()
         only = list(ctx["params"].get("tables") or [])
         missing = sorted(set(only) - {c.name for c in cfgs})
         if missing:
-            raise ops.ConfigError(f"tables {missing} are not configured; configured: {[c.name for c in cfgs]}")
-        hinted = ops.run_type(ctx) in ("scheduled", "backfill")
+            raise ConfigError(f"tables {missing} are not configured; configured: {[c.name for c in cfgs]}")
+        hinted = run_type(ctx) in ("scheduled", "backfill")
         names = []
         for c in cfgs:
             if only and c.name not in only:
                 continue
-            if hinted and not ops.is_due(c.schedule, ctx.get("data_interval_start"), ctx.get("data_interval_end")):
+            if hinted and not is_due(c.schedule, ctx.get("data_interval_start"), ctx.get("data_interval_end")):
                 log.info("table %s: schedule %r does not fire in this interval; skipped", c.name, c.schedule)
                 continue
             names.append(c.name)
@@ -69,17 +71,17 @@ def tableformat_compaction():
     @task(map_index_template="{{ table_name }}")
     def plan(name: str) -> dict:
         _label(name)
-        return ops.plan_compaction(ops.table_config(name))
+        return plan_compaction(table_config(name))
 
     @task(map_index_template="{{ table_name }}", **RETRIES)
     def compact(name: str) -> dict:
         _label(name)
-        return ops.run_compaction(ops.table_config(name))
+        return run_compaction(table_config(name))
 
     @task(map_index_template="{{ table_name }}", **RETRIES)
     def vacuum(name: str) -> dict:
         _label(name)
-        return ops.run_vacuum(ops.table_config(name))
+        return run_vacuum(table_config(name))
 
     @task(map_index_template="{{ table_name }}")
     def report(planned: dict, compacted: dict, vacuumed: dict) -> dict:
