@@ -100,21 +100,28 @@ def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_
     from tableformat.keyprobe import probe
     from tableformat.metadata import RowSetMeta
     from tableformat.table import Timestamp, WriteResult
+    from tableformat.deltafile import deleted_mask
     from tableformat.diskrowset import read_pk_index
+    from tableformat.writer import added_deltas
     table = tf.open_table(uri, storage_options=storage_options)
     storage = table._storage
     rowsets = [RowSetMeta.from_json(r) for lst in rowset_lists for r in lst]
     files = [f for lst in file_lists for f in lst]
     state = table.snapshot(version).state
 
-    def clash(ours: list[RowSetMeta], theirs: list[RowSetMeta]) -> int:
-        """Keys of `theirs` present in `ours` (same tablet), by interval, bloom and PK index."""
+    def clash(ours: list[RowSetMeta], theirs: list[RowSetMeta], deltas_of=lambda rid: ()) -> int:
+        """Live keys of `theirs` present in `ours` (same tablet), by interval, bloom and PK index.
+        (A merging compaction's output also holds rows deleted within the history.)"""
         n = 0
         for r in theirs:
             mine = [o for o in ours if o.tablet == r.tablet and o.id != r.id
                     and not (o.max_key < r.min_key or o.min_key > r.max_key)]
             if mine:
-                n += int((probe(storage, mine, read_pk_index(storage, r))[0] >= 0).sum())
+                keys = read_pk_index(storage, r)
+                dead = deleted_mask(storage, r, deltas_of(r.id))
+                if dead is not None:
+                    keys = keys.filter(pa.array(~dead))
+                n += int((probe(storage, mine, keys)[0] >= 0).sum())
         return n
 
     try:
@@ -135,7 +142,7 @@ def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_
                 raise tf.CommitConflictError("the table definition changed during the job; run it again")
             added = [RowSetMeta.from_json(a["add_rowset"]) for c in new_commits for a in c["actions"]
                      if "add_rowset" in a]
-            n = clash(rowsets, added)
+            n = clash(rowsets, added, added_deltas(new_commits))
             if n:
                 raise tf.DuplicateKeyError(f"{n} key(s) were inserted concurrently into table {state.name!r}", n)
 

@@ -118,13 +118,16 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
                 metas.setdefault(rs.id, rs)     # a rowset's base as first seen: its history replays on it
                 if c.get("data_change", True):
                     added.append((c["version"], c["timestamp"], rs))
-            elif "add_delta" in a and c.get("data_change", True):
+            elif "add_delta" in a:
                 m = DeltaFileMeta.from_json(a["add_delta"])
                 from dataclasses import replace as _replace
                 m = _replace(m, min_ts=c["timestamp"], max_ts=c["timestamp"]) if not m.has_ts_column else m
-                in_range[m.path] = (c["version"], c["timestamp"])
                 history.setdefault(m.rowset, []).append(m)
-                touched.add(m.rowset)
+                if c.get("data_change", True):
+                    in_range[m.path] = (c["version"], c["timestamp"])
+                    touched.add(m.rowset)
+                # else a compaction's file: not a change, but part of the rowset's state that later
+                # changes replay over (a merge's remapped concurrent REDOs; others repeat records)
 
     def inserts(item):
         v, ts, rs = item

@@ -576,7 +576,10 @@ def rebase_merge(storage: Storage, st: TableState, prep: Prepared, new_commits: 
     extra = []
     for c in new_commits:
         for a in c["actions"]:
-            if "remove_rowset" in a and a["remove_rowset"]["id"] in prep.inputs:
+            touched = a.get("remove_rowset") or a.get("add_rowset") or a.get("remove_delta") or {}
+            if touched.get("id", touched.get("rowset")) in prep.inputs:
+                # another compaction rewrote an input (its base, REDO or UNDO files): remapping its
+                # files would apply history twice, so this merge gives up and is planned again
                 raise CommitConflictError("another compaction rewrote the same rowsets")
             if "alter" in a or "metadata" in a:
                 raise CommitConflictError("the table definition changed during the compaction")

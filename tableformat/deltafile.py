@@ -238,13 +238,12 @@ def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileM
     applies, oldest first. Otherwise (a version read from a later version's
     files) UNDO records newer than `read_ts` roll values back first, then REDO
     records at or before it roll forward. Whole-column: each file's changes are
-    placed with one replace_with_mask per column; files that touch none of
+    placed in one pass per column (_place); files that touch none of
     `columns` and delete nothing are not read. Returns the new arrays and the
     live-row mask (None when every row is live).
     """
     out = dict(arrays)
-    n = stop - start
-    # Gather every file's changes per column, then place them with one masked replace.
+    # Gather every file's changes per column, then place each column in one pass (_place).
     pending: dict[int, list[tuple[np.ndarray, pa.Array]]] = {}
     undo_ids = [c.id for c in columns if any(d.updates(c.id) for d in _undo_files(deltas, read_ts))]
     u = _undo_records(storage, rowset, deltas, read_ts, undo_ids) if undo_ids else None

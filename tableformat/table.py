@@ -36,7 +36,7 @@ from .scan import Scanner
 from .schema import Schema, validate_identifier
 from .storage import Storage
 from .txlog import TransactionLog
-from .writer import duplicate_error, plan_insert, rebase_conflicts, write_plan
+from .writer import added_deltas, duplicate_error, plan_insert, rebase_conflicts, write_plan
 
 MAX_COMMIT_ATTEMPTS = 1000
 # Under heavy write contention a compaction yields (it is retried by the next run) rather than starve.
@@ -204,7 +204,10 @@ class Table:
         horizon = self._state.history_horizon
         if v >= horizon:
             return st
-        if st.timestamp < self._state.history_gc_ts:
+        valid_until = self._history[v + 1].timestamp        # v < horizon <= latest
+        if valid_until <= self._state.history_gc_ts:
+            # history (UNDO records, deleted rows, a passed ALTER) up to gc_ts is gone; a version
+            # still valid after it lost nothing: no change happened between its commit and gc_ts
             raise HistoryExpiredError(
                 f"version {v} is older than history a compaction garbage-collected "
                 f"(before timestamp {self._state.history_gc_ts}) behind the vacuum horizon (version {horizon})")
@@ -286,7 +289,7 @@ class Table:
                 if ignore and plan.ignored and any(
                         "add_delta" in a and a["add_delta"]["delete_count"] for a in actions_seen):
                     raise _Restart()   # a key skipped as existing may be gone now: plan again
-                rows = rebase_conflicts(self._storage, state, batch, plan, added)
+                rows = rebase_conflicts(self._storage, state, batch, plan, added, added_deltas(new_commits))
                 if len(rows):
                     if ignore:
                         raise _Restart()
@@ -396,13 +399,14 @@ class Table:
         for h in self._history:
             if h.timestamp <= horizon:
                 first = h.version
-        first = self._history_horizon(first)
+        first, floor = self._history_horizon(first)
         if all(h.operation == "VACUUM" for h in self._history[state.history_horizon + 1:first + 1]):
             first = min(first, state.history_horizon)      # only vacuums since: no file to free, no commit
         if first > state.history_horizon and not dry_run:
             # record the horizon before deleting: older versions are read through UNDO from then on
-            self._commit(state, "VACUUM", [{"history": {"horizon_version": first}}],
-                                  {"horizon_version": first}, lambda new: None, data_change=False)
+            history = {"horizon_version": first, **({"gc_before_ts": floor} if floor else {})}
+            self._commit(state, "VACUUM", [{"history": history}], {"horizon_version": first}, lambda new: None,
+                         data_change=False)
             state = self.refresh()
         first = max(first, state.history_horizon)
         referenced = state_files(self._log.load(first)[0]) if first < state.version else set()
@@ -415,16 +419,25 @@ class Table:
             self._storage.delete_quietly(res.files)
         return res
 
-    def _history_horizon(self, wanted: int) -> int:
+    def _history_horizon(self, wanted: int) -> tuple[int, int]:
         """The newest version (<= wanted) from whose files every version within the history can
-        be read through UNDO records: never past an ALTER within the history, since the files
-        after it may lack a dropped column or a dropped range's rows."""
+        be read through UNDO records, and the timestamp before which passing it loses history.
+
+        The horizon never passes, within the history, an ALTER (the files after it may lack a
+        dropped column or a dropped range's rows) nor a format-1 commit (no UNDO records, no
+        insert times). Passing one that aged out makes the versions before it unreadable for
+        good, even if history_max_age is raised later: that is the returned floor."""
         ahm = self.ancient_history_mark()
+        floor = 0
         for v in range(max(1, self._state.history_horizon + 1), wanted + 1):
-            info = self._history[v]
-            if (ahm is None or info.timestamp > ahm) and info.operation == "ALTER TABLE":
-                return max(self._state.history_horizon, v - 1)
-        return wanted
+            commit = self._log.read_commit(v)
+            blocking = commit.get("format_version", 1) < 2 or any("alter" in a for a in commit["actions"])
+            if not blocking:
+                continue
+            if ahm is None or commit["timestamp"] > ahm:
+                return max(self._state.history_horizon, v - 1), floor
+            floor = commit["timestamp"]
+        return wanted, floor
 
     def check(self, deep: bool = True) -> CheckReport:
         """Verify the table's invariants; the report lists every violation found.
@@ -518,11 +531,12 @@ class Table:
                 raise
             actions = [{"add_rowset": r.to_json()} for r in rowsets] + [{"add_delta": d.to_json()} for d in deltas]
 
-            def clash(rs) -> bool:
-                keys = plan.seen_absent.get(rs.tablet)
-                return keys is not None and bool((probe(self._storage, [rs], keys)[0] >= 0).any())
-
             def rebase(new_commits: list[dict]) -> None:
+                deltas_of = added_deltas(new_commits)
+
+                def clash(rs) -> bool:
+                    keys = plan.seen_absent.get(rs.tablet)
+                    return keys is not None and bool((probe(self._storage, [rs], keys, deltas_of)[0] >= 0).any())
                 if has_conflict(self._storage, plan.seen_live, clash, new_commits):
                     raise _Restart()
 

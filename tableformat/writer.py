@@ -6,7 +6,8 @@ the rebase that makes concurrent inserts of one key fail exactly once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -161,14 +162,30 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
     return pmap(write, jobs)
 
 
+def added_deltas(new_commits: list[dict]) -> Callable[[str], tuple]:
+    """The delta files the given commits added, per rowset: a merging compaction's output keeps
+    rows deleted within the history, with their REDO DELETE in the same commit, and those rows
+    must not count as concurrent inserts."""
+    from .deltafile import DeltaFileMeta
+    out: dict[str, tuple] = {}
+    for c in new_commits:
+        for a in c["actions"]:
+            if "add_delta" in a:
+                m = DeltaFileMeta.from_json(a["add_delta"])
+                if not m.has_ts_column:
+                    m = replace(m, min_ts=c["timestamp"], max_ts=c["timestamp"])
+                out[m.rowset] = out.get(m.rowset, ()) + (m,)
+    return lambda rid: out.get(rid, ())
+
+
 def rebase_conflicts(storage: Storage, state: TableState, batch: pa.Table, plan: InsertPlan,
-                     added: list[RowSetMeta]) -> np.ndarray:
-    """Batch rows whose keys exist in rowsets committed after the plan's snapshot."""
+                     added: list[RowSetMeta], deltas_of: Callable[[str], tuple]) -> np.ndarray:
+    """Batch rows whose keys are live in rowsets committed after the plan's snapshot."""
     hits = []
     for b in plan.batches:
         rowsets = [r for r in added if r.tablet == b.tablet]
         if rowsets:
-            which, _ = probe(storage, rowsets, b.keys)
+            which, _ = probe(storage, rowsets, b.keys, deltas_of)
             if (which >= 0).any():
                 hits.append(b.keys.filter(pa.array(which >= 0)))
     if not hits:
