@@ -429,14 +429,16 @@ class Table:
         good, even if history_max_age is raised later: that is the returned floor."""
         ahm = self.ancient_history_mark()
         floor = 0
+        born_v2 = self._state.format_version >= 2          # then no commit is format 1: none to read
         for v in range(max(1, self._state.history_horizon + 1), wanted + 1):
-            commit = self._log.read_commit(v)
-            blocking = commit.get("format_version", 1) < 2 or any("alter" in a for a in commit["actions"])
+            info = self._history[v]
+            blocking = info.operation == "ALTER TABLE" or (
+                not born_v2 and self._log.read_commit(v).get("format_version", 1) < 2)
             if not blocking:
                 continue
-            if ahm is None or commit["timestamp"] > ahm:
+            if ahm is None or info.timestamp > ahm:
                 return max(self._state.history_horizon, v - 1), floor
-            floor = commit["timestamp"]
+            floor = info.timestamp
         return wanted, floor
 
     def check(self, deep: bool = True) -> CheckReport:

@@ -677,6 +677,8 @@ def _rewrite_as_format_version_1(root):
                             not ("add_delta" in a and a["add_delta"]["kind"] == "undo")]
             for a in d["actions"]:
                 a.get("add_rowset", {}).pop("created_ts", None)
+                if "metadata" in a:
+                    a["metadata"]["format_version"] = 1          # the table was created by a v1 writer
             d["format_version"] = 1
             d["checksum"] = zlib.crc32(json.dumps(d["actions"], sort_keys=True, separators=(",", ":")).encode())
         else:
