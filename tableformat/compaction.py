@@ -372,14 +372,14 @@ def _history_action(ahm: int | None) -> list[dict]:
     return [] if ahm is None else [{"history": {"gc_before_ts": ahm}}]
 
 
-def prepare_undo_gc(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | None) -> Prepared:
+def prepare_undo_gc(st: TableState, rs: RowSetMeta, ahm: int | None) -> Prepared:
     """Drop a rowset's UNDO files older than the ancient history mark (no data is read or written)."""
     old = _ancient_undo(st, rs.id, ahm)
     actions = [{"remove_delta": {"rowset": rs.id, "path": d.path}} for d in old]
     return Prepared(actions + (_history_action(ahm) if old else []), [], {rs.id})
 
 
-def prepare_minor(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | None = None) -> Prepared:
+def prepare_minor(storage: Storage, st: TableState, rs: RowSetMeta) -> Prepared:
     t, redo = _read_all_deltas(storage, st, rs)
     meta = _write_records(storage, st, rs, t, None)
     actions = [{"remove_delta": {"rowset": rs.id, "path": d.path}} for d in redo]
@@ -480,7 +480,7 @@ def _load_input(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | Non
                                "ts": pa.array(np.full(n, rs.created_ts, np.int64)), **k}))
     undo = _gc(pa.concat_tables(parts, promote_options="default") if parts else None, ahm)
     keep = np.ones(n, bool) if live is None else live.copy()
-    keep |= (delete_ts >= 0) & (delete_ts > (ahm if ahm is not None else -1))     # ghosts still in history
+    keep |= delete_ts > (ahm if ahm is not None else -1)     # ghosts: deleted within the history
     rowids = np.flatnonzero(keep)
     t = pa.table({c.name: arrays[c.id] for c in cols})
     if not keep.all():

@@ -139,7 +139,7 @@ def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] 
     return t
 
 
-def _visible_redo(storage: Storage, d: DeltaFileMeta, t: pa.Table, read_ts: int | None) -> pa.Table:
+def _visible_redo(d: DeltaFileMeta, t: pa.Table, read_ts: int | None) -> pa.Table:
     """The records of a REDO file committed at or before `read_ts` (all of them when None)."""
     if read_ts is None or d.max_ts <= read_ts:
         return t
@@ -204,7 +204,7 @@ def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
         first = _first_per_row(rowid, (op == DELETE) | (op == REINSERT))
         deleted[rowid[first]] = op[first] == DELETE      # an UNDO DELETE: the row was inserted later
     for d in redo_order(relevant):
-        t = _visible_redo(storage, d, read_delta(storage, d), read_ts)
+        t = _visible_redo(d, read_delta(storage, d), read_ts)
         rowid = t.column("rowid").to_numpy()
         op = t.column("op").to_numpy()
         _check_rowids(rowid, rowset, d)
@@ -265,7 +265,7 @@ def apply_redo(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileM
         wanted = [c.id for c in columns if d.updates(c.id)]
         if not wanted:
             continue
-        t = _visible_redo(storage, d, read_delta(storage, d, wanted), read_ts)
+        t = _visible_redo(d, read_delta(storage, d, wanted), read_ts)
         rowid = t.column("rowid").to_numpy().astype(np.int64)
         _check_rowids(rowid, rowset, d)
         lo, hi = np.searchsorted(rowid, [start, stop])

@@ -334,11 +334,11 @@ class Table:
         elif action.kind == "major_delta":
             prep = C.prepare_major(self._storage, state, state.rowsets[action.rowsets[0]], action.columns, ahm)
         elif action.kind == "undo_gc":
-            prep = C.prepare_undo_gc(self._storage, state, state.rowsets[action.rowsets[0]], ahm)
+            prep = C.prepare_undo_gc(state, state.rowsets[action.rowsets[0]], ahm)
             if not prep.actions:
                 return None                               # a compaction already removed them
         else:
-            prep = C.prepare_minor(self._storage, state, state.rowsets[action.rowsets[0]], ahm)
+            prep = C.prepare_minor(self._storage, state, state.rowsets[action.rowsets[0]])
         extra: list[dict] = []
 
         def rebase(new_commits: list[dict]) -> None:
