@@ -20,6 +20,9 @@ from typing import Any, Callable
 from .errors import PartitionSchemaError, SchemaError
 from .partition import RangeBound, encode_bound
 from .schema import MAX_COLUMNS, Column, Schema, validate_identifier
+from .actions import Action, AlterDefinition, RemoveRowSet
+from .conflicts import DefinitionUnchanged, NoRowsInTablets, Outcome
+from .fragment import WriteFragment
 from .metadata import TableState
 
 
@@ -194,11 +197,20 @@ def _encode_bound(st: TableState, v: Any, what: str):
     return encode_bound([st.schema.by_id(i) for i in st.partitioning.range_column_ids], v, what)
 
 
-def alter_actions(before: TableState, after: TableState) -> list[dict]:
+def alter_actions(before: TableState, after: TableState) -> list[Action]:
     """The log actions of an alter: the new definition, and removal of rowsets in dropped tablets."""
-    actions = [{"alter": {"name": after.name, "schema": after.schema.to_json(),
-                          "partitioning": after.partitioning.to_json(after.schema),
-                          "properties": dict(after.properties)}}]
     live = set(after.partitioning.tablet_ids())
-    actions += [{"remove_rowset": {"id": r.id}} for r in before.rowsets.values() if r.tablet not in live]
-    return actions
+    return [AlterDefinition(after.name, after.schema, after.partitioning, dict(after.properties))] + \
+        [RemoveRowSet(r.id) for r in before.rowsets.values() if r.tablet not in live]
+
+
+def write_alter(state: TableState, alter: "AlterTable") -> WriteFragment:
+    """The fragment of an alter planned on `state`: it restarts (re-applying its steps) if the
+    definition changed meanwhile or rows landed in a tablet it drops."""
+    new = alter.apply(state)
+    actions = alter_actions(state, new)
+    gone = tuple(sorted(set(state.partitioning.tablet_ids()) - set(new.partitioning.tablet_ids())))
+    return WriteFragment("ALTER TABLE", state.version, actions, [],
+                         {"rowsets_dropped": sum(isinstance(a, RemoveRowSet) for a in actions)},
+                         [DefinitionUnchanged(Outcome.RESTART), NoRowsInTablets(gone)],
+                         data_change=False)

@@ -8,13 +8,15 @@ grows with the number of changes and the rows they touch, not with the table.
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .deltafile import DELETE, REINSERT, REDO, UPDATE, DeltaFileMeta, flag_name, read_delta
+from .actions import AddDelta, AddRowSet, Commit
+from .deltafile import DELETE, REINSERT, REDO, DeltaFileMeta, flag_name, read_delta
 from .diskrowset import field_name, read_base_columns
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
@@ -22,8 +24,16 @@ from .schema import Column
 from .storage import Storage
 
 _SPARSE_ROWS = 16384   # touched rows are read in slices of this many rowids
-OP_LABEL = {UPDATE: "update", DELETE: "delete", REINSERT: "insert"}
-_INSERT_CODE = 0
+
+
+class ChangeOp(IntEnum):
+    """The `_op` of a change row; its name, lower-cased, is the label users see."""
+
+    INSERT = 0
+    DELETE = 1
+    UPDATE = 2
+
+
 
 
 def _take_rows(storage: Storage, rs: RowSetMeta, cols: Sequence[Column], rowids: np.ndarray) -> dict[int, pa.Array]:
@@ -83,7 +93,7 @@ class _Records:
         # commit order; inside a commit, deltas (updates/deletes) before inserts, then by primary key
         # (rowsets are gathered in parallel, so their order must not leak into the result)
         t = pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in cols.items()})
-        perm = pc.sort_indices(pa.table({"v": version, "i": op == _INSERT_CODE, "o": order_key,
+        perm = pc.sort_indices(pa.table({"v": version, "i": op == ChangeOp.INSERT, "o": order_key,
                                          **{k: t.column(k) for k in self.key_names}}),
                                sort_keys=[("v", "ascending"), ("i", "ascending")] +
                                [(k, "ascending") for k in self.key_names] + [("o", "ascending")]).to_numpy()
@@ -94,7 +104,7 @@ def _arr(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
-def collect_changes(storage: Storage, start: TableState, end: TableState, commits: list[dict],
+def collect_changes(storage: Storage, start: TableState, end: TableState, commits: list[Commit],
                     before_image: bool, full_images: bool) -> tuple[pa.Table | None, np.ndarray, list[Column]]:
     """Every change in `commits` (the log from `start`, exclusive, to `end`, inclusive).
 
@@ -112,19 +122,16 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
     history: dict[str, list[DeltaFileMeta]] = {rid: list(ds) for rid, ds in start.deltas.items()}
     touched: set[str] = set()
     for c in commits:
-        for a in c["actions"]:
-            if "add_rowset" in a:
-                rs = RowSetMeta.from_json(a["add_rowset"])
-                metas.setdefault(rs.id, rs)     # a rowset's base as first seen: its history replays on it
-                if c.get("data_change", True):
-                    added.append((c["version"], c["timestamp"], rs))
-            elif "add_delta" in a:
-                m = DeltaFileMeta.from_json(a["add_delta"])
-                from dataclasses import replace as _replace
-                m = _replace(m, min_ts=c["timestamp"], max_ts=c["timestamp"]) if not m.has_ts_column else m
+        for a in c.of(AddRowSet, AddDelta):
+            if isinstance(a, AddRowSet):
+                metas.setdefault(a.rowset.id, a.rowset)   # a rowset's base as first seen: its history replays on it
+                if c.data_change:
+                    added.append((c.version, c.timestamp, a.rowset))
+            else:
+                m = a.delta
                 history.setdefault(m.rowset, []).append(m)
-                if c.get("data_change", True):
-                    in_range[m.path] = (c["version"], c["timestamp"])
+                if c.data_change:
+                    in_range[m.path] = (c.version, c.timestamp)
                     touched.add(m.rowset)
                 # else a compaction's file: not a change, but part of the rowset's state that later
                 # changes replay over (a merge's remapped concurrent REDOs; others repeat records)
@@ -133,7 +140,7 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
         v, ts, rs = item
         arrays = read_base_columns(storage, rs, cols)
         n = rs.num_rows
-        return (np.full(n, _INSERT_CODE, np.int8), np.full(n, v, np.int64), np.full(n, ts, np.int64),
+        return (np.full(n, ChangeOp.INSERT, np.int8), np.full(n, v, np.int64), np.full(n, ts, np.int64),
                 arrays, np.zeros((n, len(cols)), dtype=bool), None, np.arange(n, dtype=np.int64))
     for part in pmap(inserts, added):
         op, ver, ts, arrays, changed, _, order = part
@@ -204,13 +211,13 @@ def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_i
             before = {}
             for c in cols:
                 before[c.id] = image[c.id] if c.id in key_ids else prev[c.id].take(p)
-        ops = np.select([op[sel] == DELETE, op[sel] == REINSERT], [1, _INSERT_CODE], 2).astype(np.int8)
+        ops = np.select([op[sel] == DELETE, op[sel] == REINSERT], [ChangeOp.DELETE, ChangeOp.INSERT], ChangeOp.UPDATE).astype(np.int8)
         recs.add(ops, np.full(len(sel), version, np.int64), np.full(len(sel), ts, np.int64), image,
                  changed[sel], before, rowid[sel])
 
 
 # op codes in the finished table: 0 insert, 1 delete, 2 update
-_LABELS = np.array(["insert", "delete", "update"], dtype=object)
+_LABELS = np.array([op.name.lower() for op in ChangeOp], dtype=object)
 
 
 def finish(t: pa.Table | None, changed: np.ndarray, cols: list[Column], key_names: list[str], net: bool,

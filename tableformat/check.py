@@ -44,9 +44,9 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
         except TableFormatError as e:
             bad.append(f"log: {e}")
             continue
-        if d["timestamp"] <= prev_ts:
-            bad.append(f"log: {commit_path(v)} has timestamp {d['timestamp']} not after the previous {prev_ts}")
-        prev_ts = d["timestamp"]
+        if d.timestamp <= prev_ts:
+            bad.append(f"log: {commit_path(v)} has timestamp {d.timestamp} not after the previous {prev_ts}")
+        prev_ts = d.timestamp
     # referenced files exist with their recorded sizes
     refs = [(f.path, f.size) for r in st.rowsets.values() for f in r.files] + \
            [(d.path, d.size) for ds in st.deltas.values() for d in ds]

@@ -13,8 +13,8 @@ See `specs/format.md`, section "Delta files".
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from enum import IntEnum
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -23,49 +23,26 @@ import pyarrow.parquet as pq
 
 from .diskrowset import FILE_CACHE, _PARQUET_CODEC, _wrap_read_error, field_name, parquet_file
 from .errors import CorruptFileError
-from .metadata import FileRef, RowSetMeta
+from .metadata import DeltaFileMeta, FileRef, RowSetMeta  # noqa: F401  (DeltaFileMeta: re-exported)
 from .schema import Column, Schema
 from .storage import Storage
 
-UPDATE, DELETE, REINSERT = 1, 2, 3
+
+
+class DeltaOp(IntEnum):
+    """The operation of a delta record (REDO or UNDO), as stored in its `op` column."""
+
+    UPDATE = 1
+    DELETE = 2
+    REINSERT = 3
+
+
+UPDATE, DELETE, REINSERT = DeltaOp.UPDATE, DeltaOp.DELETE, DeltaOp.REINSERT
 REDO, UNDO = "redo", "undo"
 
 
 def flag_name(column_id: int) -> str:
     return f"u{column_id}"
-
-
-@dataclass(frozen=True)
-class DeltaFileMeta:
-    """A delta file and its stats (Kudu's DeltaStats), as recorded in the log."""
-
-    path: str
-    size: int
-    kind: str                      # "redo" or "undo"
-    rowset: str
-    num_records: int
-    delete_count: int
-    reinsert_count: int
-    update_counts: Mapping[int, int] = field(default_factory=dict)
-    min_ts: int = 0                # for a commit's REDO: the commit timestamp
-    max_ts: int = 0
-    has_ts_column: bool = False
-
-    def updates(self, column_id: int) -> bool:
-        return self.update_counts.get(column_id, 0) > 0
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "size": self.size, "kind": self.kind, "rowset": self.rowset,
-                "num_records": self.num_records, "delete_count": self.delete_count,
-                "reinsert_count": self.reinsert_count,
-                "update_counts": {str(k): v for k, v in self.update_counts.items()},
-                "min_ts": self.min_ts, "max_ts": self.max_ts, "has_ts_column": self.has_ts_column}
-
-    @staticmethod
-    def from_json(d: dict) -> "DeltaFileMeta":
-        return DeltaFileMeta(d["path"], d["size"], d["kind"], d["rowset"], d["num_records"], d["delete_count"],
-                             d["reinsert_count"], {int(k): v for k, v in d["update_counts"].items()},
-                             d.get("min_ts", 0), d.get("max_ts", 0), d.get("has_ts_column", False))
 
 
 def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowids: np.ndarray, ops: np.ndarray,

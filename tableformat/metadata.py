@@ -1,17 +1,16 @@
-"""Immutable table metadata: rowset descriptors, table state and log actions.
+"""Immutable table metadata: the descriptors the log records (Kudu's tablet metadata).
 
-A TableState is what one version of the log says the table is. Each log action
-is a small record; `apply_commit` is the one pure function that folds a
-commit's actions into a new state, so replay, rebase and time travel share it.
-See `specs/format.md`, sections "Transaction log" and "Actions".
+FileRef, RowSetMeta and DeltaFileMeta describe files; TableState is what one
+version of the log says the table is; CommitInfo is one line of history. How
+log actions change a TableState lives in `actions`. See `specs/format.md` §8.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .errors import CorruptFileError, InvalidOptionError
+from .errors import InvalidOptionError
 from .partition import Partitioning
 from .schema import Schema
 
@@ -127,6 +126,39 @@ class RowSetMeta:
 
 
 @dataclass(frozen=True)
+class DeltaFileMeta:
+    """A delta file and its stats (Kudu's DeltaStats), as recorded in the log."""
+
+    path: str
+    size: int
+    kind: str                      # "redo" or "undo"
+    rowset: str
+    num_records: int
+    delete_count: int
+    reinsert_count: int
+    update_counts: Mapping[int, int] = field(default_factory=dict)
+    min_ts: int = 0                # for a commit's REDO: the commit timestamp
+    max_ts: int = 0
+    has_ts_column: bool = False
+
+    def updates(self, column_id: int) -> bool:
+        return self.update_counts.get(column_id, 0) > 0
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "size": self.size, "kind": self.kind, "rowset": self.rowset,
+                "num_records": self.num_records, "delete_count": self.delete_count,
+                "reinsert_count": self.reinsert_count,
+                "update_counts": {str(k): v for k, v in self.update_counts.items()},
+                "min_ts": self.min_ts, "max_ts": self.max_ts, "has_ts_column": self.has_ts_column}
+
+    @staticmethod
+    def from_json(d: dict) -> "DeltaFileMeta":
+        return DeltaFileMeta(d["path"], d["size"], d["kind"], d["rowset"], d["num_records"], d["delete_count"],
+                             d["reinsert_count"], {int(k): v for k, v in d["update_counts"].items()},
+                             d.get("min_ts", 0), d.get("max_ts", 0), d.get("has_ts_column", False))
+
+
+@dataclass(frozen=True)
 class CommitInfo:
     """One line of history: what a version did and when."""
 
@@ -187,7 +219,6 @@ class TableState:
 
     @staticmethod
     def from_json(d: dict) -> "TableState":
-        from .deltafile import DeltaFileMeta
         schema = Schema.from_json(d["schema"])
         deltas: dict[str, tuple] = {}
         for x in d.get("deltas", []):
@@ -199,54 +230,3 @@ class TableState:
                           MappingProxyType({r["id"]: RowSetMeta.from_json(r) for r in d["rowsets"]}),
                           d["format_version"], MappingProxyType(deltas), d.get("history_horizon", 0),
                           d.get("history_gc_ts", 0))
-
-
-def apply_commit(state: TableState | None, commit: dict, path: str = "<commit>") -> TableState:
-    """Fold one commit's actions into the state before it (None before version 0)."""
-    version, ts = commit["version"], commit["timestamp"]
-    if state is None:
-        meta = next((a["metadata"] for a in commit["actions"] if "metadata" in a), None)
-        if meta is None:
-            raise CorruptFileError(f"{path}: version 0 has no metadata action")
-        state = TableState.from_json({**meta, "version": version, "timestamp": ts, "rowsets": []})
-    elif commit["version"] != state.version + 1:
-        raise CorruptFileError(f"{path}: expected version {state.version + 1}, found {commit['version']}")
-    from .deltafile import DeltaFileMeta
-    rowsets = dict(state.rowsets)
-    deltas = dict(state.deltas)
-    for action in commit["actions"]:
-        if "add_rowset" in action:
-            r = RowSetMeta.from_json(action["add_rowset"])
-            if r.created_ts is None:
-                r = replace(r, created_ts=ts)          # an insert's rows take the commit's timestamp
-            rowsets[r.id] = r
-        elif "remove_rowset" in action:
-            rid = action["remove_rowset"]["id"]
-            rowsets.pop(rid, None)
-            deltas.pop(rid, None)
-        elif "add_delta" in action:
-            m = DeltaFileMeta.from_json(action["add_delta"])
-            if not m.has_ts_column:
-                m = replace(m, min_ts=ts, max_ts=ts)   # a commit's REDO takes the commit's timestamp
-            if m.rowset not in rowsets:
-                raise CorruptFileError(f"{path}: delta {m.path} names unknown rowset {m.rowset}")
-            deltas[m.rowset] = deltas.get(m.rowset, ()) + (m,)
-        elif "remove_delta" in action:
-            rid, p = action["remove_delta"]["rowset"], action["remove_delta"]["path"]
-            deltas[rid] = tuple(d for d in deltas.get(rid, ()) if d.path != p)
-        elif "alter" in action:
-            a = action["alter"]
-            schema = Schema.from_json(a["schema"])
-            state = replace(state, schema=schema, name=a["name"],
-                            partitioning=Partitioning.from_json(a["partitioning"], schema),
-                            properties=MappingProxyType(dict(a.get("properties", state.properties))))
-        elif "history" in action:
-            h = action["history"]
-            state = replace(state, history_horizon=max(state.history_horizon, h.get("horizon_version", 0)),
-                            history_gc_ts=max(state.history_gc_ts, h.get("gc_before_ts", 0)))
-        elif "metadata" in action:
-            continue
-        else:
-            raise CorruptFileError(f"{path}: unknown log action {sorted(action)}")
-    return replace(state, version=version, timestamp=ts, rowsets=MappingProxyType(rowsets),
-                   deltas=MappingProxyType(deltas))

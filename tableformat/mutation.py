@@ -13,6 +13,7 @@ batch order while each round is vectorized. The outcome is:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,16 +21,33 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .batch import convert_column, to_arrow_table
-from .deltafile import DELETE, UPDATE, DeltaFileMeta, read_delta, write_delta_file
+from .actions import AddDelta, AddRowSet
+from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, RowsLive
+from .deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from .errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
                      NoRangePartitionError, NullValueError, UnknownColumnError)
 from .keyprobe import probe
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
 from .storage import Storage
-from .writer import describe_keys, duplicate_error, encoded_keys
+from .fragment import WriteFragment
+from .writer import describe_keys, duplicate_error, encoded_keys, plan_insert, write_plan
 
-INSERT, INSERT_IGNORE, UPDATE_OP, UPDATE_IGNORE, DELETE_OP, DELETE_IGNORE, UPSERT = range(7)
+
+
+class RowOp(IntEnum):
+    """The operation of one row of a batch, as in a Kudu session."""
+
+    INSERT = 0
+    INSERT_IGNORE = 1
+    UPDATE = 2
+    UPDATE_IGNORE = 3
+    DELETE = 4
+    DELETE_IGNORE = 5
+    UPSERT = 6
+
+
+INSERT, INSERT_IGNORE, UPDATE_OP, UPDATE_IGNORE, DELETE_OP, DELETE_IGNORE, UPSERT = RowOp
 IGNORING = {INSERT: INSERT_IGNORE, UPDATE_OP: UPDATE_IGNORE, DELETE_OP: DELETE_IGNORE}
 OP_NAMES = {"insert": INSERT, "insert_ignore": INSERT_IGNORE, "update": UPDATE_OP, "update_ignore": UPDATE_IGNORE,
             "delete": DELETE_OP, "delete_ignore": DELETE_IGNORE, "upsert": UPSERT}
@@ -307,29 +325,44 @@ def write_deltas(storage: Storage, state: TableState, plan: MutationPlan, writte
     return pmap(one, plan.deltas)
 
 
-def has_conflict(storage: Storage, touched: dict[str, np.ndarray], inserts_clash, new_commits: list[dict]) -> bool:
-    """Did commits made since a mutation's snapshot touch what it relies on?
+def write_mutation(storage: Storage, state: TableState, data: Any, operation: str, op: int | None = None,
+                   op_column: str | None = None, columns: Sequence[str] | None = None,
+                   on_error: str = "fail") -> WriteFragment:
+    """Plan a batch of row operations on `state`, write its REDO deltas and new rowsets, and
+    return the fragment to commit.
 
-    `touched` maps each rowset the mutation writes deltas to onto the rowids it
-    changes; `inserts_clash(rowset)` says whether a rowset added meanwhile holds
-    a key the mutation inserts. True when the winners changed the table
-    definition, removed a touched rowset, deleted a touched row, or added an
-    inserted key. Concurrent updates of the same row are not conflicts: both
-    apply, in commit order. See specs/format.md, "Conflict matrix".
-    """
-    for c in new_commits:
-        for a in c["actions"]:
-            if "metadata" in a or "alter" in a:
-                return True
-            if "remove_rowset" in a and a["remove_rowset"]["id"] in touched:
-                return True
-            if "add_delta" in a:
-                m = DeltaFileMeta.from_json(a["add_delta"])
-                if m.rowset in touched and (m.delete_count or m.reinsert_count):
-                    t = read_delta(storage, m)
-                    deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
-                    if np.isin(touched[m.rowset], deleted).any():
-                        return True
-            if "add_rowset" in a and inserts_clash is not None and inserts_clash(RowSetMeta.from_json(a["add_rowset"])):
-                return True
-    return False
+    on_error="fail" raises for a strict operation that fails (a missing key for update or
+    delete, an existing one for insert); "report" skips such rows like their _ignore variant
+    and leaves (batch, rows, ops) in `rejected`, with `missing` and `duplicate` counts."""
+    if on_error not in ("fail", "report"):
+        raise InvalidDataError(f"on_error must be 'fail' or 'report', got {on_error!r}")
+    batch, ops, update_cols = validate(state, data, op, op_column, columns)
+    lenient = ops
+    if on_error == "report":
+        lenient = ops.copy()
+        for strict, ignoring in IGNORING.items():
+            lenient[ops == strict] = ignoring
+    plan = plan_mutation(storage, state, batch, lenient, update_cols)
+    frag = WriteFragment(operation, state.version, counts=dict(plan.counts))
+    if on_error == "report":
+        failed = plan.ignored_rows[np.isin(ops[plan.ignored_rows], list(IGNORING))] \
+            if plan.ignored_rows is not None else np.zeros(0, np.int64)
+        frag.rejected = (batch, failed, ops)
+        frag.counts["duplicate"] = int((ops[failed] == INSERT).sum())
+        frag.counts["missing"] = int(len(failed)) - frag.counts["duplicate"]
+    if plan.new_rows is None and not plan.deltas:
+        return frag
+    written: list[str] = []
+    try:
+        ins = plan_insert(storage, state, plan.new_rows, False, check_existing=False) \
+            if plan.new_rows is not None else None
+        rowsets = write_plan(storage, state, ins, written) if ins is not None else []
+        deltas = write_deltas(storage, state, plan, written)
+    except BaseException:
+        storage.delete_quietly(written)
+        raise
+    frag.actions = [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas]
+    frag.files = written
+    frag.requirements = [DefinitionUnchanged(Outcome.RESTART), RowsLive(plan.seen_live),
+                         KeysAbsent(plan.seen_absent, on_clash=Outcome.RESTART)]
+    return frag

@@ -135,6 +135,14 @@ class Scanner:
     def _project(self, t: pa.Table) -> pa.Table:
         return t.select(self.columns).cast(self.output_schema)
 
+    def read_task(self, task: ScanTask) -> pa.Table:
+        """One planned task's rows, projected: what a distributed reader runs per partition."""
+        return self._project(self.run_task(task))
+
+    def task(self, rowset_id: str, start: int, stop: int) -> ScanTask:
+        """A task from plain data (a rowset id and a row range), as sent to an executor."""
+        return ScanTask(self.state.rowsets[rowset_id], start, stop)
+
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         if self.ordered:
             yield from self.to_arrow().to_batches()

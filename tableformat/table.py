@@ -1,59 +1,46 @@
-"""The public Table handle: create, open, insert, scan, snapshots and history.
+"""The public facade (Kudu's tablet.cc): Table, Snapshot, create_table and open_table.
 
 A Table caches the latest state it has read and refreshes it from the log
-before each operation. Writes are optimistic: plan against a snapshot, write
-files, then race for the next log version, rebasing onto any winner.
+before each operation. Every write is planned on a Snapshot into a write
+fragment (`writer`, `mutation`, `alter`, `compaction`, `vacuum`) and committed
+by a Transaction (`transaction`), whose requirements (`conflicts`) decide what
+a lost commit race means. Version resolution and history live in `mvcc`.
 """
 from __future__ import annotations
 
-import datetime as _dt
-import random
-import time
 import posixpath
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from .batch import prepare, to_arrow_table
+from . import mvcc
+from .actions import AddDelta, Commit, CreateTable, apply_commit
+from .alter import AlterTable, write_alter
+from .batch import to_arrow_table
 from .changes import collect_changes, finish
-from .mutation import (DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, has_conflict, plan_mutation,
-                       validate, write_deltas)
-from .alter import AlterTable, alter_actions
 from .check import CheckReport, check as run_check
-from .compaction import CompactionPlan, plan as compaction_plan_for
-from .vacuum import VacuumResult, commit_files, state_files, unreferenced
-from .txlog import commit_path, now_micros
-from .keyprobe import probe
+from .compaction import write_compaction
+from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError, SchemaError,
-                     TableExistsError, VersionNotFoundError)
-from .types import parse_type
-from .metadata import FORMAT_VERSION, CommitInfo, RowSetMeta, TableState, apply_commit, validate_properties
+                     TableExistsError)
+from .fragment import WriteFragment
+from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
+from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
+from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
 from .scan import Scanner
 from .schema import Schema, validate_identifier
 from .storage import Storage
+from .transaction import COMPACTION_PROPERTIES, CommitProperties, Transaction, run
 from .txlog import TransactionLog
-from .writer import added_deltas, duplicate_error, plan_insert, rebase_conflicts, write_plan
+from .types import parse_type
+from .vacuum import VacuumPlan, VacuumResult, deletable, plan as vacuum_plan
+from .writer import write_insert
 
-MAX_COMMIT_ATTEMPTS = 1000
-# Under heavy write contention a compaction yields (it is retried by the next run) rather than starve.
-COMPACTION_COMMIT_ATTEMPTS = 30
-
-
-class Timestamp(int):
-    """An MVCC timestamp in microseconds since the epoch (UTC).
-
-    Passing one as `as_of` means "as of this time"; a plain int means a version.
-    """
-
-    def to_datetime(self) -> _dt.datetime:
-        return _dt.datetime.fromtimestamp(self / 1e6, tz=_dt.timezone.utc)
-
-    def __repr__(self) -> str:
-        return f"Timestamp({int(self)})"
+__all__ = ["Table", "Snapshot", "Timestamp", "WriteResult", "create_table", "open_table"]
 
 
 @dataclass(frozen=True)
@@ -71,8 +58,21 @@ class WriteResult:
     bytes_written: int = 0
 
 
+def _result(commit: Commit | None, frag: WriteFragment | None, state: TableState, operation: str) -> WriteResult:
+    counts = frag.counts if frag is not None else {}
+    c = {k: counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored")}
+    if commit is None:
+        return WriteResult(state.version, Timestamp(state.timestamp), operation, **c)
+    rowsets = frag.rowsets
+    deltas = [a.delta for a in frag.actions if isinstance(a, AddDelta)]
+    return WriteResult(commit.version, Timestamp(commit.timestamp), commit.operation, **c,
+                       rowsets_added=len(rowsets),
+                       bytes_written=sum(r.size_bytes for r in rowsets) + sum(d.size for d in deltas))
+
+
 class Snapshot:
-    """The table as of one version. Every scan of it sees the same state."""
+    """The table as of one version. Every scan of it sees the same state; every write
+    planned on it (write_*) becomes a fragment to commit with Table.commit_fragments."""
 
     def __init__(self, storage: Storage, state: TableState):
         self.storage = storage
@@ -93,37 +93,45 @@ class Snapshot:
     def scan(self, columns: Sequence[str] | None = None, filter: Any = None, ordered: bool = False) -> Scanner:
         return Scanner(self.storage, self.state, columns, filter, ordered)
 
+    # --- planning writes: files written now, committed later ---------------------------
+    def write_insert(self, data: Any, on_duplicate: str = "fail", distributed: bool = False,
+                     write_when_rejected: bool = True) -> WriteFragment:
+        """Insert rows: on_duplicate "fail", "ignore" or "report" (skip, and list them in
+        `fragment.rejected`). distributed=True when several fragments make one commit."""
+        return write_insert(self.storage, self.state, data, on_duplicate, distributed, write_when_rejected)
+
+    def write_mutation(self, data: Any, op: str | None = None, op_column: str | None = None,
+                       columns: Sequence[str] | None = None, on_error: str = "fail",
+                       operation: str = "MERGE") -> WriteFragment:
+        """Row operations (one `op` for all rows, or an `op_column`); on_error "fail" or "report"."""
+        from .mutation import OP_NAMES
+        if op is not None and op not in OP_NAMES:
+            raise InvalidOptionError(f"op must be one of {list(OP_NAMES)}, got {op!r}")
+        return write_mutation(self.storage, self.state, data, operation,
+                              OP_NAMES[op] if op is not None else None, op_column, columns, on_error)
+
+    def write_compaction(self, action: CompactionAction) -> WriteFragment | None:
+        """Run one compaction action; None if there is nothing left for it to do."""
+        return write_compaction(self.storage, self.state, action, mvcc.ancient_history_mark(self.state))
+
+    def write_alter(self, alter: AlterTable) -> WriteFragment:
+        return write_alter(self.state, alter)
+
     def __repr__(self) -> str:
         return f"Snapshot(version={self.version}, rowsets={len(self.state.rowsets)})"
-
-
-def _to_micros(t: Any) -> int:
-    if isinstance(t, Timestamp):
-        return int(t)
-    if isinstance(t, str):
-        try:
-            t = _dt.datetime.fromisoformat(t)
-        except ValueError:
-            raise InvalidOptionError(f"as_of {t!r} is not an ISO date-time") from None
-    if isinstance(t, _dt.datetime):
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.timezone.utc)
-        return int(t.timestamp() * 1_000_000) if t.microsecond == 0 else \
-            int(t.replace(microsecond=0).timestamp()) * 1_000_000 + t.microsecond
-    raise InvalidOptionError(f"as_of must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
-                             f"got {type(t).__name__}")
 
 
 class Table:
     """A handle on one table. Cheap to create; safe to share across threads for reads."""
 
     def __init__(self, storage: Storage, state: TableState, history: list[CommitInfo],
-                 log: TransactionLog | None = None):
+                 log: TransactionLog | None = None, properties: CommitProperties | None = None):
         self._storage = storage
         self._log = log or TransactionLog(storage)
         self._state = state
         self._history = history
         self._states: OrderedDict[int, tuple[TableState, list[CommitInfo]]] = OrderedDict()
+        self.commit_properties = properties or CommitProperties()
 
     # --- state ------------------------------------------------------------------------
     def refresh(self) -> TableState:
@@ -134,6 +142,11 @@ class Table:
     @property
     def uri(self) -> str:
         return self._storage.uri
+
+    @property
+    def storage(self) -> Storage:
+        """The table's file system: what distributed jobs use to delete the files of a failed write."""
+        return self._storage
 
     @property
     def name(self) -> str:
@@ -164,32 +177,6 @@ class Table:
         self.refresh()
         return list(self._history)
 
-    def _resolve_version(self, as_of: Any) -> int:
-        latest = self.refresh()
-        if isinstance(as_of, bool):
-            raise InvalidOptionError("as_of must be a version, a timestamp or a datetime, not a bool")
-        if isinstance(as_of, int) and not isinstance(as_of, Timestamp):
-            if as_of < 0 or as_of > latest.version:
-                raise VersionNotFoundError(f"version {as_of} does not exist; versions are 0..{latest.version}")
-            return as_of
-        ts = _to_micros(as_of)
-        candidates = [h.version for h in self._history if h.timestamp <= ts]
-        if not candidates:
-            raise VersionNotFoundError(f"timestamp {ts} is before the table was created "
-                                       f"({self._history[0].timestamp})")
-        return candidates[-1]
-
-    def snapshot(self, as_of: Any = None) -> Snapshot:
-        """A fixed view of the table: latest, or as of a version / Timestamp / datetime."""
-        if as_of is None:
-            return Snapshot(self._storage, self.refresh())
-        v = self._resolve_version(as_of)
-        self._check_history(v, None if isinstance(as_of, int) and not isinstance(as_of, Timestamp)
-                            else _to_micros(as_of))
-        if v == self._state.version:
-            return Snapshot(self._storage, self._state)
-        return Snapshot(self._storage, self._state_at(v))
-
     def _load_cached(self, v: int) -> TableState:
         if v not in self._states:
             self._states[v] = self._log.load(v)
@@ -197,23 +184,21 @@ class Table:
                 self._states.popitem(last=False)
         return self._states[v][0]
 
-    def _state_at(self, v: int) -> TableState:
-        """Version v: its own files, or, behind the vacuum's history horizon (whose older
-        files may be gone), the horizon's files read as of v's timestamp through UNDO records."""
-        st = self._load_cached(v)
-        horizon = self._state.history_horizon
-        if v >= horizon:
-            return st
-        valid_until = self._history[v + 1].timestamp        # v < horizon <= latest
-        if valid_until <= self._state.history_gc_ts:
-            # history (UNDO records, deleted rows, a passed ALTER) up to gc_ts is gone; a version
-            # still valid after it lost nothing: no change happened between its commit and gc_ts
-            raise HistoryExpiredError(
-                f"version {v} is older than history a compaction garbage-collected "
-                f"(before timestamp {self._state.history_gc_ts}) behind the vacuum horizon (version {horizon})")
-        h = self._load_cached(horizon)
-        return replace(h, version=v, timestamp=st.timestamp, name=st.name, schema=st.schema,
-                       partitioning=st.partitioning, properties=st.properties, read_ts=st.timestamp)
+    def snapshot(self, as_of: Any = None) -> Snapshot:
+        """A fixed view of the table: latest, or as of a version / Timestamp / datetime / ISO string."""
+        as_of = mvcc.parse_as_of(as_of)
+        latest = self.refresh()
+        if as_of is None:
+            return Snapshot(self._storage, latest)
+        v = mvcc.resolve_version(self._history, as_of)
+        mvcc.check_history(latest, self._history, v, as_of)
+        if v == latest.version:
+            return Snapshot(self._storage, latest)
+        return Snapshot(self._storage, mvcc.state_at(latest, self._history, v, self._load_cached))
+
+    def ancient_history_mark(self) -> int | None:
+        """Timestamps below this are outside the retained history (None: retention disabled)."""
+        return mvcc.ancient_history_mark(self._state)
 
     # --- reads ------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, filter: Any = None, as_of: Any = None,
@@ -235,15 +220,16 @@ class Table:
             raise InvalidOptionError(f"mode must be 'all' or 'net', got {mode!r}")
         if images not in ("full", "changed"):
             raise InvalidOptionError(f"images must be 'full' or 'changed', got {images!r}")
-        s = self._resolve_version(start)
-        e = self.refresh().version if end is None else self._resolve_version(end)
+        latest = self.refresh()
+        s = mvcc.resolve_version(self._history, start)
+        e = latest.version if end is None else mvcc.resolve_version(self._history, end)
         if e < s:
             raise InvalidOptionError(f"end version {e} is before start version {s}")
-        horizon = self.refresh().history_horizon
-        if s < horizon:
+        if s < latest.history_horizon:
             raise HistoryExpiredError(
                 f"change history from version {s} is no longer kept: vacuum moved the history horizon to "
-                f"version {horizon} (snapshots before it are still readable; changes need their files)")
+                f"version {latest.history_horizon} (snapshots before it are still readable; changes need "
+                "their files)")
         end_state = self.snapshot(e).state
         start_state = self.snapshot(s).state
         commits = [self._log.read_commit(v) for v in range(s + 1, e + 1)]
@@ -256,239 +242,19 @@ class Table:
         return self.scan(as_of=as_of).to_arrow()
 
     # --- writes -----------------------------------------------------------------------
+    def _write(self, operation: str, plan: Callable[[Snapshot], WriteFragment | None],
+               properties: CommitProperties | None = None) -> WriteResult:
+        commit, frag = run(self, operation, plan, properties or self.commit_properties)
+        return _result(commit, frag, self._state, operation)
+
     def insert(self, data: Any) -> WriteResult:
         """Insert rows; any key that exists (or repeats in the batch) raises DuplicateKeyError."""
-        return self._insert(data, ignore=False)
+        return self._write("INSERT", lambda s: s.write_insert(data, "fail"))
 
     def insert_ignore(self, data: Any) -> WriteResult:
         """Insert rows, skipping keys that exist or repeat; `ignored` counts them."""
-        return self._insert(data, ignore=True)
+        return self._write("INSERT_IGNORE", lambda s: s.write_insert(data, "ignore"))
 
-    def _insert(self, data: Any, ignore: bool) -> WriteResult:
-        op = "INSERT_IGNORE" if ignore else "INSERT"
-        for _attempt in range(MAX_COMMIT_ATTEMPTS):
-            state = self.refresh()
-            batch = prepare(state.schema, data)
-            plan = plan_insert(self._storage, state, batch, ignore)
-            if not plan.batches:
-                return WriteResult(state.version, Timestamp(state.timestamp), op, 0, ignored=plan.ignored)
-            written: list[str] = []
-            try:
-                rowsets = write_plan(self._storage, state, plan, written)
-            except BaseException:
-                self._storage.delete_quietly(written)
-                raise
-            actions = [{"add_rowset": r.to_json()} for r in rowsets]
-            counts = {"inserted": plan.rows, "ignored": plan.ignored}
-
-            def rebase(new_commits: list[dict]) -> None:
-                actions_seen = [a for c in new_commits for a in c["actions"]]
-                if any("metadata" in a or "alter" in a for a in actions_seen):
-                    raise _Restart()       # validate again against the new definition
-                added = [RowSetMeta.from_json(a["add_rowset"]) for a in actions_seen if "add_rowset" in a]
-                if ignore and plan.ignored and any(
-                        "add_delta" in a and a["add_delta"]["delete_count"] for a in actions_seen):
-                    raise _Restart()   # a key skipped as existing may be gone now: plan again
-                rows = rebase_conflicts(self._storage, state, batch, plan, added, added_deltas(new_commits))
-                if len(rows):
-                    if ignore:
-                        raise _Restart()
-                    raise duplicate_error(state, batch, rows, "were inserted concurrently")
-
-            commit = self._land(state, op, actions, counts, rebase, written)
-            if commit is None:
-                continue
-            return WriteResult(commit["version"], Timestamp(commit["timestamp"]), op, plan.rows,
-                               ignored=plan.ignored, rowsets_added=len(rowsets),
-                               bytes_written=sum(r.size_bytes for r in rowsets))
-        raise CommitConflictError(f"insert_ignore restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
-
-    # --- compaction, history and maintenance -------------------------------------------
-    def compaction_plan(self, budget_bytes: int = 256 * 1024 * 1024) -> CompactionPlan:
-        """What compaction would do now: scored actions chosen under the byte budget (Kudu's policy)."""
-        if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool) or budget_bytes <= 0:
-            raise InvalidOptionError(f"budget_bytes must be a positive integer, got {budget_bytes!r}")
-        return compaction_plan_for(self.refresh(), budget_bytes, self.ancient_history_mark())
-
-    def compact(self, plan: CompactionPlan | None = None, budget_bytes: int = 256 * 1024 * 1024,
-                progress=None) -> list[WriteResult]:
-        """Run a plan (the policy's when None). Each action commits on its own."""
-        plan = plan if plan is not None else self.compaction_plan(budget_bytes)
-        results = []
-        for i, action in enumerate(plan.actions):
-            r = self._compact_one(action)
-            if r is not None:
-                results.append(r)
-            if progress is not None:
-                progress(i + 1, len(plan.actions), action)
-        return results
-
-    def _compact_one(self, action) -> WriteResult | None:
-        state = self.refresh()
-        if any(r not in state.rowsets for r in action.rowsets):
-            return None                                   # already compacted away
-        from . import compaction as C
-        ahm = self.ancient_history_mark()
-        if action.kind == "merge":
-            prep = C.prepare_merge(self._storage, state, action.rowsets, ahm)
-        elif action.kind == "major_delta":
-            prep = C.prepare_major(self._storage, state, state.rowsets[action.rowsets[0]], action.columns, ahm)
-        elif action.kind == "undo_gc":
-            prep = C.prepare_undo_gc(state, state.rowsets[action.rowsets[0]], ahm)
-            if not prep.actions:
-                return None                               # a compaction already removed them
-        else:
-            prep = C.prepare_minor(self._storage, state, state.rowsets[action.rowsets[0]])
-        extra: list[dict] = []
-
-        def rebase(new_commits: list[dict]) -> None:
-            if action.kind == "merge":
-                extra.extend(C.rebase_merge(self._storage, state, prep, new_commits))
-                return
-            for c in new_commits:
-                for a in c["actions"]:
-                    touched = a.get("remove_rowset", a.get("add_rowset", a.get("remove_delta", {})))
-                    rid = touched.get("id", touched.get("rowset")) if isinstance(touched, dict) else None
-                    if "alter" in a or "metadata" in a or (rid in prep.inputs and "add_delta" not in a):
-                        raise CommitConflictError("the rowset changed under the compaction")
-        try:
-            commit = self._commit(state, f"COMPACT {action.kind.upper()}", prep.actions,
-                                  {"rowsets_in": len(action.rowsets), "rowsets_out": len(prep.outputs)}, rebase,
-                                  data_change=False, extra=extra, max_attempts=COMPACTION_COMMIT_ATTEMPTS)
-        except CommitConflictError:
-            self._storage.delete_quietly(prep.written)
-            return None
-        except BaseException as e:
-            if not committed(e):
-                self._storage.delete_quietly(prep.written)
-            raise
-        return WriteResult(commit["version"], Timestamp(commit["timestamp"]), f"COMPACT {action.kind.upper()}")
-
-    def ancient_history_mark(self) -> int | None:
-        """Timestamps below this are outside the retained history (None: retention disabled)."""
-        age = self._state.properties.get("history_max_age", 7 * 24 * 3600)
-        if age < 0:
-            return None
-        return max(0, now_micros() - age * 1_000_000)
-
-    def _check_history(self, version: int, explicit_ts: int | None) -> None:
-        ahm = self.ancient_history_mark()
-        if ahm is None or version == self._state.version:
-            return
-        end_of_validity = self._history[version + 1].timestamp if version + 1 < len(self._history) else None
-        too_old = (explicit_ts is not None and explicit_ts < ahm) or \
-            (end_of_validity is not None and end_of_validity <= ahm)
-        if too_old:
-            raise HistoryExpiredError(
-                f"version {version} is earlier than the ancient history mark: history older than "
-                f"history_max_age={self._state.properties.get('history_max_age')} s is not retained; "
-                "raise the table property history_max_age to keep more")
-
-    def vacuum(self, retain_seconds: int | None = None, dry_run: bool = False,
-               grace_seconds: float = 3600) -> VacuumResult:
-        """Delete files no snapshot within the retention references, older than the grace period."""
-        if retain_seconds is not None and (not isinstance(retain_seconds, (int, float)) or retain_seconds < 0):
-            raise InvalidOptionError(f"retain_seconds must be >= 0, got {retain_seconds!r}")
-        if not isinstance(grace_seconds, (int, float)) or grace_seconds < 0:
-            raise InvalidOptionError(f"grace_seconds must be >= 0, got {grace_seconds!r}")
-        state = self.refresh()
-        age = state.properties.get("history_max_age", 7 * 24 * 3600) if retain_seconds is None else retain_seconds
-        horizon = now_micros() - int(age * 1_000_000) if age >= 0 else -1
-        # the oldest snapshot still valid at the horizon: the last version committed at or before it
-        first = 0
-        for h in self._history:
-            if h.timestamp <= horizon:
-                first = h.version
-        first, floor = self._history_horizon(first)
-        if all(h.operation == "VACUUM" for h in self._history[state.history_horizon + 1:first + 1]):
-            first = min(first, state.history_horizon)      # only vacuums since: no file to free, no commit
-        if first > state.history_horizon and not dry_run:
-            # record the horizon before deleting: older versions are read through UNDO from then on
-            history = {"horizon_version": first, **({"gc_before_ts": floor} if floor else {})}
-            self._commit(state, "VACUUM", [{"history": history}], {"horizon_version": first}, lambda new: None,
-                         data_change=False)
-            state = self.refresh()
-        first = max(first, state.history_horizon)
-        referenced = state_files(self._log.load(first)[0]) if first < state.version else set()
-        for v in range(first + 1, state.version + 1):
-            referenced |= commit_files(self._log.read_commit(v))
-        referenced |= state_files(state)
-        victims = unreferenced(self._storage, referenced, grace_seconds)
-        res = VacuumResult(dry_run, [p for p, _ in victims], sum(s for _, s in victims), first)
-        if not dry_run:
-            self._storage.delete_quietly(res.files)
-        return res
-
-    def _history_horizon(self, wanted: int) -> tuple[int, int]:
-        """The newest version (<= wanted) from whose files every version within the history can
-        be read through UNDO records, and the timestamp before which passing it loses history.
-
-        The horizon never passes, within the history, an ALTER (the files after it may lack a
-        dropped column or a dropped range's rows) nor a format-1 commit (no UNDO records, no
-        insert times). Passing one that aged out makes the versions before it unreadable for
-        good, even if history_max_age is raised later: that is the returned floor."""
-        ahm = self.ancient_history_mark()
-        floor = 0
-        born_v2 = self._state.format_version >= 2          # then no commit is format 1: none to read
-        for v in range(max(1, self._state.history_horizon + 1), wanted + 1):
-            info = self._history[v]
-            blocking = info.operation == "ALTER TABLE" or (
-                not born_v2 and self._log.read_commit(v).get("format_version", 1) < 2)
-            if not blocking:
-                continue
-            if ahm is None or info.timestamp > ahm:
-                return max(self._state.history_horizon, v - 1), floor
-            floor = info.timestamp
-        return wanted, floor
-
-    def check(self, deep: bool = True) -> CheckReport:
-        """Verify the table's invariants; the report lists every violation found.
-
-        deep=True also decodes every base data page, so page checksums catch bit rot.
-        """
-        return run_check(self._storage, self._log, self.refresh(), deep)
-
-    # --- schema changes ----------------------------------------------------------------
-    def alter(self) -> "AlterTable":
-        """Collect schema and range-partition changes; they commit together when the `with` ends."""
-        return AlterTable(self)
-
-    def _alter(self, a: "AlterTable") -> WriteResult:
-        for _attempt in range(MAX_COMMIT_ATTEMPTS):
-            state = self.refresh()
-            new = a.apply(state)
-            actions = alter_actions(state, new)
-            dropped = {r["remove_rowset"]["id"] for r in actions if "remove_rowset" in r}
-            live = set(new.partitioning.tablet_ids())
-
-            def rebase(new_commits: list[dict]) -> None:
-                for c in new_commits:
-                    for x in c["actions"]:
-                        if "alter" in x or "metadata" in x:
-                            raise _Restart()      # re-apply the steps to the new definition
-                        if "add_rowset" in x and x["add_rowset"]["tablet"] not in live:
-                            raise _Restart()      # rows landed in a range being dropped
-            try:
-                commit = self._commit(state, "ALTER TABLE", actions, {"rowsets_dropped": len(dropped)}, rebase,
-                                      data_change=False)
-            except _Restart:
-                continue
-            return WriteResult(commit["version"], Timestamp(commit["timestamp"]), "ALTER TABLE")
-        raise CommitConflictError(f"ALTER TABLE restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
-
-    def column(self, name: str, type: str | None = None, nullable: bool | None = None):
-        """The current column called `name`; ColumnNotFoundError if absent or not of the expected type/nullability."""
-        schema = self.refresh().schema
-        if not schema.has_column(name):
-            raise ColumnNotFoundError(f"column {name!r} is not in table {self.name!r}; columns are {schema.names}")
-        c = schema.column(name)
-        if type is not None and parse_type(type).name != c.type.name:
-            raise ColumnNotFoundError(f"column {name!r} is {c.type.name}, not {parse_type(type).name}")
-        if nullable is not None and nullable != c.nullable:
-            raise ColumnNotFoundError(f"column {name!r} is {'' if c.nullable else 'not '}nullable")
-        return c
-
-    # --- mutations --------------------------------------------------------------------
     def update(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
         """Update existing rows: key columns plus the columns to change. Missing keys raise KeyNotFoundError."""
         return self._mutate(data, "UPDATE", UPDATE_OP, None, columns)
@@ -515,107 +281,126 @@ class Table:
 
     def _mutate(self, data: Any, operation: str, op: int | None, op_column: str | None,
                 columns: Sequence[str] | None) -> WriteResult:
-        for _attempt in range(MAX_COMMIT_ATTEMPTS):
-            state = self.refresh()
-            batch, ops, update_cols = validate(state, data, op, op_column, columns)
-            plan = plan_mutation(self._storage, state, batch, ops, update_cols)
-            counts = dict(plan.counts)
-            if plan.new_rows is None and not plan.deltas:
-                return WriteResult(state.version, Timestamp(state.timestamp), operation, **_result_counts(counts))
-            written: list[str] = []
-            try:
-                ins = plan_insert(self._storage, state, plan.new_rows, False, check_existing=False) \
-                    if plan.new_rows is not None else None
-                rowsets = write_plan(self._storage, state, ins, written) if ins is not None else []
-                deltas = write_deltas(self._storage, state, plan, written)
-            except BaseException:
-                self._storage.delete_quietly(written)
-                raise
-            actions = [{"add_rowset": r.to_json()} for r in rowsets] + [{"add_delta": d.to_json()} for d in deltas]
+        return self._write(operation, lambda s: write_mutation(s.storage, s.state, data, operation, op, op_column,
+                                                               columns))
 
-            def rebase(new_commits: list[dict]) -> None:
-                deltas_of = added_deltas(new_commits)
+    def commit_fragments(self, fragments: Sequence[WriteFragment | dict], operation: str | None = None,
+                         properties: CommitProperties | None = None) -> WriteResult:
+        """Commit fragments written elsewhere (Spark executors) as one commit, checking exactly
+        the requirements a local write checks. A plan the winners invalidated raises
+        `Restart` (a CommitConflictError): plan the job again on a new snapshot."""
+        frags = [WriteFragment.from_json(f) if isinstance(f, dict) else f for f in fragments]
+        frag = WriteFragment.combine(frags, operation)
+        if frag.empty:
+            self.refresh()
+            return _result(None, frag, self.snapshot(frag.read_version).state, frag.operation)
+        commit = Transaction(self, frag, properties or self.commit_properties).commit()
+        return _result(commit, frag, self._state, frag.operation)
 
-                def clash(rs) -> bool:
-                    keys = plan.seen_absent.get(rs.tablet)
-                    return keys is not None and bool((probe(self._storage, [rs], keys, deltas_of)[0] >= 0).any())
-                if has_conflict(self._storage, plan.seen_live, clash, new_commits):
-                    raise _Restart()
+    # --- compaction, history and maintenance -------------------------------------------
+    def compaction_plan(self, budget_bytes: int = 256 * 1024 * 1024,
+                        policy: CompactionPolicy | None = None) -> CompactionPlan:
+        """What compaction would do now: scored actions chosen under the byte budget (Kudu's policy)."""
+        if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool) or budget_bytes <= 0:
+            raise InvalidOptionError(f"budget_bytes must be a positive integer, got {budget_bytes!r}")
+        return (policy or KuduPolicy()).pick(self.refresh(), budget_bytes, self.ancient_history_mark())
 
-            commit = self._land(state, operation, actions, counts, rebase, written)
-            if commit is None:
-                continue
-            return WriteResult(commit["version"], Timestamp(commit["timestamp"]), operation,
-                               **_result_counts(counts), rowsets_added=len(rowsets),
-                               bytes_written=sum(r.size_bytes for r in rowsets) + sum(d.size for d in deltas))
-        raise CommitConflictError(f"{operation} restarted {MAX_COMMIT_ATTEMPTS} times; retry later")
+    def compact(self, plan: CompactionPlan | None = None, budget_bytes: int = 256 * 1024 * 1024,
+                progress=None) -> list[WriteResult]:
+        """Run a plan (the policy's when None). Each action commits on its own."""
+        plan = plan if plan is not None else self.compaction_plan(budget_bytes)
+        results = []
+        for i, action in enumerate(plan.actions):
+            r = self.compact_action(action)
+            if r is not None:
+                results.append(r)
+            if progress is not None:
+                progress(i + 1, len(plan.actions), action)
+        return results
 
-    def _land(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase,
-              written: list[str]) -> dict | None:
-        """Commit the written files; None when the plan must start over. Files of a failed
-        commit are deleted, never those of a commit that landed."""
-        try:
-            return self._commit(state, operation, actions, counts, rebase)
-        except _Restart:
-            self._storage.delete_quietly(written)
+    def compact_action(self, action: CompactionAction) -> WriteResult | None:
+        """Run one compaction action in one commit; None when it has nothing left to do or gave
+        up because its inputs changed concurrently (the next plan sees the new state)."""
+        frag = self.snapshot().write_compaction(action)
+        if frag is None:
             return None
-        except BaseException as e:
-            if not committed(e):
-                self._storage.delete_quietly(written)
-            raise
+        try:
+            commit = Transaction(self, frag, COMPACTION_PROPERTIES).commit()
+        except CommitConflictError:
+            return None
+        return WriteResult(commit.version, Timestamp(commit.timestamp), commit.operation)
 
-    def _advance(self, base: TableState, commits: list[dict]) -> TableState:
+    def vacuum_plan(self, retain_seconds: float | None = None, grace_seconds: float = 3600) -> VacuumPlan:
+        """What vacuum would do now: the history horizon it records and the files it deletes."""
+        if retain_seconds is not None and (not isinstance(retain_seconds, (int, float)) or retain_seconds < 0):
+            raise InvalidOptionError(f"retain_seconds must be >= 0, got {retain_seconds!r}")
+        if not isinstance(grace_seconds, (int, float)) or grace_seconds < 0:
+            raise InvalidOptionError(f"grace_seconds must be >= 0, got {grace_seconds!r}")
+        return vacuum_plan(self._storage, self._log, self.refresh(), self._history, retain_seconds, grace_seconds)
+
+    def vacuum(self, retain_seconds: int | None = None, dry_run: bool = False,
+               grace_seconds: float = 3600) -> VacuumResult:
+        """Delete files no snapshot within the retention references, older than the grace period."""
+        p = self.vacuum_plan(retain_seconds, grace_seconds)
+        if dry_run:
+            return VacuumResult(True, [f for f, _ in p.files], p.bytes, p.retain_from)
+        if p.history is not None:
+            # record the horizon before deleting: older versions are read through UNDO from then on
+            Transaction(self, p.fragment(), self.commit_properties).commit()
+        state = self.refresh()
+        victims = deletable(self._storage, self._log, state, p.retain_from, grace_seconds)
+        res = VacuumResult(False, [f for f, _ in victims], sum(s for _, s in victims),
+                           max(p.retain_from, state.history_horizon))
+        self._storage.delete_quietly(res.files)
+        return res
+
+    def check(self, deep: bool = True) -> CheckReport:
+        """Verify the table's invariants; the report lists every violation found.
+
+        deep=True also decodes every base data page, so page checksums catch bit rot.
+        """
+        return run_check(self._storage, self._log, self.refresh(), deep)
+
+    # --- schema changes ----------------------------------------------------------------
+    def alter(self) -> AlterTable:
+        """Collect schema and range-partition changes; they commit together when the `with` ends."""
+        return AlterTable(self)
+
+    def _alter(self, a: AlterTable) -> WriteResult:
+        return self._write("ALTER TABLE", lambda s: s.write_alter(a))
+
+    def column(self, name: str, type: str | None = None, nullable: bool | None = None):
+        """The current column called `name`; ColumnNotFoundError if absent or not of the expected type/nullability."""
+        schema = self.refresh().schema
+        if not schema.has_column(name):
+            raise ColumnNotFoundError(f"column {name!r} is not in table {self.name!r}; columns are {schema.names}")
+        c = schema.column(name)
+        if type is not None and parse_type(type).name != c.type.name:
+            raise ColumnNotFoundError(f"column {name!r} is {c.type.name}, not {parse_type(type).name}")
+        if nullable is not None and nullable != c.nullable:
+            raise ColumnNotFoundError(f"column {name!r} is {'' if c.nullable else 'not '}nullable")
+        return c
+
+    # --- the handle's cached state, moved forward by commits it sees --------------------
+    def _advance(self, base: TableState, commits: list[Commit]) -> TableState:
         """Apply commits to `base`, and move this handle's cached state forward with them."""
         for c in commits:
             base = apply_commit(base, c)
             if base.version == self._state.version + 1:
-                self._history = self._history + [CommitInfo(c["version"], c["timestamp"], c["operation"],
-                                                            c.get("counts", {}), c.get("read_version"))]
+                self._history = self._history + [CommitInfo(c.version, c.timestamp, c.operation, dict(c.counts),
+                                                            c.read_version)]
                 self._state = base
         return base
 
-    def _commit(self, state: TableState, operation: str, actions: list[dict], counts: dict, rebase,
-                data_change: bool = True, extra: list[dict] | None = None,
-                max_attempts: int = MAX_COMMIT_ATTEMPTS) -> dict:
-        """Race for the next version; on losing, rebase onto the winners and try again.
-
-        `rebase` sees exactly the commits that won; it raises to give up or restart,
-        and may append actions to `extra` (a merging compaction's remapped deltas).
-        """
-        read_version = state.version
-        base = state
-        extra = extra if extra is not None else []
-        losses = 0
-        for _ in range(max_attempts):
-            commit = self._log.try_commit(base, operation, actions + extra, counts, read_version, data_change)
-            if commit is not None:
-                try:
-                    self._storage._fault("after-commit", commit_path(commit["version"]))
-                    new_state = apply_commit(base, commit)
-                    if base is self._state or base.version == self._state.version:
-                        self._history = self._history + [CommitInfo(commit["version"], commit["timestamp"],
-                                                                    operation, counts, read_version)]
-                        self._state = new_state
-                        if new_state.version % new_state.properties["checkpoint_interval"] == 0:
-                            self._log.write_checkpoint(new_state, self._history)
-                except BaseException as e:
-                    e.tableformat_committed = commit["version"]   # durable: callers must not clean up
-                    raise
-                return commit
-            new_commits = self._log.read_new_commits(base.version)
-            rebase(new_commits)
-            base = self._advance(base, new_commits)   # exactly the commits the rebase saw
-            losses += 1
-            if losses > 3:   # heavy contention: jittered backoff so a slow rebaser is not starved
-                time.sleep(random.uniform(0, min(0.2, 0.002 * 2 ** min(losses, 7))))
-        raise CommitConflictError(f"{operation} lost {MAX_COMMIT_ATTEMPTS} commit races in a row; retry later")
+    def _landed(self, base: TableState, commit: Commit, checkpoint_interval: int | None = None) -> None:
+        """Our commit landed on `base`: cache it, and write a checkpoint every N versions."""
+        new = self._advance(base, [commit])
+        every = checkpoint_interval or new.properties["checkpoint_interval"]
+        if self._state.version == commit.version and commit.version % every == 0:
+            self._log.write_checkpoint(self._state, self._history)
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self._storage!r}, version={self._state.version})"
-
-
-def _result_counts(counts: dict) -> dict:
-    return {k: counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored")}
 
 
 def _keys_only(state: TableState, data: Any):
@@ -623,15 +408,6 @@ def _keys_only(state: TableState, data: Any):
     t = to_arrow_table(data)
     extra = [c for c in t.column_names if c not in state.schema.primary_key and state.schema.has_column(c)]
     return t.drop(extra) if extra else t
-
-
-def committed(e: BaseException) -> bool:
-    """Did the failure happen after the commit file was written? Then its files are live."""
-    return getattr(e, "tableformat_committed", None) is not None
-
-
-class _Restart(Exception):
-    """insert_ignore found new duplicates while rebasing: redo the plan on the new state."""
 
 
 def create_table(uri: str, schema: Schema, partitioning: PartitionSchema | None = None,
@@ -651,11 +427,11 @@ def create_table(uri: str, schema: Schema, partitioning: PartitionSchema | None 
     props = validate_properties(properties)
     meta = {"format_version": FORMAT_VERSION, "table_id": uuid.uuid4().hex, "name": name,
             "schema": schema.to_json(), "partitioning": part.to_json(schema), "properties": props}
-    commit = log.try_commit(None, "CREATE TABLE", [{"metadata": meta}], {}, None)
+    commit = log.try_commit(None, "CREATE TABLE", [CreateTable(meta)], {}, None)
     if commit is None:
         raise TableExistsError(f"a table was created concurrently at {storage!r}")
     state = apply_commit(None, commit)
-    return Table(storage, state, [CommitInfo(0, commit["timestamp"], "CREATE TABLE", {}, None)])
+    return Table(storage, state, [CommitInfo(0, commit.timestamp, "CREATE TABLE", {}, None)], log)
 
 
 def open_table(uri: str, storage_options: dict | None = None) -> Table:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from .errors import (CorruptFileError, TableNotFoundError, UnsupportedFormatVersionError,
                      VersionNotFoundError)
-from .metadata import FORMAT_VERSION, CommitInfo, TableState, apply_commit
+from .actions import Action, Commit, apply_commit, decode_commit
+from .metadata import FORMAT_VERSION, CommitInfo, TableState
 from .storage import Storage
 
 LOG_DIR = "_log"
@@ -79,7 +80,12 @@ class TransactionLog:
                     commits.append(int(stem))
         return Listing(tuple(sorted(commits)), tuple(sorted(checkpoints)))
 
-    def read_commit(self, version: int) -> dict:
+    def read_commit(self, version: int) -> Commit:
+        """Version `version`'s commit, checked and decoded into typed actions."""
+        return decode_commit(self.read_commit_json(version), commit_path(version))
+
+    def read_commit_json(self, version: int) -> dict:
+        """The commit file as written, after its format and checksum checks."""
         path = commit_path(version)
         try:
             raw = self.storage.read(path)
@@ -121,7 +127,7 @@ class TransactionLog:
         except (FileNotFoundError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None
 
-    def _try_read_commit(self, version: int) -> dict | None:
+    def _try_read_commit(self, version: int) -> Commit | None:
         try:
             return self.read_commit(version)
         except VersionNotFoundError:
@@ -164,12 +170,11 @@ class TransactionLog:
                     raise VersionNotFoundError(f"version {version} does not exist; the latest is {state.version}")
                 break
             state = apply_commit(state, d, commit_path(v))
-            history.append(CommitInfo(v, d["timestamp"], d["operation"], d.get("counts", {}),
-                                      d.get("read_version")))
+            history.append(CommitInfo(v, d.timestamp, d.operation, dict(d.counts), d.read_version))
             v += 1
         return state, history
 
-    def read_new_commits(self, after: int) -> list[dict]:
+    def read_new_commits(self, after: int) -> list[Commit]:
         """Commits after version `after`, up to the head."""
         out, v = [], after + 1
         while (d := self._try_read_commit(v)) is not None:
@@ -178,10 +183,12 @@ class TransactionLog:
         return out
 
     # --- writing ----------------------------------------------------------------------
-    def try_commit(self, prev: TableState | None, operation: str, actions: list[dict],
-                   counts: dict, read_version: int | None, data_change: bool = True) -> dict | None:
-        """Try to create version prev.version + 1. Returns the commit, or None if it was taken."""
+    def try_commit(self, prev: TableState | None, operation: str, actions: list,
+                   counts: dict, read_version: int | None, data_change: bool = True) -> Commit | None:
+        """Try to create version prev.version + 1 with put-if-absent. Returns the commit as
+        readers will decode it, or None if another writer took the version."""
         version = 0 if prev is None else prev.version + 1
+        actions = [a.to_json() if isinstance(a, Action) else a for a in actions]
         ts = now_micros()
         if prev is not None and ts <= prev.timestamp:
             ts = prev.timestamp + 1
@@ -194,7 +201,7 @@ class TransactionLog:
         data = json.dumps(commit, separators=(",", ":")).encode()
         if not self.storage.put_if_absent(commit_path(version), data):
             return None
-        return commit
+        return decode_commit(commit, commit_path(version))
 
     def write_checkpoint(self, state: TableState, history: list[CommitInfo]) -> None:
         """Best effort: a missing or broken checkpoint only costs replay time."""

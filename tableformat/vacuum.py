@@ -2,7 +2,10 @@
 
 A file is deleted only when (1) no state from the oldest retained snapshot to
 the head references it, and (2) it is older than a grace period, so files of
-writers still in flight (written, not yet committed) are safe.
+writers still in flight (written, not yet committed) are safe. Before deleting,
+vacuum records its history horizon in the log, so older versions are read from
+the horizon's files through UNDO records. `plan` is printable, like the
+compaction plan. See specs/format.md §12.
 """
 from __future__ import annotations
 
@@ -10,8 +13,14 @@ import datetime as _dt
 import time
 from dataclasses import dataclass, field
 
-from .metadata import TableState
+from typing import Sequence
+
+from .actions import AddDelta, AddRowSet, Commit, SetHistory
+from .fragment import WriteFragment
+from .metadata import CommitInfo, TableState
+from .mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
 from .storage import Storage
+from .txlog import TransactionLog, now_micros
 
 TABLETS = "tablets"
 
@@ -25,14 +34,10 @@ def state_files(st: TableState) -> set[str]:
     return out
 
 
-def commit_files(commit: dict) -> set[str]:
+def commit_files(commit: Commit) -> set[str]:
     out = set()
-    for a in commit["actions"]:
-        if "add_rowset" in a:
-            r = a["add_rowset"]
-            out.update([f["path"] for f in r["base"]] + [r["pk_index"]["path"], r["bloom"]["path"]])
-        elif "add_delta" in a:
-            out.add(a["add_delta"]["path"])
+    for a in commit.of(AddRowSet, AddDelta):
+        out.update(f.path for f in a.rowset.files) if isinstance(a, AddRowSet) else out.add(a.delta.path)
     return out
 
 
@@ -91,3 +96,64 @@ def unreferenced(storage: Storage, referenced: set[str], grace_seconds: float) -
             if now - _mtime(info) >= grace_seconds:
                 out.append((rel, int(info.get("size") or 0)))
     return sorted(out)
+
+
+@dataclass(frozen=True)
+class VacuumPlan:
+    """What a vacuum would do: the oldest version kept readable from its own files, the
+    history horizon it records first (None: it does not move), and the files it deletes."""
+
+    version: int
+    retain_from: int
+    history: SetHistory | None
+    files: tuple[tuple[str, int], ...]
+    grace_seconds: float
+
+    @property
+    def bytes(self) -> int:
+        return sum(s for _, s in self.files)
+
+    def __str__(self) -> str:
+        head = f"Vacuum plan at version {self.version}: snapshots from version {self.retain_from} keep their files"
+        hz = "" if self.history is None else \
+            f"\n  record history horizon at version {self.history.horizon_version}" + \
+            (f" (history before timestamp {self.history.gc_before_ts} is gone)" if self.history.gc_before_ts else "")
+        return (f"{head}{hz}\n  delete {len(self.files)} file(s), {self.bytes / 2**20:.2f} MiB, "
+                f"older than {self.grace_seconds:g} s")
+
+    def fragment(self) -> WriteFragment:
+        """The log commit of the horizon: no requirement, it rebases on anything."""
+        return WriteFragment("VACUUM", self.version, [self.history] if self.history else [], [],
+                             {"horizon_version": self.history.horizon_version if self.history else 0},
+                             [], data_change=False)
+
+
+def plan(storage: Storage, log: TransactionLog, state: TableState, history: Sequence[CommitInfo],
+         retain_seconds: float | None, grace_seconds: float) -> VacuumPlan:
+    """The horizon: the oldest snapshot still valid `retain_seconds` ago (history_max_age by
+    default), never passing an ALTER or a format-1 commit within the history."""
+    age = state.properties.get("history_max_age", DEFAULT_HISTORY_MAX_AGE) if retain_seconds is None \
+        else retain_seconds
+    horizon_ts = now_micros() - int(age * 1_000_000) if age >= 0 else -1
+    first = 0
+    for h in history:
+        if h.timestamp <= horizon_ts:
+            first = h.version
+    first, floor = history_horizon(state, history, first,
+                                   lambda v: log.read_commit(v).format_version)
+    if all(h.operation == "VACUUM" for h in history[state.history_horizon + 1:first + 1]):
+        first = min(first, state.history_horizon)      # only vacuums since: no file to free, no commit
+    action = SetHistory(first, floor or None) if first > state.history_horizon else None
+    return VacuumPlan(state.version, max(first, state.history_horizon), action, tuple(deletable(storage, log, state, first, grace_seconds)),
+                      grace_seconds)
+
+
+def deletable(storage: Storage, log: TransactionLog, state: TableState, first: int,
+              grace_seconds: float) -> list[tuple[str, int]]:
+    """Files no state from version `first` to the head references, older than the grace period."""
+    first = max(first, state.history_horizon)
+    referenced = state_files(log.load(first)[0]) if first < state.version else set()
+    for v in range(first + 1, state.version + 1):
+        referenced |= commit_files(log.read_commit(v))
+    referenced |= state_files(state)
+    return unreferenced(storage, referenced, grace_seconds)

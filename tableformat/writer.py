@@ -1,27 +1,31 @@
-"""The insert path: validate, assign tablets, sort by key, enforce the primary key, write rowsets.
+"""The insert path (Kudu's write_op): validate, assign tablets, sort by key, enforce the
+primary key, write rowsets, and return a write fragment.
 
-Keys are checked against the snapshot's rowsets (interval, bloom, PK index) and,
-when the commit races another, against the rowsets the winners added: that is
-the rebase that makes concurrent inserts of one key fail exactly once.
+Keys are checked against the snapshot's rowsets (interval, bloom, PK index). The
+fragment requires that they are still absent when it commits (`KeysAbsent`):
+that is the rebase that makes concurrent inserts of one key fail exactly once.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .actions import AddRowSet
+from .batch import prepare
+from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
 from .diskrowset import write_rowset
-from .errors import CellTooLargeError, DuplicateKeyError
+from .errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
+from .fragment import WriteFragment
 from .keyencoder import encode_keys
 from .keyprobe import probe
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
 from .storage import Storage
 from .types import MAX_ENCODED_KEY_BYTES
-
 
 
 @dataclass
@@ -162,33 +166,47 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
     return pmap(write, jobs)
 
 
-def added_deltas(new_commits: list[dict]) -> Callable[[str], tuple]:
-    """The delta files the given commits added, per rowset: a merging compaction's output keeps
-    rows deleted within the history, with their REDO DELETE in the same commit, and those rows
-    must not count as concurrent inserts."""
-    from .deltafile import DeltaFileMeta
-    out: dict[str, tuple] = {}
-    for c in new_commits:
-        for a in c["actions"]:
-            if "add_delta" in a:
-                m = DeltaFileMeta.from_json(a["add_delta"])
-                if not m.has_ts_column:
-                    m = replace(m, min_ts=c["timestamp"], max_ts=c["timestamp"])
-                out[m.rowset] = out.get(m.rowset, ()) + (m,)
-    return lambda rid: out.get(rid, ())
+ON_DUPLICATE = ("fail", "ignore", "report")
 
 
-def rebase_conflicts(storage: Storage, state: TableState, batch: pa.Table, plan: InsertPlan,
-                     added: list[RowSetMeta], deltas_of: Callable[[str], tuple]) -> np.ndarray:
-    """Batch rows whose keys are live in rowsets committed after the plan's snapshot."""
-    hits = []
-    for b in plan.batches:
-        rowsets = [r for r in added if r.tablet == b.tablet]
-        if rowsets:
-            which, _ = probe(storage, rowsets, b.keys, deltas_of)
-            if (which >= 0).any():
-                hits.append(b.keys.filter(pa.array(which >= 0)))
-    if not hits:
-        return np.zeros(0, dtype=np.int64)
-    mask = pc.is_in(encoded_keys(state, batch), value_set=pa.concat_arrays(hits))
-    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: str = "fail",
+                 distributed: bool = False, write_when_rejected: bool = True) -> WriteFragment:
+    """Plan an insert on `state`, write its rowsets, and return the fragment to commit.
+
+    on_duplicate: "fail" raises DuplicateKeyError for a key that exists or repeats; "ignore"
+    skips such keys; "report" skips them too and leaves (batch, rows) in `rejected`.
+    distributed: the commit checks the keys of the written rowsets (a driver does not hold
+    them) instead of keys kept in the fragment."""
+    if on_duplicate not in ON_DUPLICATE:
+        raise InvalidOptionError(f"on_duplicate must be one of {ON_DUPLICATE}, got {on_duplicate!r}")
+    ignore = on_duplicate != "fail"
+    operation = "INSERT_IGNORE" if on_duplicate == "ignore" else "INSERT"
+    batch = prepare(state.schema, data)
+    plan = plan_insert(storage, state, batch, ignore)
+    frag = WriteFragment(operation, state.version, counts={"inserted": plan.rows, "ignored": plan.ignored})
+    if on_duplicate == "report":
+        kept = np.concatenate([b.rows for b in plan.batches]) if plan.batches else np.zeros(0, np.int64)
+        frag.rejected = (batch, np.setdiff1d(np.arange(batch.num_rows), kept))
+        if len(frag.rejected[1]) and not write_when_rejected:
+            return frag
+    if not plan.batches:
+        return frag
+    written: list[str] = []
+    try:
+        rowsets = write_plan(storage, state, plan, written)
+    except BaseException:
+        storage.delete_quietly(written)
+        raise
+    on_clash = Outcome.RESTART if on_duplicate == "ignore" else Outcome.FAIL
+    if distributed:
+        keys = KeysAbsent(own_rowsets=True, on_clash=on_clash)
+    else:
+        by_tablet: dict[str, list[pa.Array]] = {}
+        for b in plan.batches:
+            by_tablet.setdefault(b.tablet, []).append(b.keys)
+        keys = KeysAbsent({t: pa.concat_arrays(v) for t, v in by_tablet.items()}, on_clash=on_clash)
+    frag.actions = [AddRowSet(r) for r in rowsets]
+    frag.files = written
+    frag.requirements = [DefinitionUnchanged(Outcome.RESTART), keys] + \
+        ([SkippedKeysStillLive()] if plan.ignored else [])
+    return frag

@@ -1,0 +1,391 @@
+"""Requirements: what a write relies on, checked against exactly the commits that won.
+
+A writer plans on a snapshot. If another commit lands first, each requirement
+of the loser looks at the winners and answers one of Lance's three outcomes:
+
+- REBASE: still valid; commit on top of the winners (maybe with remapped actions);
+- RESTART: the plan may be wrong now; plan again on the new snapshot;
+- FAIL: the write can never succeed; a typed error.
+
+`MATRIX` is the conflict matrix of specs/format.md §10 in data: for each pair
+(later writer, earlier winner) that touch the same rows, the outcome. The
+requirement types below implement it, and tests/test_conflict_matrix.py checks
+every cell against both. Requirements are plain data (to_json / from_json), so
+a Spark executor can make them and a driver can check them.
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_deltas
+from .deltafile import DELETE, REDO, deleted_mask, flag_name, read_delta, write_delta_file
+from .diskrowset import field_name, read_pk_index
+from .errors import CommitConflictError, DuplicateKeyError
+from .keyencoder import decode_key, encode_keys
+from .keyprobe import probe
+from .metadata import DeltaFileMeta, TableState
+from .storage import Storage
+
+
+class Outcome(str, Enum):
+    REBASE = "rebase"
+    RESTART = "restart"
+    FAIL = "fail"
+
+
+# The operations of the matrix, as specs/format.md §10 names them.
+OPERATIONS = ("insert", "insert_ignore", "mutation", "alter", "minor_delta", "major_delta", "merge",
+              "undo_gc", "vacuum", "spark_insert", "spark_merge")
+
+_R, _S, _F = Outcome.REBASE, Outcome.RESTART, Outcome.FAIL
+# MATRIX[later][earlier]: the later writer's outcome when the earlier one committed first, both
+# touching the same rows (same keys, same rowsets). Disjoint writes always rebase.
+MATRIX: dict[str, dict[str, Outcome]] = {
+    #                insert ins_ign mutation alter minor major merge undo_gc vacuum sp_ins sp_merge
+    "insert":        dict(zip(OPERATIONS, (_F, _F, _F, _S, _R, _R, _R, _R, _R, _F, _F))),
+    "insert_ignore": dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _R, _R, _R, _S, _S))),
+    "mutation":      dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _S, _R, _R, _S, _S))),
+    "alter":         dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _S, _S, _R, _R, _S, _S))),
+    "minor_delta":   dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
+    "major_delta":   dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
+    "merge":         dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
+    "undo_gc":       dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
+    "vacuum":        dict(zip(OPERATIONS, (_R, _R, _R, _R, _R, _R, _R, _R, _R, _R, _R))),
+    "spark_insert":  dict(zip(OPERATIONS, (_F, _F, _F, _S, _R, _R, _R, _R, _R, _F, _F))),
+    "spark_merge":   dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _S, _R, _R, _S, _S))),
+}
+
+
+class Restart(CommitConflictError):
+    """The winners invalidated the plan: plan again on the new snapshot. The engine's own
+    writes do so by themselves; a caller committing fragments gets this error and re-runs."""
+
+
+@dataclass
+class Verdict:
+    outcome: Outcome
+    reason: str = ""
+    error: Exception | None = None
+    extra: list[Action] = field(default_factory=list)      # remapped actions, on REBASE
+
+
+@dataclass
+class Context:
+    """What a requirement may look at: the snapshot the write planned on, the state the winners
+    start from, the winners, and this transaction's own actions."""
+
+    storage: Storage
+    snapshot: TableState
+    base: TableState
+    winners: list[Commit]
+    own: list[Action]
+    written: list[str]                  # a requirement that writes files (remapping) appends them
+
+    @property
+    def winner_actions(self) -> list[Action]:
+        return [a for c in self.winners for a in c.actions]
+
+
+REBASE = Verdict(Outcome.REBASE)
+_TYPES: dict[str, type] = {}
+
+
+class Requirement:
+    """A condition a write relies on. `check` answers REBASE, RESTART or FAIL."""
+
+    kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        _TYPES[cls.kind] = cls
+
+    def check(self, ctx: Context) -> Verdict:
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, **self._body()}
+
+    def _body(self) -> dict:
+        return {}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Requirement":
+        d = dict(d)
+        return _TYPES[d.pop("kind")]._from_body(d)
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "Requirement":
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class DefinitionUnchanged(Requirement):
+    """The schema, partitioning and properties the plan used still hold."""
+
+    on_change: Outcome = Outcome.RESTART
+    kind: ClassVar[str] = "definition_unchanged"
+
+    def check(self, ctx: Context) -> Verdict:
+        if any(c.changes_definition for c in ctx.winners):
+            return Verdict(self.on_change, "the table definition changed (ALTER TABLE)",
+                           CommitConflictError("the table definition changed concurrently; run it again"))
+        return REBASE
+
+    def _body(self) -> dict:
+        return {"on_change": self.on_change.value}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "DefinitionUnchanged":
+        return cls(Outcome(d["on_change"]))
+
+
+def _pack_rowids(a: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(a, np.int64).tobytes()).decode()
+
+
+def _unpack_rowids(s: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(s), np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class KeysAbsent(Requirement):
+    """Keys the write found absent (and inserts, or skipped as missing) are still absent: no
+    winner added a live row with one of them. `keys` maps tablet -> encoded keys; with
+    `own_rowsets`, the keys are those of the rowsets this transaction adds (a distributed insert,
+    whose keys the driver never holds)."""
+
+    keys: Mapping[str, pa.Array] = field(default_factory=dict)
+    own_rowsets: bool = False
+    on_clash: Outcome = Outcome.RESTART
+    kind: ClassVar[str] = "keys_absent"
+
+    def check(self, ctx: Context) -> Verdict:
+        added = [a.rowset for a in ctx.winner_actions if isinstance(a, AddRowSet)]
+        if not added:
+            return REBASE
+        deltas_of = added_deltas(ctx.winners)    # a merge's ghost rows carry their DELETE: not live
+        clashes: list[bytes] = []
+        if self.own_rowsets:
+            mine = [a.rowset for a in ctx.own if isinstance(a, AddRowSet)]
+            for r in added:
+                ours = [o for o in mine if o.tablet == r.tablet and not (o.max_key < r.min_key or o.min_key > r.max_key)]
+                if not ours:
+                    continue
+                keys = read_pk_index(ctx.storage, r)
+                dead = deleted_mask(ctx.storage, r, deltas_of(r.id))
+                if dead is not None:
+                    keys = keys.filter(pa.array(~dead))
+                hit = probe(ctx.storage, ours, keys)[0] >= 0
+                clashes += keys.filter(pa.array(hit)).to_pylist()
+        else:
+            for tablet, keys in self.keys.items():
+                theirs = [r for r in added if r.tablet == tablet]
+                if theirs and len(keys):
+                    hit = probe(ctx.storage, theirs, keys, deltas_of)[0] >= 0
+                    clashes += keys.filter(pa.array(hit)).to_pylist()
+        if not clashes:
+            return REBASE
+        schema = ctx.base.schema
+        first = ", ".join(repr(_decoded(k, schema)) for k in sorted(clashes)[:3])
+        err = DuplicateKeyError(f"{len(clashes)} key(s) were inserted concurrently in table {schema_name(ctx)!r} "
+                                f"(first: {first}); use insert_ignore or upsert", len(clashes))
+        return Verdict(self.on_clash, f"{len(clashes)} key(s) were inserted concurrently", err)
+
+    def _body(self) -> dict:
+        return {"keys": {t: [k.hex() for k in v.to_pylist()] for t, v in self.keys.items()},
+                "own_rowsets": self.own_rowsets, "on_clash": self.on_clash.value}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "KeysAbsent":
+        keys = {t: pa.array([bytes.fromhex(k) for k in v], pa.binary()) for t, v in d["keys"].items()}
+        return cls(keys, d["own_rowsets"], Outcome(d["on_clash"]))
+
+
+def schema_name(ctx: Context) -> str:
+    return ctx.base.name
+
+
+def _decoded(key: bytes, schema) -> Any:
+    try:
+        t = decode_key(key, [c.type for c in schema.key_columns])
+        return t[0] if len(t) == 1 else t
+    except ValueError:
+        return key.hex()
+
+
+@dataclass(frozen=True)
+class SkippedKeysStillLive(Requirement):
+    """insert_ignore skipped keys as existing: a concurrent delete may have removed one, and
+    then the key must be inserted after all."""
+
+    kind: ClassVar[str] = "skipped_keys_still_live"
+
+    def check(self, ctx: Context) -> Verdict:
+        for c in ctx.winners:
+            if c.data_change and any(a.delta.delete_count for a in c.of(AddDelta)):
+                return Verdict(Outcome.RESTART, "rows were deleted concurrently: a skipped key may be gone")
+        return REBASE
+
+
+@dataclass(frozen=True, eq=False)
+class RowsLive(Requirement):
+    """The rows a mutation changes (rowset -> rowids) are still where it found them, and live."""
+
+    rows: Mapping[str, np.ndarray] = field(default_factory=dict)
+    kind: ClassVar[str] = "rows_live"
+
+    def check(self, ctx: Context) -> Verdict:
+        for a in ctx.winner_actions:
+            if isinstance(a, RemoveRowSet) and a.rowset_id in self.rows:
+                return Verdict(Outcome.RESTART, f"rowset {a.rowset_id} was rewritten")
+            if isinstance(a, AddDelta) and a.delta.rowset in self.rows and \
+                    (a.delta.delete_count or a.delta.reinsert_count):
+                t = read_delta(ctx.storage, a.delta)
+                deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
+                if np.isin(self.rows[a.delta.rowset], deleted).any():
+                    return Verdict(Outcome.RESTART, "a row it changes was deleted concurrently")
+        return REBASE
+
+    def _body(self) -> dict:
+        return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "RowsLive":
+        return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()})
+
+
+@dataclass(frozen=True)
+class NoRowsInTablets(Requirement):
+    """No winner added rows to these tablets (an ALTER dropping their range partitions)."""
+
+    tablets: tuple[str, ...] = ()
+    kind: ClassVar[str] = "no_rows_in_tablets"
+
+    def check(self, ctx: Context) -> Verdict:
+        if any(isinstance(a, AddRowSet) and a.rowset.tablet in self.tablets for a in ctx.winner_actions):
+            return Verdict(Outcome.RESTART, "rows landed in a range being dropped")
+        return REBASE
+
+    def _body(self) -> dict:
+        return {"tablets": list(self.tablets)}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "NoRowsInTablets":
+        return cls(tuple(d["tablets"]))
+
+
+def _touches(a: Action, rowsets: Sequence[str]) -> bool:
+    rid = a.rowset.id if isinstance(a, AddRowSet) else getattr(a, "rowset_id", None)
+    return rid in rowsets and not isinstance(a, AddDelta)
+
+
+@dataclass(frozen=True)
+class RowSetsUnchanged(Requirement):
+    """A delta compaction's input rowset was not rewritten (new REDO files on it are fine:
+    rowids do not change, so they apply on top of the compaction's output)."""
+
+    rowsets: tuple[str, ...] = ()
+    kind: ClassVar[str] = "rowsets_unchanged"
+
+    def check(self, ctx: Context) -> Verdict:
+        if any(c.changes_definition for c in ctx.winners) or \
+                any(_touches(a, self.rowsets) for a in ctx.winner_actions):
+            return Verdict(Outcome.FAIL, "the rowset changed under the compaction",
+                           CommitConflictError("the rowset changed under the compaction"))
+        return REBASE
+
+    def _body(self) -> dict:
+        return {"rowsets": list(self.rowsets)}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "RowSetsUnchanged":
+        return cls(tuple(d["rowsets"]))
+
+
+@dataclass(frozen=True)
+class MergeInputsRemappable(Requirement):
+    """A merging compaction's inputs were not rewritten by another compaction; REDO records
+    committed to them meanwhile are remapped, by the keys they carry, onto the outputs."""
+
+    inputs: tuple[str, ...] = ()
+    kind: ClassVar[str] = "merge_inputs_remappable"
+
+    def check(self, ctx: Context) -> Verdict:
+        for c in ctx.winners:
+            if c.changes_definition:
+                return Verdict(Outcome.FAIL, "the table definition changed during the compaction",
+                               CommitConflictError("the table definition changed during the compaction"))
+            if any(_touches(a, self.inputs) for a in c.actions):
+                # another compaction rewrote an input (its base, REDO or UNDO files): remapping its
+                # files would apply history twice, so this merge gives up and is planned again
+                return Verdict(Outcome.FAIL, "another compaction rewrote the same rowsets",
+                               CommitConflictError("another compaction rewrote the same rowsets"))
+        late = [(c, a.delta) for c in ctx.winners for a in c.of(AddDelta) if a.delta.rowset in self.inputs]
+        if not late:
+            return REBASE
+        try:
+            extra = remap_by_key(ctx.storage, ctx.snapshot, ctx.own, late, ctx.written)
+        except CommitConflictError as e:
+            return Verdict(Outcome.FAIL, str(e), e)
+        return Verdict(Outcome.REBASE, "concurrent REDO records remapped onto the outputs", extra=extra)
+
+    def _body(self) -> dict:
+        return {"inputs": list(self.inputs)}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "MergeInputsRemappable":
+        return cls(tuple(d["inputs"]))
+
+
+def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late: list[tuple[Commit, DeltaFileMeta]],
+                 written: list[str]) -> list[Action]:
+    """REDO files committed to a merge's inputs after its snapshot, rewritten onto its outputs.
+
+    Delta records carry their row's key, so each finds its row in the outputs by key (the live
+    copy: the merge's own REDO DELETEs mark the ghosts). Rowids change; timestamps do not."""
+    schema = snapshot.schema
+    outputs = [a.rowset for a in own if isinstance(a, AddRowSet)]
+    own_deltas = added_deltas([Commit(0, 0, "", tuple(own))])
+    key_cols = list(schema.key_columns)
+    out: list[Action] = []
+    for c, m in late:
+        t = read_delta(storage, m, [x.id for x in schema.columns], key_cols)
+        keys = encode_keys([t.column(field_name(k.id)) for k in key_cols], [k.type for k in key_cols])
+        which, rowid = probe(storage, outputs, keys, own_deltas)
+        if (which < 0).any():
+            raise CommitConflictError("a concurrent change touched a row the compaction dropped")
+        ts = t.column("ts").to_numpy() if "ts" in t.column_names else np.full(t.num_rows, m.max_ts, np.int64)
+        ops = t.column("op").to_numpy()
+        for o in np.unique(which):
+            sel = which == o
+            sub = t.filter(pa.array(sel))
+            updates = {x.id: (sub.column(flag_name(x.id)).fill_null(False).to_numpy(zero_copy_only=False),
+                              sub.column(field_name(x.id)))
+                       for x in schema.columns if flag_name(x.id) in sub.column_names}
+            keys_t = pa.table({k.name: sub.column(field_name(k.id)) for k in key_cols})
+            meta = write_delta_file(storage, schema, outputs[int(o)], rowid[sel], ops[sel], keys_t, updates,
+                                    REDO, ts[sel].astype(np.int64))
+            written.append(meta.path)
+            out.append(AddDelta(meta))
+    return out
+
+
+def check_all(requirements: Sequence[Requirement], ctx: Context) -> Verdict:
+    """The strictest answer of all requirements (FAIL over RESTART over REBASE); REBASE carries
+    every requirement's remapped actions."""
+    extra: list[Action] = []
+    restart = None
+    for r in requirements:
+        v = r.check(ctx)
+        if v.outcome is Outcome.FAIL:
+            return v
+        if v.outcome is Outcome.RESTART and restart is None:
+            restart = v
+        extra += v.extra
+    return restart or Verdict(Outcome.REBASE, extra=extra)

@@ -1,0 +1,93 @@
+"""Write fragments: what one writer planned and wrote on one snapshot, as plain data.
+
+Executors (threads, Spark tasks) produce fragments; a driver commits them with
+`Table.commit_fragments`, which checks exactly the requirements a local write
+checks. specs/format.md §10.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from .actions import Action, AddRowSet, action_from_json
+from .conflicts import KeysAbsent, Requirement, RowsLive
+from .errors import InvalidOptionError
+
+
+@dataclass
+class WriteFragment:
+    """What one writer planned and wrote on one snapshot: files, actions, counts, requirements.
+
+    `rejected` (batch row numbers a lenient write skipped) stays with the process that made it;
+    everything else round-trips through to_json / from_json."""
+
+    operation: str
+    read_version: int
+    actions: list[Action] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    requirements: list[Requirement] = field(default_factory=list)
+    data_change: bool = True
+    rejected: Any = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions
+
+    def to_json(self) -> dict:
+        return {"operation": self.operation, "read_version": self.read_version,
+                "actions": [a.to_json() for a in self.actions], "files": list(self.files),
+                "counts": dict(self.counts), "requirements": [r.to_json() for r in self.requirements],
+                "data_change": self.data_change}
+
+    @staticmethod
+    def from_json(d: dict) -> "WriteFragment":
+        return WriteFragment(d["operation"], d["read_version"], [action_from_json(a) for a in d["actions"]],
+                             list(d["files"]), dict(d["counts"]),
+                             [Requirement.from_json(r) for r in d["requirements"]], d.get("data_change", True))
+
+    @staticmethod
+    def combine(fragments: Sequence["WriteFragment"], operation: str | None = None) -> "WriteFragment":
+        """Fragments of one distributed write (same snapshot) as one."""
+        if not fragments:
+            raise InvalidOptionError("no write fragments to commit")
+        versions = {f.read_version for f in fragments}
+        if len(versions) != 1:
+            raise InvalidOptionError(f"write fragments were planned on different versions {sorted(versions)}; "
+                                     "plan every fragment of one commit on one snapshot")
+        counts: dict[str, int] = {}
+        reqs: list[Requirement] = []
+        for f in fragments:
+            for k, v in f.counts.items():
+                counts[k] = counts.get(k, 0) + v
+            reqs += f.requirements
+        return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
+                             [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
+                             counts, _merged(reqs), all(f.data_change for f in fragments))
+
+    @property
+    def rowsets(self) -> list:
+        """The rowsets this fragment adds."""
+        return [a.rowset for a in self.actions if isinstance(a, AddRowSet)]
+
+
+def _merged(reqs: list[Requirement]) -> list[Requirement]:
+    """Requirements of one kind that hold per-fragment data (keys, rows) merged into one."""
+    out: list[Requirement] = []
+    keys: dict[tuple, dict] = {}
+    rows: dict = {}
+    for r in reqs:
+        if isinstance(r, KeysAbsent) and not r.own_rowsets:
+            acc = keys.setdefault((r.on_clash,), {})
+            for t, k in r.keys.items():
+                acc[t] = pa.concat_arrays([acc[t], k]) if t in acc else k
+        elif isinstance(r, RowsLive):
+            rows.update(r.rows)
+        elif all(o.to_json() != r.to_json() for o in out):
+            out.append(r)
+    out += [KeysAbsent(v, False, k[0]) for k, v in keys.items()]
+    if rows:
+        out.append(RowsLive(rows))
+    return out

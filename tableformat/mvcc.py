@@ -1,0 +1,157 @@
+"""MVCC: which version a read sees, and how far back history reaches (Kudu's mvcc.cc).
+
+Every commit has a timestamp; a read `as_of` a version or a timestamp sees one
+committed state. Reads older than the ancient history mark (now minus
+`history_max_age`) are refused, and versions behind vacuum's history horizon
+are read from the horizon's files through UNDO records. `parse_as_of` is the
+one parser of `as_of` values, shared by the API, the Spark jobs and the CLI.
+See `specs/format.md` §8.3, §9.1 and §12.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+from .errors import HistoryExpiredError, InvalidOptionError, VersionNotFoundError
+from .metadata import CommitInfo, TableState
+from .txlog import now_micros
+
+DEFAULT_HISTORY_MAX_AGE = 7 * 24 * 3600
+
+
+class Timestamp(int):
+    """An MVCC timestamp in microseconds since the epoch (UTC).
+
+    Passing one as `as_of` means "as of this time"; a plain int means a version.
+    """
+
+    def to_datetime(self) -> _dt.datetime:
+        return _dt.datetime.fromtimestamp(self / 1e6, tz=_dt.timezone.utc)
+
+    def __repr__(self) -> str:
+        return f"Timestamp({int(self)})"
+
+
+def _micros(d: _dt.datetime) -> int:
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_dt.timezone.utc)
+    return int(d.timestamp() * 1_000_000) if d.microsecond == 0 else \
+        int(d.replace(microsecond=0).timestamp()) * 1_000_000 + d.microsecond
+
+
+def parse_as_of(value: Any, what: str = "as_of") -> int | Timestamp | None:
+    """A version (int, or a string of digits), a Timestamp (also `ts:<microseconds>`), or a
+    datetime / ISO-8601 string (`Z` allowed, naive means UTC) as a Timestamp; None is "latest"."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise InvalidOptionError(f"{what} must be a version, a timestamp or a datetime, not a bool")
+    if isinstance(value, Timestamp):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, _dt.datetime):
+        return Timestamp(_micros(value))
+    if isinstance(value, str):
+        s = value.strip()
+        if re.fullmatch(r"\d+", s):
+            return int(s)
+        if s[:3].lower() == "ts:" and re.fullmatch(r"\d+", s[3:].strip()):
+            return Timestamp(int(s[3:].strip()))
+        try:
+            iso = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
+            return Timestamp(_micros(_dt.datetime.fromisoformat(iso)))
+        except ValueError:
+            raise InvalidOptionError(f"{what} {value!r} is not a version number, ts:<microseconds> or an ISO "
+                                     "date-time such as 2024-05-01T12:00:00Z") from None
+    raise InvalidOptionError(f"{what} must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
+                             f"got {type(value).__name__}")
+
+
+def is_version(as_of: Any) -> bool:
+    return isinstance(as_of, int) and not isinstance(as_of, (Timestamp, bool))
+
+
+def resolve_version(history: Sequence[CommitInfo], as_of: Any) -> int:
+    """The version a read `as_of` sees: the version itself, or the last one committed at or
+    before the timestamp."""
+    as_of = parse_as_of(as_of)
+    latest = history[-1].version
+    if is_version(as_of):
+        if as_of < 0 or as_of > latest:
+            raise VersionNotFoundError(f"version {as_of} does not exist; versions are 0..{latest}")
+        return as_of
+    candidates = [h.version for h in history if h.timestamp <= as_of]
+    if not candidates:
+        raise VersionNotFoundError(f"timestamp {int(as_of)} is before the table was created "
+                                   f"({history[0].timestamp})")
+    return candidates[-1]
+
+
+def ancient_history_mark(state: TableState) -> int | None:
+    """Timestamps below this are outside the retained history (None: retention disabled)."""
+    age = state.properties.get("history_max_age", DEFAULT_HISTORY_MAX_AGE)
+    if age < 0:
+        return None
+    return max(0, now_micros() - age * 1_000_000)
+
+
+def check_history(state: TableState, history: Sequence[CommitInfo], version: int, as_of: Any) -> None:
+    """Refuse a read of `version` that history_max_age no longer covers."""
+    ahm = ancient_history_mark(state)
+    if ahm is None or version == state.version:
+        return
+    explicit_ts = None if is_version(as_of) else parse_as_of(as_of)
+    end_of_validity = history[version + 1].timestamp if version + 1 < len(history) else None
+    too_old = (explicit_ts is not None and explicit_ts < ahm) or \
+        (end_of_validity is not None and end_of_validity <= ahm)
+    if too_old:
+        raise HistoryExpiredError(
+            f"version {version} is earlier than the ancient history mark: history older than "
+            f"history_max_age={state.properties.get('history_max_age')} s is not retained; "
+            "raise the table property history_max_age to keep more")
+
+
+def state_at(latest: TableState, history: Sequence[CommitInfo], v: int,
+             load: Callable[[int], TableState]) -> TableState:
+    """Version v: its own files, or, behind the vacuum's history horizon (whose older files
+    may be gone), the horizon's files read as of v's timestamp through UNDO records."""
+    st = load(v)
+    horizon = latest.history_horizon
+    if v >= horizon:
+        return st
+    valid_until = history[v + 1].timestamp        # v < horizon <= latest
+    if valid_until <= latest.history_gc_ts:
+        # history (UNDO records, deleted rows, a passed ALTER) up to gc_ts is gone; a version
+        # still valid after it lost nothing: no change happened between its commit and gc_ts
+        raise HistoryExpiredError(
+            f"version {v} is older than history a compaction garbage-collected "
+            f"(before timestamp {latest.history_gc_ts}) behind the vacuum horizon (version {horizon})")
+    h = load(horizon)
+    return replace(h, version=v, timestamp=st.timestamp, name=st.name, schema=st.schema,
+                   partitioning=st.partitioning, properties=st.properties, read_ts=st.timestamp)
+
+
+def history_horizon(latest: TableState, history: Sequence[CommitInfo], wanted: int,
+                    commit_format: Callable[[int], int]) -> tuple[int, int]:
+    """The newest version (<= wanted) from whose files every version within the history can
+    be read through UNDO records, and the timestamp before which passing it loses history.
+
+    The horizon never passes, within the history, an ALTER (the files after it may lack a
+    dropped column or a dropped range's rows) nor a format-1 commit (no UNDO records, no
+    insert times). Passing one that aged out makes the versions before it unreadable for
+    good, even if history_max_age is raised later: that is the returned floor."""
+    ahm = ancient_history_mark(latest)
+    floor = 0
+    born_v2 = latest.format_version >= 2          # then no commit is format 1: none to read
+    for v in range(max(1, latest.history_horizon + 1), wanted + 1):
+        info = history[v]
+        blocking = info.operation == "ALTER TABLE" or (not born_v2 and commit_format(v) < 2)
+        if not blocking:
+            continue
+        if ahm is None or info.timestamp > ahm:
+            return max(latest.history_horizon, v - 1), floor
+        floor = info.timestamp
+    return wanted, floor

@@ -1,0 +1,123 @@
+"""One commit protocol: a write fragment's actions and requirements, committed once.
+
+A writer plans on a Snapshot and writes immutable files; the result is a
+WriteFragment (plain data: a Spark executor can make one, a driver commit it).
+`Transaction.commit` races for the next log version with put-if-absent. On
+losing, it reads exactly the commits that won and asks every requirement
+(`conflicts`): REBASE carries on at the next version, RESTART and FAIL give up.
+`run` is the engine's loop around it: plan, commit, and plan again on RESTART.
+Files of a write that does not land are deleted; never those of one that did.
+See specs/format.md §8 and §10.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .actions import Action, Commit
+from .conflicts import Context, Outcome, Restart, check_all
+from .errors import CommitConflictError, InvalidOptionError
+from .fragment import WriteFragment
+
+
+@dataclass(frozen=True)
+class CommitProperties:
+    """How a commit behaves under contention (delta-rs's CommitProperties)."""
+
+    max_attempts: int = 1000          # commit races lost in a row before CommitConflictError
+    max_restarts: int = 1000          # plans thrown away (RESTART) before CommitConflictError
+    backoff_after: int = 3            # races lost before jittered backoff starts
+    max_backoff_seconds: float = 0.2
+    checkpoint_interval: int | None = None     # None: the table property
+
+    def __post_init__(self):
+        for name in ("max_attempts", "max_restarts", "backoff_after"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if name == "backoff_after" else 1):
+                raise InvalidOptionError(f"CommitProperties.{name} must be a positive integer, got {v!r}")
+        if not isinstance(self.max_backoff_seconds, (int, float)) or not 0 <= self.max_backoff_seconds <= 60:
+            raise InvalidOptionError("CommitProperties.max_backoff_seconds must be in [0, 60]")
+
+
+# A compaction yields under heavy write contention (the next run re-plans) rather than starve.
+COMPACTION_PROPERTIES = CommitProperties(max_attempts=30)
+
+
+class Transaction:
+    """Actions plus requirements on a read snapshot, committed with one retry loop."""
+
+    def __init__(self, table, fragment: WriteFragment, properties: CommitProperties | None = None):
+        self.table = table
+        self.fragment = fragment
+        self.properties = properties or CommitProperties()
+        self.snapshot = table._load_cached(fragment.read_version) \
+            if fragment.read_version != table._state.version else table._state
+        self.written = list(fragment.files)
+        self.attempts = 0
+
+    def commit(self) -> Commit:
+        """The landed commit; Restart or a typed error (after deleting this write's files) if not."""
+        f, log, storage = self.fragment, self.table._log, self.table._storage
+        base = self.snapshot
+        extra: list[Action] = []
+        try:
+            for self.attempts in range(1, self.properties.max_attempts + 1):
+                commit = log.try_commit(base, f.operation, f.actions + extra, f.counts, f.read_version,
+                                        f.data_change)
+                if commit is not None:
+                    self._landed(base, commit)
+                    return commit
+                winners = log.read_new_commits(base.version)
+                v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
+                                                      f.actions + extra, self.written))
+                if v.outcome is Outcome.RESTART:
+                    raise Restart(f"{f.operation}: {v.reason}; planning again")
+                if v.outcome is Outcome.FAIL:
+                    raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
+                extra += v.extra
+                base = self.table._advance(base, winners)     # exactly the commits the requirements saw
+                if self.attempts > self.properties.backoff_after:
+                    # heavy contention: jittered backoff so a slow rebaser is not starved
+                    time.sleep(random.uniform(0, min(self.properties.max_backoff_seconds,
+                                                     0.002 * 2 ** min(self.attempts, 7))))
+            raise CommitConflictError(f"{f.operation} lost {self.properties.max_attempts} commit races in a row; "
+                                      "retry later")
+        except BaseException as e:
+            if not committed(e):
+                storage.delete_quietly(self.written)
+            raise
+
+    def _landed(self, base, commit: Commit) -> None:
+        try:
+            storage = self.table._storage
+            from .txlog import commit_path
+            storage._fault("after-commit", commit_path(commit.version))
+            self.table._landed(base, commit, self.properties.checkpoint_interval)
+        except BaseException as e:
+            e.tableformat_committed = commit.version   # durable: callers must not clean up
+            raise
+
+
+def committed(e: BaseException) -> bool:
+    """Did the failure happen after the commit file was written? Then its files are live."""
+    return getattr(e, "tableformat_committed", None) is not None
+
+
+def run(table, operation: str, plan: Callable[[Any], WriteFragment | None],
+        properties: CommitProperties | None = None) -> tuple[Commit | None, WriteFragment | None]:
+    """Plan on the latest snapshot and commit; on RESTART plan again. (None, fragment) when the
+    plan had nothing to commit."""
+    props = properties or CommitProperties()
+    for _ in range(props.max_restarts):
+        frag = plan(table.snapshot())
+        if frag is None or frag.empty:
+            return None, frag
+        try:
+            return Transaction(table, frag, props).commit(), frag
+        except Restart:
+            continue
+    raise CommitConflictError(f"{operation} restarted {props.max_restarts} times; retry later")
+
+
