@@ -14,6 +14,8 @@ import argparse
 import json
 from typing import Any, Callable
 
+import tableformat as tf
+
 from .common import get_spark
 
 
@@ -21,8 +23,7 @@ def read_as_of(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
                columns: list[str] | None = None):
     r = spark.read.format("tableformat")
     if as_of is not None:
-        from tableformat.table import Timestamp
-        r = r.option("as_of", f"ts:{int(as_of)}" if isinstance(as_of, Timestamp) else str(as_of))
+        r = r.option("as_of", f"ts:{int(as_of)}" if isinstance(as_of, tf.Timestamp) else str(as_of))
     if storage_options:
         r = r.option("storage_options", json.dumps(storage_options))
     if columns:

@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 import tableformat as tf
-from tableformat.compaction import CompactionAction, CompactionPlan
 
 from .common import get_spark
 
@@ -24,15 +23,15 @@ def _run_group(uri: str, storage_options: dict | None, actions: list[dict]) -> l
     t = tf.open_table(uri, storage_options=storage_options)
     out = []
     for a in actions:
-        act = CompactionAction(a["kind"], a["tablet"], tuple(a["rowsets"]), a["score"], a["reason"],
+        act = tf.CompactionAction(a["kind"], a["tablet"], tuple(a["rowsets"]), a["score"], a["reason"],
                                a["bytes_read"], tuple(a["columns"]))
-        r = t._compact_one(act)
+        r = t.compact_action(act)
         out.append({"kind": act.kind, "tablet": act.tablet, "version": r.version if r else None})
     return out
 
 
 def compact_table(spark: Any, uri: str, budget_bytes: int = 256 * 1024 * 1024,
-                  storage_options: dict | None = None, plan: CompactionPlan | None = None) -> dict:
+                  storage_options: dict | None = None, plan: tf.CompactionPlan | None = None) -> dict:
     """Run the compaction plan; returns the plan's text and what each action committed."""
     table = tf.open_table(uri, storage_options=storage_options)
     plan = plan if plan is not None else table.compaction_plan(budget_bytes)   # an empty plan is falsy

@@ -29,7 +29,10 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
                                     LessThanOrEqual, WriterCommitMessage)
 from pyspark.sql.types import StructType
 
-from .common import open_snapshot, parse_as_of, spark_schema, storage_options_from
+import tableformat as tf
+
+from .snapshots import delete_files, open_snapshot, parse_as_of, spark_schema, storage_options_from
+from .writes import commit_fragments, write_partition
 
 NAME = "tableformat"
 
@@ -99,17 +102,14 @@ class TableFormatReader(DataSourceReader):
     def read(self, partition: ScanPartition) -> Iterator[pa.RecordBatch]:
         if not partition.rowset:
             return
-        from tableformat.scan import ScanTask
         snap = open_snapshot(partition.uri, json.loads(partition.options), partition.version)
         scanner = snap.scan(self.columns, self.filters or None)
-        task = ScanTask(snap.state.rowsets[partition.rowset], partition.start, partition.stop)
-        t = scanner._project(scanner.run_task(task))
-        yield from t.to_batches()
+        yield from scanner.read_task(scanner.task(partition.rowset, partition.start, partition.stop)).to_batches()
 
 
 @dataclass
 class WrittenRowsets(WriterCommitMessage):
-    rowsets: str          # JSON list of rowset descriptors
+    fragment: str         # the task's write fragment (JSON)
     files: str            # JSON list of written paths
     rows: int
     duplicates: int
@@ -119,9 +119,8 @@ class TableFormatWriter(DataSourceArrowWriter):
     """Inserts with the primary key enforced; one log commit for the whole job."""
 
     def __init__(self, options: dict, overwrite: bool):
-        from tableformat.errors import InvalidOptionError
         if overwrite:
-            raise InvalidOptionError("tableformat supports mode('append') only: a table's rows change through "
+            raise tf.InvalidOptionError("tableformat supports mode('append') only: a table's rows change through "
                                      "insert, update, delete and upsert")
         self.uri = options["path"]
         self.storage_options = storage_options_from(options)
@@ -129,28 +128,23 @@ class TableFormatWriter(DataSourceArrowWriter):
         self.version = snap.version
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenRowsets:
-        from .insert import write_partition
         batches = list(iterator)
         data = pa.Table.from_batches(batches) if batches else None
         res = write_partition(self.uri, self.storage_options, self.version, data, on_duplicate="fail")
-        return WrittenRowsets(json.dumps(res["rowsets"]), json.dumps(res["files"]), res["rows"], res["duplicates"])
+        return WrittenRowsets(json.dumps(res["fragment"]), json.dumps(res["files"]), res["rows"], res["duplicates"])
 
     def commit(self, messages: list[WrittenRowsets]) -> None:
-        from .insert import commit_rowsets
         messages = [m for m in messages if m]
         dups = sum(m.duplicates for m in messages)
         if dups:
-            from tableformat.errors import DuplicateKeyError
-            from .common import delete_files
             delete_files(self.uri, self.storage_options, [f for m in messages for f in json.loads(m.files)])
-            raise DuplicateKeyError(f"{dups} key(s) already exist in table at {self.uri!r} or repeat in the "
-                                    "input; nothing was written", dups)
-        commit_rowsets(self.uri, self.storage_options, self.version,
-                       [json.loads(m.rowsets) for m in messages if m], [json.loads(m.files) for m in messages if m],
-                       "INSERT", {"inserted": sum(m.rows for m in messages if m), "ignored": 0})
+            raise tf.DuplicateKeyError(f"{dups} key(s) already exist in table at {self.uri!r} or repeat in the "
+                                       "input; nothing was written", dups)
+        frags = [json.loads(m.fragment) for m in messages]
+        commit_fragments(self.uri, self.storage_options, [f for f in frags if f], "INSERT",
+                         {"inserted": sum(m.rows for m in messages), "ignored": 0})
 
     def abort(self, messages: list[WrittenRowsets]) -> None:
-        from .common import delete_files
         delete_files(self.uri, self.storage_options, [f for m in messages if m for f in json.loads(m.files)])
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import tableformat as tf
-from tableformat.storage import Storage
+from tableformat import Storage
 
 WATERMARK = "_tableformat_watermark.json"
 

@@ -1,14 +1,26 @@
 """tableformat: Kudu's tablet storage design as a table format on object storage.
 
-The public API is small: a Schema of Columns, a PartitionSchema, and
-create_table / open_table returning a Table. Everything else is internal.
+The public API is what this module exports: a Schema of Columns, a
+PartitionSchema, create_table / open_table returning a Table, Snapshots that
+scan and plan writes into WriteFragments, and the values those use. Jobs that
+run elsewhere (spark_jobs/, airflow/) use only these names; every other module
+is internal. specs/format.md is the on-disk contract.
 """
 from .errors import *  # noqa: F401,F403  (the error classes are public)
+from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
+from .fragment import WriteFragment
+from .metadata import FORMAT_VERSION, CommitInfo
+from .mvcc import Timestamp, parse_as_of
 from .partition import HashPartition, PartitionSchema, RangePartition
+from .scan import Scanner, ScanTask
 from .schema import Column, Schema
-from .table import Snapshot, Table, Timestamp, WriteResult, create_table, open_table
-from .metadata import CommitInfo, FORMAT_VERSION
+from .storage import Storage
+from .table import Snapshot, Table, WriteResult, create_table, open_table
+from .transaction import CommitProperties
+from .vacuum import VacuumPlan, VacuumResult
 
 __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSchema", "Table", "Snapshot",
-           "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION"]
+           "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION",
+           "WriteFragment", "CommitProperties", "CompactionAction", "CompactionPlan", "CompactionPolicy",
+           "KuduPolicy", "Scanner", "ScanTask", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
 __version__ = "0.1.0"

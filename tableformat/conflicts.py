@@ -26,7 +26,7 @@ import pyarrow as pa
 from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_deltas
 from .deltafile import DELETE, REDO, deleted_mask, flag_name, read_delta, write_delta_file
 from .diskrowset import field_name, read_pk_index
-from .errors import CommitConflictError, DuplicateKeyError
+from .errors import CommitConflictError, DuplicateKeyError, RestartRequired
 from .keyencoder import decode_key, encode_keys
 from .keyprobe import probe
 from .metadata import DeltaFileMeta, TableState
@@ -62,9 +62,7 @@ MATRIX: dict[str, dict[str, Outcome]] = {
 }
 
 
-class Restart(CommitConflictError):
-    """The winners invalidated the plan: plan again on the new snapshot. The engine's own
-    writes do so by themselves; a caller committing fragments gets this error and re-runs."""
+Restart = RestartRequired
 
 
 @dataclass
@@ -107,6 +105,10 @@ class Requirement:
 
     def check(self, ctx: Context) -> Verdict:
         raise NotImplementedError
+
+    def precheck(self, ctx: Context) -> Verdict:
+        """Checked once before the first commit attempt, on the write itself."""
+        return REBASE
 
     def to_json(self) -> dict:
         return {"kind": self.kind, **self._body()}
@@ -196,6 +198,28 @@ class KeysAbsent(Requirement):
         err = DuplicateKeyError(f"{len(clashes)} key(s) were inserted concurrently in table {schema_name(ctx)!r} "
                                 f"(first: {first}); use insert_ignore or upsert", len(clashes))
         return Verdict(self.on_clash, f"{len(clashes)} key(s) were inserted concurrently", err)
+
+    def precheck(self, ctx: Context) -> Verdict:
+        """A distributed insert: fragments whose tasks were not split by tablet and key can hold
+        one key twice (a plain df.write); two rowsets of this write must not share a key."""
+        if not self.own_rowsets:
+            return REBASE
+        by_tablet: dict[str, list] = {}
+        for a in ctx.own:
+            if isinstance(a, AddRowSet):
+                by_tablet.setdefault(a.rowset.tablet, []).append(a.rowset)
+        n = 0
+        for lst in by_tablet.values():
+            for i in range(1, len(lst)):
+                r = lst[i]
+                mine = [o for o in lst[:i] if not (o.max_key < r.min_key or o.min_key > r.max_key)]
+                if mine:
+                    n += int((probe(ctx.storage, mine, read_pk_index(ctx.storage, r))[0] >= 0).sum())
+        if not n:
+            return REBASE
+        return Verdict(Outcome.FAIL, "duplicate keys across tasks", DuplicateKeyError(
+            f"{n} key(s) appear more than once in the input of table {ctx.base.name!r}; use insert_ignore "
+            "semantics or deduplicate", n))
 
     def _body(self) -> dict:
         return {"keys": {t: [k.hex() for k in v.to_pylist()] for t, v in self.keys.items()},
@@ -376,13 +400,13 @@ def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late
     return out
 
 
-def check_all(requirements: Sequence[Requirement], ctx: Context) -> Verdict:
+def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = False) -> Verdict:
     """The strictest answer of all requirements (FAIL over RESTART over REBASE); REBASE carries
-    every requirement's remapped actions."""
+    every requirement's remapped actions. before=True runs the prechecks instead."""
     extra: list[Action] = []
     restart = None
     for r in requirements:
-        v = r.check(ctx)
+        v = r.precheck(ctx) if before else r.check(ctx)
         if v.outcome is Outcome.FAIL:
             return v
         if v.outcome is Outcome.RESTART and restart is None:

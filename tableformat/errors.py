@@ -54,6 +54,12 @@ class CommitConflictError(TableFormatError):
     """A commit lost too many races, or rebasing onto a concurrent commit is impossible."""
 
 
+class RestartRequired(CommitConflictError):
+    """Commits that won the race invalidated what a write planned: plan it again on a new
+    snapshot. The engine's own writes do so by themselves; a job committing write fragments
+    (Spark) gets this error and runs again."""
+
+
 class VersionNotFoundError(TableFormatError, ValueError):
     """as_of names a version or timestamp the log does not have."""
 

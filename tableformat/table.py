@@ -19,7 +19,7 @@ import pyarrow as pa
 from . import mvcc
 from .actions import AddDelta, Commit, CreateTable, apply_commit
 from .alter import AlterTable, write_alter
-from .batch import to_arrow_table
+from .batch import convert_column, to_arrow_table
 from .changes import collect_changes, finish
 from .check import CheckReport, check as run_check
 from .compaction import write_compaction
@@ -38,7 +38,7 @@ from .transaction import COMPACTION_PROPERTIES, CommitProperties, Transaction, r
 from .txlog import TransactionLog
 from .types import parse_type
 from .vacuum import VacuumPlan, VacuumResult, deletable, plan as vacuum_plan
-from .writer import write_insert
+from .writer import describe_keys, write_insert
 
 __all__ = ["Table", "Snapshot", "Timestamp", "WriteResult", "create_table", "open_table"]
 
@@ -94,11 +94,28 @@ class Snapshot:
         return Scanner(self.storage, self.state, columns, filter, ordered)
 
     # --- planning writes: files written now, committed later ---------------------------
-    def write_insert(self, data: Any, on_duplicate: str = "fail", distributed: bool = False,
+    def write_insert(self, data: Any, on_duplicate: str = "fail", report: bool = False, distributed: bool = False,
                      write_when_rejected: bool = True) -> WriteFragment:
-        """Insert rows: on_duplicate "fail", "ignore" or "report" (skip, and list them in
-        `fragment.rejected`). distributed=True when several fragments make one commit."""
-        return write_insert(self.storage, self.state, data, on_duplicate, distributed, write_when_rejected)
+        """Insert rows: on_duplicate "fail" or "ignore"; report=True skips duplicates in either
+        mode and lists them in `fragment.rejected`. distributed=True when several fragments make
+        one commit (the driver then checks the written rowsets' keys)."""
+        return write_insert(self.storage, self.state, data, on_duplicate, report, distributed, write_when_rejected)
+
+    def route(self, data: Any, strict: bool = True):
+        """Each row's tablet ordinal (-1: in no range partition, when not strict): what a
+        distributed job shuffles by."""
+        t = to_arrow_table(data)
+        st = self.state
+        keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
+        return st.partitioning.assign(st.schema, keys, strict=strict)[0]
+
+    @property
+    def tablet_ids(self) -> list[str]:
+        return list(self.state.partitioning.tablet_ids())
+
+    def describe_rows(self, batch: pa.Table, rows, limit: int = 3) -> str:
+        """The first keys of `rows` of a batch, for messages."""
+        return describe_keys(self.state, batch, rows, limit)
 
     def write_mutation(self, data: Any, op: str | None = None, op_column: str | None = None,
                        columns: Sequence[str] | None = None, on_error: str = "fail",

@@ -63,6 +63,9 @@ class Transaction:
         base = self.snapshot
         extra: list[Action] = []
         try:
+            v = check_all(f.requirements, Context(storage, base, base, [], list(f.actions), self.written), True)
+            if v.outcome is not Outcome.REBASE:
+                raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
             for self.attempts in range(1, self.properties.max_attempts + 1):
                 commit = log.try_commit(base, f.operation, f.actions + extra, f.counts, f.read_version,
                                         f.data_change)

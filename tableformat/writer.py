@@ -166,25 +166,27 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
     return pmap(write, jobs)
 
 
-ON_DUPLICATE = ("fail", "ignore", "report")
+ON_DUPLICATE = ("fail", "ignore")
 
 
 def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: str = "fail",
-                 distributed: bool = False, write_when_rejected: bool = True) -> WriteFragment:
+                 report: bool = False, distributed: bool = False, write_when_rejected: bool = True) -> WriteFragment:
     """Plan an insert on `state`, write its rowsets, and return the fragment to commit.
 
-    on_duplicate: "fail" raises DuplicateKeyError for a key that exists or repeats; "ignore"
-    skips such keys; "report" skips them too and leaves (batch, rows) in `rejected`.
+    on_duplicate: "fail" raises DuplicateKeyError for a key that exists or repeats, and a key
+    inserted concurrently fails the commit; "ignore" skips such keys, and a concurrent insert
+    of one of its keys (or a delete of one it skipped) makes it plan again. report=True skips
+    them in either mode and leaves (batch, rows) in `rejected`, for the caller to decide.
     distributed: the commit checks the keys of the written rowsets (a driver does not hold
     them) instead of keys kept in the fragment."""
     if on_duplicate not in ON_DUPLICATE:
         raise InvalidOptionError(f"on_duplicate must be one of {ON_DUPLICATE}, got {on_duplicate!r}")
-    ignore = on_duplicate != "fail"
-    operation = "INSERT_IGNORE" if on_duplicate == "ignore" else "INSERT"
+    ignore = on_duplicate == "ignore"
+    operation = "INSERT_IGNORE" if ignore else "INSERT"
     batch = prepare(state.schema, data)
-    plan = plan_insert(storage, state, batch, ignore)
+    plan = plan_insert(storage, state, batch, ignore or report)
     frag = WriteFragment(operation, state.version, counts={"inserted": plan.rows, "ignored": plan.ignored})
-    if on_duplicate == "report":
+    if report:
         kept = np.concatenate([b.rows for b in plan.batches]) if plan.batches else np.zeros(0, np.int64)
         frag.rejected = (batch, np.setdiff1d(np.arange(batch.num_rows), kept))
         if len(frag.rejected[1]) and not write_when_rejected:
@@ -197,7 +199,7 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
     except BaseException:
         storage.delete_quietly(written)
         raise
-    on_clash = Outcome.RESTART if on_duplicate == "ignore" else Outcome.FAIL
+    on_clash = Outcome.RESTART if ignore else Outcome.FAIL
     if distributed:
         keys = KeysAbsent(own_rowsets=True, on_clash=on_clash)
     else:
@@ -208,5 +210,5 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
     frag.actions = [AddRowSet(r) for r in rowsets]
     frag.files = written
     frag.requirements = [DefinitionUnchanged(Outcome.RESTART), keys] + \
-        ([SkippedKeysStillLive()] if plan.ignored else [])
+        ([SkippedKeysStillLive()] if plan.ignored and ignore else [])
     return frag

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import tableformat as tf
-from tableformat.storage import Storage
+from tableformat import Storage
 from tableformat_config import UTC, ConfigError, TableConfig, parse_time
 
 log = logging.getLogger("tableformat.airflow")

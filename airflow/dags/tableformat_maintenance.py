@@ -11,7 +11,6 @@ import logging
 from dataclasses import replace
 
 import tableformat as tf
-from tableformat.compaction import CompactionPlan
 from tableformat_config import TableConfig
 
 log = logging.getLogger("tableformat.airflow")
@@ -60,7 +59,7 @@ def run_compaction(cfg: TableConfig) -> dict:
             "version_before": before, "version_after": t.version}
 
 
-def _compact_inprocess(t: tf.Table, plan: CompactionPlan) -> list[dict]:
+def _compact_inprocess(t: tf.Table, plan: tf.CompactionPlan) -> list[dict]:
     out = []
     for a in plan.actions:    # one action at a time, to pair each with what it committed
         res = t.compact(replace(plan, actions=(a,)))
@@ -68,7 +67,7 @@ def _compact_inprocess(t: tf.Table, plan: CompactionPlan) -> list[dict]:
     return out
 
 
-def _compact_spark(cfg: TableConfig, plan: CompactionPlan) -> list[dict]:
+def _compact_spark(cfg: TableConfig, plan: tf.CompactionPlan) -> list[dict]:
     from spark_jobs.common import get_spark
     from spark_jobs.compaction import compact_table
     spark = get_spark(f"tableformat-compaction-{cfg.name}", cfg.spark_master)

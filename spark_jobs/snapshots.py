@@ -1,0 +1,82 @@
+"""What every Spark-side piece shares: options, `as_of`, type mapping, and snapshots cached per
+worker process (so every task of a job reads one state)."""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Sequence
+
+import tableformat as tf
+
+_SNAPSHOTS: dict[tuple, Any] = {}
+_TABLES: dict[tuple, Any] = {}
+_LOCK = threading.Lock()
+
+
+def storage_options_from(options: dict) -> dict | None:
+    """Spark options -> fsspec storage options: `storage_options` as JSON, or `storage.<key>` entries."""
+    out: dict[str, Any] = {}
+    raw = options.get("storage_options")
+    if raw:
+        out.update(json.loads(raw))
+    for k, v in options.items():
+        if k.startswith("storage."):
+            out[k[len("storage."):]] = v
+    return out or None
+
+
+def parse_as_of(value: Any):
+    """`as_of` option: a version number, or a timestamp (ISO date-time, or `ts:<microseconds>`),
+    parsed as the engine and the CLI parse it."""
+    return tf.parse_as_of(value, "the as_of option")
+
+
+def _table(uri: str, storage_options: dict | None):
+    key = (uri, json.dumps(storage_options, sort_keys=True))
+    with _LOCK:
+        t = _TABLES.get(key)
+    if t is None:
+        t = tf.open_table(uri, storage_options=storage_options)
+        with _LOCK:
+            _TABLES[key] = t
+    return t
+
+
+def open_snapshot(uri: str, storage_options: dict | None, as_of: Any):
+    """A snapshot, cached per worker process by (uri, version, history horizon): every task of a job
+    sees one state, and a vacuum that moved the horizon (deleting files older versions referenced)
+    makes older versions be read through UNDO records instead of from a stale cached state."""
+    t = _table(uri, storage_options)
+    if isinstance(as_of, int) and not isinstance(as_of, tf.Timestamp):
+        key = (uri, json.dumps(storage_options, sort_keys=True), as_of, t.state.history_horizon)
+        with _LOCK:
+            snap = _SNAPSHOTS.get(key)
+        if snap is None:
+            snap = t.snapshot(as_of)
+            with _LOCK:
+                _SNAPSHOTS[key] = snap
+        return snap
+    return t.snapshot(as_of)
+
+
+def spark_type(ctype):
+    """The Spark SQL type of a tableformat column type (built without a session: workers have none)."""
+    from pyspark.sql import types as T
+    k = ctype.kind
+    simple = {"bool": T.BooleanType, "int8": T.ByteType, "int16": T.ShortType, "int32": T.IntegerType,
+              "int64": T.LongType, "float": T.FloatType, "double": T.DoubleType, "date": T.DateType,
+              "unixtime_micros": T.TimestampType, "string": T.StringType, "varchar": T.StringType,
+              "binary": T.BinaryType}
+    if k in simple:
+        return simple[k]()
+    return T.DecimalType(ctype.precision, ctype.scale)
+
+
+def spark_schema(schema: tf.Schema, names: Sequence[str] | None = None):
+    from pyspark.sql.types import StructField, StructType
+    cols = schema.columns if names is None else [schema.column(n) for n in names]
+    return StructType([StructField(c.name, spark_type(c.type), c.nullable) for c in cols])
+
+
+def delete_files(uri: str, storage_options: dict | None, paths: list[str]) -> None:
+    tf.Storage(uri, storage_options).delete_quietly(paths)
