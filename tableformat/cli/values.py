@@ -17,7 +17,7 @@ from typing import Any
 
 import tableformat as tf
 
-from ..errors import InvalidOptionError, PartitionSchemaError
+from ..errors import PartitionSchemaError
 from ..types import ColumnType
 
 _INT_KINDS = ("int8", "int16", "int32", "int64")
@@ -109,16 +109,5 @@ def typed_bound(columns: Sequence[tf.Column], values: Sequence, what: str) -> An
 
 
 def parse_as_of(text: str | None, what: str = "--as-of") -> Any:
-    """A version (int), `ts:<micros>` (a tf.Timestamp) or an ISO date-time."""
-    if text is None:
-        return None
-    s = text.strip()
-    if re.fullmatch(r"\d+", s):
-        return int(s)
-    if s.lower().startswith("ts:") and re.fullmatch(r"\d+", s[3:].strip()):
-        return tf.Timestamp(int(s[3:].strip()))
-    try:
-        return parse_datetime(s)
-    except (ValueError, IndexError):
-        raise InvalidOptionError(f"{what} {text!r}: expected a version number, ts:<microseconds> or an ISO "
-                                 "date-time such as 2024-05-01T12:00:00Z") from None
+    """A version (int), `ts:<micros>` (a tf.Timestamp) or an ISO date-time: the engine's parser."""
+    return tf.parse_as_of(text, what)
