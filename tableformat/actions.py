@@ -166,6 +166,14 @@ class Commit:
         return [a for a in self.actions if isinstance(a, types)]
 
     @property
+    def files(self) -> set[str]:
+        """The files this commit made part of the table."""
+        out: set[str] = set()
+        for a in self.of(AddRowSet, AddDelta):
+            out.update(f.path for f in a.rowset.files) if isinstance(a, AddRowSet) else out.add(a.delta.path)
+        return out
+
+    @property
     def changes_definition(self) -> bool:
         return any(isinstance(a, DEFINITION_CHANGES) for a in self.actions)
 

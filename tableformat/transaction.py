@@ -73,6 +73,7 @@ class Transaction:
                     self._landed(base, commit)
                     return commit
                 winners = log.read_new_commits(base.version)
+                self._not_landed_already(winners)
                 v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
                                                       f.actions + extra, self.written))
                 if v.outcome is Outcome.RESTART:
@@ -91,6 +92,16 @@ class Transaction:
             if not committed(e):
                 storage.delete_quietly(self.written)
             raise
+
+    def _not_landed_already(self, winners: list[Commit]) -> None:
+        """A fragment committed twice (a driver retrying after a lost acknowledgement) must not
+        land twice, nor delete the files the first commit made live."""
+        mine = set(self.fragment.files)
+        for c in winners:
+            if mine & c.files:
+                self.written = [p for p in self.written if p not in c.files]
+                raise CommitConflictError(f"{self.fragment.operation}: these files were already committed in "
+                                          f"version {c.version}; nothing was done")
 
     def _landed(self, base, commit: Commit) -> None:
         try:

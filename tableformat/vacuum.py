@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from typing import Sequence
 
-from .actions import AddDelta, AddRowSet, Commit, SetHistory
+from .actions import Commit, SetHistory
 from .fragment import WriteFragment
 from .metadata import CommitInfo, TableState
 from .mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
@@ -35,10 +35,7 @@ def state_files(st: TableState) -> set[str]:
 
 
 def commit_files(commit: Commit) -> set[str]:
-    out = set()
-    for a in commit.of(AddRowSet, AddDelta):
-        out.update(f.path for f in a.rowset.files) if isinstance(a, AddRowSet) else out.add(a.delta.path)
-    return out
+    return commit.files
 
 
 @dataclass

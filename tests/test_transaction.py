@@ -1,0 +1,167 @@
+"""The commit protocol's pieces: typed actions, requirements and fragments as plain data, the
+transaction's retry rules, and the merge compaction's rebase by key."""
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+from tableformat.actions import action_from_json, decode_commit
+from tableformat.conflicts import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets, Outcome,
+                                   Requirement, RowSetsUnchanged, RowsLive, SkippedKeysStillLive)
+
+
+def kv(path, **props):
+    s = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
+    return tf.create_table(str(path), s, properties=props or None)
+
+
+def rows(t, as_of=None):
+    return sorted(t.scan(as_of=as_of).to_arrow().to_pylist(), key=lambda r: r["key"])
+
+
+def test_every_log_action_round_trips_exactly(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    t.update(pa.table({"key": ["a"], "val": [5]}))
+    with t.alter() as a:
+        a.add_column("extra", "int64")
+    (rid,) = t.state.rowsets
+    t.compact_action(tf.CompactionAction("merge", t.state.rowsets[rid].tablet, (rid,), 1.0, "test", 0))
+    t.vacuum(retain_seconds=0)
+    kinds = set()
+    for v in range(t.version + 1):
+        raw = t._log.read_commit_json(v)
+        for a in raw["actions"]:
+            assert action_from_json(a).to_json() == a        # the JSON on disk is what the types write
+            kinds.add(next(iter(a)))
+        c = decode_commit(raw)
+        assert c.version == v and len(c.actions) == len(raw["actions"])
+    assert kinds == {"metadata", "add_rowset", "add_delta", "alter", "remove_rowset", "history"}
+
+
+def test_decoding_stamps_the_commit_timestamp_once(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.update(pa.table({"key": ["a"], "val": [2]}))
+    c1, c2 = t._log.read_commit(1), t._log.read_commit(2)
+    (rs,) = [a.rowset for a in c1.actions]
+    (d,) = [a.delta for a in c2.actions]
+    assert rs.created_ts == c1.timestamp and (d.min_ts, d.max_ts) == (c2.timestamp, c2.timestamp)
+    assert "created_ts" not in t._log.read_commit_json(1)["actions"][0]["add_rowset"]   # not written to disk
+
+
+@pytest.mark.parametrize("req", [
+    DefinitionUnchanged(Outcome.FAIL),
+    KeysAbsent({"t0": pa.array([b"a", b"\x00b"], pa.binary())}, on_clash=Outcome.RESTART),
+    KeysAbsent(own_rowsets=True, on_clash=Outcome.FAIL),
+    SkippedKeysStillLive(),
+    RowsLive({"r1": np.array([0, 7, 9], np.int64)}),
+    NoRowsInTablets(("r0", "r1")),
+    RowSetsUnchanged(("x",)),
+    MergeInputsRemappable(("x", "y")),
+], ids=lambda r: r.kind)
+def test_every_requirement_is_plain_data(req):
+    d = json.loads(json.dumps(req.to_json()))
+    back = Requirement.from_json(d)
+    assert type(back) is type(req) and back.to_json() == req.to_json()
+
+
+def test_a_fragment_made_elsewhere_commits_like_a_local_write(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    snap = t.snapshot()
+    frags = [snap.write_mutation(pa.table({"key": ["a"], "val": [10]}), op="update"),
+             snap.write_mutation(pa.table({"key": ["c"], "val": [3]}), op="upsert")]
+    wire = [json.loads(json.dumps(f.to_json())) for f in frags]          # as a Spark task returns them
+    res = t.commit_fragments(wire, "MERGE")
+    assert (res.updated, res.inserted, res.operation) == (1, 1, "MERGE")
+    assert rows(t) == [{"key": "a", "val": 10}, {"key": "b", "val": 2}, {"key": "c", "val": 3}]
+    assert t.check().ok
+
+
+def test_fragments_of_different_snapshots_are_refused_and_change_nothing(tmp_path):
+    t = kv(tmp_path / "t")
+    a = t.snapshot().write_insert(pa.table({"key": ["a"], "val": [1]}))
+    t.insert(pa.table({"key": ["z"], "val": [0]}))
+    b = t.snapshot().write_insert(pa.table({"key": ["b"], "val": [1]}))
+    v = t.version
+    with pytest.raises(tf.InvalidOptionError, match="different versions"):
+        t.commit_fragments([a, b])
+    assert t.version == v
+
+
+def test_a_fragment_committed_twice_lands_once_and_keeps_its_files(tmp_path):
+    t = kv(tmp_path / "t")
+    frag = t.snapshot().write_insert(pa.table({"key": ["a"], "val": [1]})).to_json()
+    t.commit_fragments([frag])
+    with pytest.raises(tf.CommitConflictError, match="already committed"):
+        t.commit_fragments([frag])                          # a driver retrying after a lost acknowledgement
+    assert rows(t) == [{"key": "a", "val": 1}]
+    assert t.check().ok                                     # no file of the first commit was deleted
+
+
+def test_a_lost_race_restarts_an_engine_write_by_itself(tmp_path):
+    """insert_ignore skipped 'a' as existing; a delete of 'a' lands first: the insert plans again
+    and inserts 'a' (it must not skip a key that is gone)."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    other = tf.open_table(str(tmp_path / "t"))
+    fired = []
+
+    def hook(step, path):
+        if step == "commit" and "_log/0" in path and not fired:
+            fired.append(path)
+            other.delete(pa.table({"key": ["a"]}))
+    t._storage.fault_hook = hook
+    res = t.insert_ignore(pa.table({"key": ["a", "b"], "val": [2, 3]}))
+    t._storage.fault_hook = None
+    assert fired and (res.inserted, res.ignored) == (2, 0)
+    assert rows(t) == [{"key": "a", "val": 2}, {"key": "b", "val": 3}]
+
+
+def test_commit_properties_are_checked_and_used(tmp_path):
+    with pytest.raises(tf.InvalidOptionError):
+        tf.CommitProperties(max_attempts=0)
+    with pytest.raises(tf.InvalidOptionError):
+        tf.CommitProperties(max_backoff_seconds=-1)
+    t = kv(tmp_path / "t", checkpoint_interval=100)
+    t.commit_properties = tf.CommitProperties(checkpoint_interval=2)
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.insert(pa.table({"key": ["b"], "val": [1]}))
+    assert t._storage.exists("_log/00000000000000000002.checkpoint.json")
+
+
+def test_a_merge_that_loses_to_a_mutation_remaps_it_by_key(tmp_path):
+    """The merge planned first; an update and a delete of its input commit before it. The merge
+    rebases: their records move to the merge's output by key, and history reads back."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b", "c"], "val": [1, 2, 3]}))
+    t.insert(pa.table({"key": ["d"], "val": [4]}))
+    st = t.state
+    ids = tuple(sorted(st.rowsets, key=lambda r: st.rowsets[r].min_key))
+    frag = t.snapshot().write_compaction(tf.CompactionAction("merge", st.rowsets[ids[0]].tablet, ids, 1.0, "t", 0))
+    t.update(pa.table({"key": ["b", "d"], "val": [20, 40]}))
+    t.delete(pa.table({"key": ["c"]}))
+    v_before = t.version
+    res = t.commit_fragments([frag])
+    assert res.version == v_before + 1
+    assert len(t.state.rowsets) == 1
+    assert rows(t) == [{"key": "a", "val": 1}, {"key": "b", "val": 20}, {"key": "d", "val": 40}]
+    assert rows(t, as_of=v_before - 1) == [{"key": "a", "val": 1}, {"key": "b", "val": 20},
+                                           {"key": "c", "val": 3}, {"key": "d", "val": 40}]
+    assert rows(t, as_of=2) == [{"key": "a", "val": 1}, {"key": "b", "val": 2}, {"key": "c", "val": 3},
+                                {"key": "d", "val": 4}]
+    assert t.check().ok
+
+
+def test_a_vacuum_plan_prints_and_matches_what_vacuum_does(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.update(pa.table({"key": ["a"], "val": [2]}))
+    p = t.vacuum_plan(retain_seconds=0, grace_seconds=0)
+    assert "Vacuum plan at version 2" in str(p) and p.history is not None and p.history.horizon_version == 2
+    res = t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert sorted(res.files) == sorted(f for f, _ in p.files)
+    assert t.history()[-1].operation == "VACUUM"
