@@ -64,6 +64,12 @@ class VersionNotFoundError(TableFormatError, ValueError):
     """as_of names a version or timestamp the log does not have."""
 
 
+class TimestampAfterLatestError(VersionNotFoundError):
+    """`as_of` a timestamp after the newest commit's: a commit may still land at or before it,
+    so the answer would not be repeatable (Delta refuses these too). Ask for the latest
+    (as_of=None) or a timestamp at or before the newest commit's."""
+
+
 # --- data -------------------------------------------------------------------------
 
 class InvalidDataError(TableFormatError, ValueError):

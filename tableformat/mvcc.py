@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
-from .errors import HistoryExpiredError, InvalidOptionError, VersionNotFoundError
+from .errors import HistoryExpiredError, InvalidOptionError, TimestampAfterLatestError, VersionNotFoundError
 from .metadata import CommitInfo, TableState
 from .txlog import now_micros
 
@@ -76,13 +76,21 @@ def is_version(as_of: Any) -> bool:
 
 def resolve_version(history: Sequence[CommitInfo], as_of: Any) -> int:
     """The version a read `as_of` sees: the version itself, or the last one committed at or
-    before the timestamp."""
+    before the timestamp. A timestamp after the newest commit's is refused: the answer to a
+    read as of T never changes once given, because every later commit has a later timestamp
+    (a commit's timestamp exceeds its predecessor's, specs/format.md §8.1)."""
     as_of = parse_as_of(as_of)
     latest = history[-1].version
     if is_version(as_of):
         if as_of < 0 or as_of > latest:
             raise VersionNotFoundError(f"version {as_of} does not exist; versions are 0..{latest}")
         return as_of
+    if as_of > history[-1].timestamp:
+        # a writer that picked its timestamp at or before as_of may not have landed yet: what
+        # this read sees now could change, so only times up to the newest commit are answered
+        raise TimestampAfterLatestError(
+            f"timestamp {int(as_of)} is after the newest commit (version {latest} at timestamp "
+            f"{history[-1].timestamp}); read the latest with as_of=None, or as of a time at or before it")
     candidates = [h.version for h in history if h.timestamp <= as_of]
     if not candidates:
         raise VersionNotFoundError(f"timestamp {int(as_of)} is before the table was created "
