@@ -229,3 +229,58 @@ def test_every_job_has_help(job):
     r = subprocess.run([sys.executable, "-m", f"spark_jobs.{job}", "--help"], capture_output=True, text=True,
                        cwd=os.path.dirname(os.path.dirname(__file__)))
     assert r.returncode == 0 and "usage" in r.stdout.lower()
+
+
+def _once(marker, action):
+    """A mapInArrow function that runs `action` the first time any task sees a batch (a marker
+    file makes it once per test, across tasks and re-runs): a concurrent writer during a job."""
+    def fn(batches):
+        for b in batches:
+            try:
+                fd = os.open(marker, os.O_CREAT | os.O_EXCL)
+                os.close(fd)
+                action()
+            except FileExistsError:
+                pass
+            yield b
+    return fn
+
+
+def test_partitioned_insert_ignore_obeys_commit_order(spark, tmp_path):
+    """insert_ignore skips 'a' as existing; a delete_ignore of 'a' commits during the job. The log
+    says delete, then insert: so the table must hold 'a' with the job's value (the job runs again)."""
+    from spark_jobs.insert import partitioned_insert
+    uri = str(tmp_path / "t")
+    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
+    t = tf.create_table(uri, schema)
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+
+    def delete_a():
+        tf.open_table(uri).delete_ignore(pa.table({"key": ["a"]}))
+    df = spark.createDataFrame(pa.table({"key": ["a", "c"], "val": [10, 30]}).to_pandas())
+    df = df.mapInArrow(_once(str(tmp_path / "marker"), delete_a), df.schema)
+    res = partitioned_insert(spark, df, uri, on_duplicate="ignore")
+    got = sorted(tf.open_table(uri).to_arrow().to_pylist(), key=lambda r: r["key"])
+    assert got == [{"key": "a", "val": 10}, {"key": "b", "val": 2}, {"key": "c", "val": 30}]
+    assert (res.inserted, res.ignored) == (2, 0)
+    ops = [h.operation for h in tf.open_table(uri).history()]
+    assert ops[-2:] == ["DELETE_IGNORE", "INSERT_IGNORE"]
+
+
+def test_merge_that_loses_to_a_delete_of_its_row_runs_again(spark, tmp_path):
+    """The merge updates 'a'; a delete of 'a' commits during the job: the engine's key-level rule
+    (the merge's rows must still be live) makes the job plan again, and update_ignore then skips."""
+    from spark_jobs.merge import mutation_merge
+    uri = str(tmp_path / "t")
+    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
+    t = tf.create_table(uri, schema)
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+
+    def delete_a():
+        tf.open_table(uri).delete(pa.table({"key": ["a"]}))
+    df = spark.createDataFrame(pa.table({"key": ["a", "b"], "val": [10, 20]}).to_pandas())
+    df = df.mapInArrow(_once(str(tmp_path / "marker"), delete_a), df.schema)
+    res = mutation_merge(spark, df, uri, op="update_ignore")
+    got = sorted(tf.open_table(uri).to_arrow().to_pylist(), key=lambda r: r["key"])
+    assert got == [{"key": "b", "val": 20}]
+    assert (res.updated, res.ignored) == (1, 1)
