@@ -13,6 +13,7 @@ See `specs/format.md`, section "Delta files".
 from __future__ import annotations
 
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -21,7 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .diskrowset import FILE_CACHE, _PARQUET_CODEC, _wrap_read_error, field_name, parquet_file
+from .diskrowset import (FILE_CACHE, _PARQUET_CODEC, _wrap_read_error, field_name, parquet_file,
+                         verified_parquet_file)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
 from .schema import Column, Schema
@@ -50,6 +52,11 @@ class DeltaFileMeta:
     min_ts: int = 0                # for a commit's REDO: the commit timestamp
     max_ts: int = 0
     has_ts_column: bool = False
+    crc32: int | None = None       # format 3: CRC-32 of the whole file
+
+    @property
+    def ref(self) -> FileRef:
+        return FileRef(self.path, self.size, crc32=self.crc32)
 
     def updates(self, column_id: int) -> bool:
         return self.update_counts.get(column_id, 0) > 0
@@ -59,13 +66,15 @@ class DeltaFileMeta:
                 "num_records": self.num_records, "delete_count": self.delete_count,
                 "reinsert_count": self.reinsert_count,
                 "update_counts": {str(k): v for k, v in self.update_counts.items()},
-                "min_ts": self.min_ts, "max_ts": self.max_ts, "has_ts_column": self.has_ts_column}
+                "min_ts": self.min_ts, "max_ts": self.max_ts, "has_ts_column": self.has_ts_column,
+                **({} if self.crc32 is None else {"crc32": self.crc32})}
 
     @staticmethod
     def from_json(d: dict) -> "DeltaFileMeta":
         return DeltaFileMeta(d["path"], d["size"], d["kind"], d["rowset"], d["num_records"], d["delete_count"],
                              d["reinsert_count"], {int(k): v for k, v in d["update_counts"].items()},
-                             d.get("min_ts", 0), d.get("max_ts", 0), d.get("has_ts_column", False))
+                             d.get("min_ts", 0), d.get("max_ts", 0), d.get("has_ts_column", False),
+                             d.get("crc32"))
 
 
 def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowids: np.ndarray, ops: np.ndarray,
@@ -111,14 +120,21 @@ def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowid
     t_min = int(ts.min()) if ts is not None and len(ts) else 0
     t_max = int(ts.max()) if ts is not None and len(ts) else 0
     return DeltaFileMeta(path, size, kind, rowset.id, len(rowids), int((ops_sorted == DELETE).sum()),
-                         int((ops_sorted == REINSERT).sum()), update_counts, t_min, t_max, ts is not None)
+                         int((ops_sorted == REINSERT).sum()), update_counts, t_min, t_max, ts is not None,
+                         zlib.crc32(buf))
 
 
 def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] = (),
                keys: Sequence[Column] = ()) -> pa.Table:
     """rowid, op, (ts), the u/c pairs of the requested columns present in the file, and key columns."""
-    ref = FileRef(meta.path, meta.size)
-    pf = parquet_file(storage, ref)
+    ref = meta.ref
+    if ref.crc32 is not None and FILE_CACHE.get(storage, meta.path + "#verified") is None:
+        # Delta files are small and mostly read whole: verify every byte once per process
+        # (page CRCs miss page headers and the footer), then reads use the page CRCs.
+        pf = verified_parquet_file(storage, ref, "delta file")
+        FILE_CACHE.put(storage, meta.path + "#verified", True, 16)
+    else:
+        pf = parquet_file(storage, ref)
     names = set(pf.schema_arrow.names)
     cols = ["rowid", "op"] + (["ts"] if "ts" in names else [])
     for cid in column_ids:

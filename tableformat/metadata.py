@@ -15,8 +15,10 @@ from .errors import CorruptFileError, InvalidOptionError
 from .partition import Partitioning
 from .schema import Schema
 
-# 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12). 1 is still read.
-FORMAT_VERSION = 2
+# 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12).
+# 3: checksums over whole commits and checkpoints, and a `crc32` of every data, index, bloom and
+#    delta file in the log (specs/format.md §8). 1 and 2 are still read.
+FORMAT_VERSION = 3
 
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
@@ -57,21 +59,27 @@ def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int]
 
 @dataclass(frozen=True)
 class FileRef:
-    """A file of the table, relative to its root, with the size recorded at write time."""
+    """A file of the table, relative to its root, with the size and CRC-32 recorded at write time.
+
+    `crc32` (format 3) covers every byte of the file; files written before have None.
+    """
 
     path: str
     size: int
     column_ids: tuple[int, ...] = ()
+    crc32: int | None = None
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {"path": self.path, "size": self.size}
         if self.column_ids:
             d["column_ids"] = list(self.column_ids)
+        if self.crc32 is not None:
+            d["crc32"] = self.crc32
         return d
 
     @staticmethod
     def from_json(d: dict) -> "FileRef":
-        return FileRef(d["path"], d["size"], tuple(d.get("column_ids", ())))
+        return FileRef(d["path"], d["size"], tuple(d.get("column_ids", ())), d.get("crc32"))
 
 
 @dataclass(frozen=True)
