@@ -69,8 +69,8 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
     kinds = {}
     for r in st.rowsets.values():
         kinds.update({f.path: ("base file", f) for f in r.base})
-        kinds[r.pk_index.path] = ("PK index", r.pk_index)
-        kinds[r.bloom.path] = ("bloom filter", r.bloom)
+        kinds[r.pk_index.path] = ("PK index file", r.pk_index)
+        kinds[r.bloom.path] = ("bloom filter file", r.bloom)
     for ds in st.deltas.values():
         kinds.update({d.path: ("delta file", d.ref) for d in ds})
     rep.files = len(kinds)
@@ -114,7 +114,7 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
             if (first, last) != (rs.min_key, rs.max_key):
                 bad.append(f"rowset {rs.id}: key range in the log does not match its PK index")
             del kl
-            bloom = BloomFilter.from_bytes(read_verified(storage, rs.bloom, "bloom filter"), rs.bloom.path)
+            bloom = BloomFilter.from_bytes(read_verified(storage, rs.bloom, "bloom filter file"), rs.bloom.path)
             if not bloom.may_contain(keys).all():
                 bad.append(f"rowset {rs.id}: bloom filter misses keys of its PK index")
             for d in st.deltas_of(rs.id):

@@ -252,7 +252,7 @@ def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
             data = storage.read(rowset.bloom.path)
         except OSError as e:
             raise _wrap_read_error(rowset.bloom.path, e) from None
-        verify_file_bytes(rowset.bloom, data, "bloom filter")
+        verify_file_bytes(rowset.bloom, data, "bloom filter file")
         b = BloomFilter.from_bytes(data, rowset.bloom.path)
         FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes)
     return b
@@ -262,7 +262,7 @@ def _load_verified_pk_index(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Ar
     """A format-3 PK index: read whole and checked against its CRC-32, since its block first keys
     sit in the Parquet footer, which no page CRC covers. Caches the keys and the block layout."""
     ref = rowset.pk_index
-    pf = verified_parquet_file(storage, ref, "PK index")
+    pf = verified_parquet_file(storage, ref, "PK index file")
     try:
         full = pf.read(columns=["key"]).column(0).combine_chunks()
         layout = _block_layout(pf)
