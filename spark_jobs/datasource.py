@@ -47,11 +47,12 @@ class ScanPartition(InputPartition):
     rowset: str
     start: int
     stop: int
+    table_id: str
 
-    def __init__(self, uri, options, version, rowset, start, stop):
+    def __init__(self, uri, options, version, rowset, start, stop, table_id):
         super().__init__(None)
         self.uri, self.options, self.version = uri, options, version
-        self.rowset, self.start, self.stop = rowset, start, stop
+        self.rowset, self.start, self.stop, self.table_id = rowset, start, stop, table_id
 
 
 _SIMPLE = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
@@ -82,6 +83,7 @@ class TableFormatReader(DataSourceReader):
         self.filters: list[tuple] = []
         snap = open_snapshot(self.uri, self.storage_options, self.as_of)
         self.version = snap.version
+        self.table_id = snap.state.table_id
         self.names = set(snap.schema.names)
 
     def pushFilters(self, filters):
@@ -93,16 +95,17 @@ class TableFormatReader(DataSourceReader):
                 self.filters.append(p)
 
     def partitions(self):
-        snap = open_snapshot(self.uri, self.storage_options, self.version)
+        snap = open_snapshot(self.uri, self.storage_options, self.version, self.table_id)
         tasks = snap.scan(self.columns, self.filters or None).plan()
         opts = json.dumps(self.storage_options)
-        parts = [ScanPartition(self.uri, opts, self.version, t.rowset.id, t.start, t.stop) for t in tasks]
-        return parts or [ScanPartition(self.uri, opts, self.version, "", 0, 0)]
+        parts = [ScanPartition(self.uri, opts, self.version, t.rowset.id, t.start, t.stop, self.table_id)
+                 for t in tasks]
+        return parts or [ScanPartition(self.uri, opts, self.version, "", 0, 0, self.table_id)]
 
     def read(self, partition: ScanPartition) -> Iterator[pa.RecordBatch]:
         if not partition.rowset:
             return
-        snap = open_snapshot(partition.uri, json.loads(partition.options), partition.version)
+        snap = open_snapshot(partition.uri, json.loads(partition.options), partition.version, partition.table_id)
         scanner = snap.scan(self.columns, self.filters or None)
         yield from scanner.read_task(scanner.task(partition.rowset, partition.start, partition.stop)).to_batches()
 
@@ -126,11 +129,13 @@ class TableFormatWriter(DataSourceArrowWriter):
         self.storage_options = storage_options_from(options)
         snap = open_snapshot(self.uri, self.storage_options, None)   # fails clearly if there is no table
         self.version = snap.version
+        self.table_id = snap.state.table_id
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenRowsets:
         batches = list(iterator)
         data = pa.Table.from_batches(batches) if batches else None
-        res = write_partition(self.uri, self.storage_options, self.version, data, on_duplicate="fail")
+        res = write_partition(self.uri, self.storage_options, self.version, data, on_duplicate="fail",
+                              table_id=self.table_id)
         return WrittenRowsets(json.dumps(res["fragment"]), json.dumps(res["files"]), res["rows"], res["duplicates"])
 
     def commit(self, messages: list[WrittenRowsets]) -> None:

@@ -26,10 +26,11 @@ from .writes import TABLET_COL, collect_rows, commit_fragments, commit_rowsets, 
 RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, sample string"
 
 
-def tablet_of(uri: str, storage_options: dict | None, version: int, strict: bool = True):
+def tablet_of(uri: str, storage_options: dict | None, version: int, strict: bool = True,
+              table_id: str | None = None):
     """A mapInArrow function adding each row's tablet ordinal (-1: in no range partition)."""
     def fn(batches):
-        snap = open_snapshot(uri, storage_options, version)
+        snap = open_snapshot(uri, storage_options, version, table_id)
         for b in batches:
             ordinal = snap.route(pa.Table.from_batches([b]), strict=strict)
             yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ordinal, pa.int32())],
@@ -42,7 +43,7 @@ def route_by_tablet(spark: Any, df: Any, table: Any, uri: str, storage_options: 
     """The DataFrame with each row's tablet, shuffled so every tablet is in exactly one partition."""
     from pyspark.sql.types import IntegerType, StructField, StructType
     ntablets = len(table.snapshot(version).tablet_ids)
-    routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict),
+    routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict, table.table_id),
                            StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
     return routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
                               TABLET_COL)
@@ -60,13 +61,13 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         raise tf.InvalidOptionError("on_duplicate='collect' needs error_path")
     for _attempt in range(max_restarts + 1):
         table = tf.open_table(uri, storage_options=storage_options)
-        version = table.version
+        version, table_id = table.version, table.table_id
         shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict=True)
 
-        def task(batches, version=version):
+        def task(batches, version=version, table_id=table_id):
             tables = [pa.Table.from_batches([b]) for b in batches]
             data = pa.concat_tables(tables) if tables else None
-            r = write_partition(uri, storage_options, version, data, on_duplicate, error_path)
+            r = write_partition(uri, storage_options, version, data, on_duplicate, error_path, table_id)
             yield pa.RecordBatch.from_pylist([{"fragment": json.dumps(r["fragment"]), "files": json.dumps(r["files"]),
                                                "rows": r["rows"], "duplicates": r["duplicates"],
                                                "sample": r["sample"]}])

@@ -33,14 +33,14 @@ OPS = ("update", "update_ignore", "delete", "delete_ignore", "upsert", "insert",
 
 def merge_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None, op: str | None,
                     op_column: str | None, update_columns: Sequence[str] | None, on_error: str,
-                    error_path: str | None) -> dict:
+                    error_path: str | None, table_id: str | None = None) -> dict:
     """Executor side: plan this task's rows on the snapshot with the engine and write its
     deltas and rowsets; the result holds the task's write fragment (JSON)."""
     out = {"fragment": None, "files": [], "inserted": 0, "updated": 0, "deleted": 0, "ignored": 0, "missing": 0,
            "duplicate": 0, "sample": ""}
     if data is None or data.num_rows == 0:
         return out
-    snap = open_snapshot(uri, storage_options, version)
+    snap = open_snapshot(uri, storage_options, version, table_id)
     data = data.drop([c for c in data.column_names if c == TABLET_COL])
     frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE")
     batch, failed, _ops = frag.rejected
@@ -77,13 +77,13 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         raise tf.InvalidOptionError("on_error must be fail, ignore or collect (collect needs error_path)")
     for _attempt in range(max_restarts + 1):
         table = tf.open_table(uri, storage_options=storage_options)
-        version = table.version
+        version, table_id = table.version, table.table_id
         shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict=False)
 
-        def task(batches, version=version):
+        def task(batches, version=version, table_id=table_id):
             tables = [pa.Table.from_batches([b]) for b in batches]
             r = merge_partition(uri, storage_options, version, pa.concat_tables(tables) if tables else None, op,
-                                op_column, update_columns, on_error, error_path)
+                                op_column, update_columns, on_error, error_path, table_id)
             yield pa.RecordBatch.from_pylist([{**r, "fragment": json.dumps(r["fragment"]),
                                                "files": json.dumps(r["files"])}])
         results = shuffled.mapInArrow(task, RESULT_SCHEMA).collect()     # metadata only

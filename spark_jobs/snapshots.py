@@ -31,24 +31,38 @@ def parse_as_of(value: Any):
     return tf.parse_as_of(value, "the as_of option")
 
 
-def _table(uri: str, storage_options: dict | None):
+def _table(uri: str, storage_options: dict | None, table_id: str | None = None, fresh: bool = False):
+    """This process's handle on the table at `uri`, reopened when the path now holds another
+    table (a different table_id); TableReplacedError if it is not the table a job planned on."""
     key = (uri, json.dumps(storage_options, sort_keys=True))
     with _LOCK:
-        t = _TABLES.get(key)
+        t = None if fresh else _TABLES.get(key)
+    if t is not None:
+        try:
+            t.refresh()
+        except tf.TableReplacedError:
+            t = None
+        if t is not None and table_id is not None and t.table_id != table_id:
+            t = None
     if t is None:
         t = tf.open_table(uri, storage_options=storage_options)
         with _LOCK:
             _TABLES[key] = t
+    if table_id is not None and t.table_id != table_id:
+        raise tf.TableReplacedError(f"the table at {uri!r} was replaced during the job (it was table {table_id}, "
+                                    f"it is now {t.table_id}); run the job again")
     return t
 
 
-def open_snapshot(uri: str, storage_options: dict | None, as_of: Any):
-    """A snapshot, cached per worker process by (uri, version, history horizon): every task of a job
-    sees one state, and a vacuum that moved the horizon (deleting files older versions referenced)
-    makes older versions be read through UNDO records instead of from a stale cached state."""
-    t = _table(uri, storage_options)
+def open_snapshot(uri: str, storage_options: dict | None, as_of: Any, table_id: str | None = None):
+    """A snapshot of one table. A version is cached per worker process by (table_id, version,
+    history horizon): every task of a job sees one state, a vacuum that moved the horizon makes
+    older versions be read through UNDO records, and a table re-created at the same path is
+    never mixed with the old one. Without a table_id (a driver planning a new job) the latest
+    state comes from a fresh handle."""
     if isinstance(as_of, int) and not isinstance(as_of, tf.Timestamp):
-        key = (uri, json.dumps(storage_options, sort_keys=True), as_of, t.state.history_horizon)
+        t = _table(uri, storage_options, table_id)
+        key = (uri, json.dumps(storage_options, sort_keys=True), t.table_id, as_of, t.state.history_horizon)
         with _LOCK:
             snap = _SNAPSHOTS.get(key)
         if snap is None:
@@ -56,7 +70,7 @@ def open_snapshot(uri: str, storage_options: dict | None, as_of: Any):
             with _LOCK:
                 _SNAPSHOTS[key] = snap
         return snap
-    return t.snapshot(as_of)
+    return _table(uri, storage_options, table_id, fresh=table_id is None).snapshot(as_of)
 
 
 def spark_type(ctype):

@@ -19,13 +19,13 @@ TABLET_COL = "_tf_tablet"
 
 
 def write_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None,
-                    on_duplicate: str = "fail", error_path: str | None = None) -> dict:
+                    on_duplicate: str = "fail", error_path: str | None = None, table_id: str | None = None) -> dict:
     """Executor side: validate, check keys and write rowsets for the rows of one task; the
     result holds the task's write fragment (JSON) and what it rejected."""
     out = {"fragment": None, "files": [], "rows": 0, "duplicates": 0, "sample": ""}
     if data is None or data.num_rows == 0:
         return out
-    snap = open_snapshot(uri, storage_options, version)
+    snap = open_snapshot(uri, storage_options, version, table_id)
     frag = snap.write_insert(data.drop([c for c in data.column_names if c == TABLET_COL]),
                              on_duplicate="fail" if on_duplicate == "fail" else "ignore", report=True,
                              distributed=True, write_when_rejected=on_duplicate != "fail")

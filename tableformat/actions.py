@@ -160,6 +160,7 @@ class Commit:
     data_change: bool = True
     format_version: int = 1
     txn_id: str = ""
+    table_id: str | None = None      # format 3: the table the commit belongs to
 
     def of(self, *types: type) -> list:
         """The actions of the given types, in commit order."""
@@ -193,7 +194,7 @@ def decode_commit(d: dict, path: str = "<commit>") -> Commit:
     return Commit(d["version"], ts, d["operation"],
                   tuple(stamp(action_from_json(a, path), ts) for a in d["actions"]),
                   MappingProxyType(dict(d.get("counts", {}))), d.get("read_version"), d.get("data_change", True),
-                  d.get("format_version", 1), d.get("txn_id", ""))
+                  d.get("format_version", 1), d.get("txn_id", ""), d.get("table_id"))
 
 
 def added_deltas(commits: list[Commit]):

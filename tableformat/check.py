@@ -1,4 +1,9 @@
-"""Table check: verify the invariants of a snapshot and report every violation found."""
+"""Table check: verify the invariants of a snapshot and report every violation found.
+
+Integrity (specs/format.md §8, §12): every commit and checkpoint against its checksum, and
+every referenced file against the size and CRC-32 the log recorded, each violation naming
+its kind (commit, checkpoint, base file, PK index, bloom filter, delta file) and its file.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,11 +13,11 @@ import pyarrow.compute as pc
 
 from .bloom import BloomFilter
 from .deltafile import REDO, deleted_mask, read_delta
-from .diskrowset import FILE_CACHE, parquet_file, read_pk_index
+from .diskrowset import FILE_CACHE, parquet_file, read_pk_index, read_verified
 from .errors import TableFormatError
 from .metadata import TableState
 from .storage import Storage
-from .txlog import TransactionLog, commit_path
+from .txlog import TransactionLog, checkpoint_path, commit_path
 
 
 @dataclass
@@ -36,8 +41,9 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
     FILE_CACHE.clear()   # read what is on storage now, not what was cached
     rep = CheckReport(st.version, rowsets=len(st.rowsets))
     bad = rep.violations
-    # the log: dense versions, strictly increasing timestamps, readable commits
+    # the log: dense versions, strictly increasing timestamps, commits that pass their checksums
     prev_ts = -1
+    timestamps: dict[int, int] = {}
     for v in range(st.version + 1):
         try:
             d = log.read_commit(v)
@@ -46,26 +52,49 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
             continue
         if d.timestamp <= prev_ts:
             bad.append(f"log: {commit_path(v)} has timestamp {d.timestamp} not after the previous {prev_ts}")
-        prev_ts = d.timestamp
-    # referenced files exist with their recorded sizes
-    refs = [(f.path, f.size) for r in st.rowsets.values() for f in r.files] + \
-           [(d.path, d.size) for ds in st.deltas.values() for d in ds]
-    rep.files = len(refs)
+        prev_ts = timestamps[v] = d.timestamp
+    # checkpoints: derived data that readers skip when broken, but a broken one is still reported
+    for c in log.listing().checkpoints:
+        if c > st.version:
+            continue
+        try:
+            cp_state, cp_history = log.read_checkpoint(c)
+        except (TableFormatError, FileNotFoundError) as e:
+            bad.append(f"checkpoint: {e}")
+            continue
+        said = [(h.version, h.timestamp) for h in cp_history] + [(c, cp_state.timestamp)]
+        if any(timestamps.get(v, ts) != ts for v, ts in said) or len(cp_history) != c + 1:
+            bad.append(f"checkpoint: {checkpoint_path(c)} disagrees with the commits on versions or timestamps")
+    # referenced files exist with their recorded sizes (and, deep, their recorded CRC-32)
+    kinds = {}
+    for r in st.rowsets.values():
+        kinds.update({f.path: ("base file", f) for f in r.base})
+        kinds[r.pk_index.path] = ("PK index file", r.pk_index)
+        kinds[r.bloom.path] = ("bloom filter file", r.bloom)
+    for ds in st.deltas.values():
+        kinds.update({d.path: ("delta file", d.ref) for d in ds})
+    rep.files = len(kinds)
     missing = set()
-    for path, size in refs:
+    for path, (kind, ref) in kinds.items():
         try:
             actual = storage.size(path)
         except FileNotFoundError:
-            bad.append(f"file {path} is missing")
+            bad.append(f"{kind} {path} is missing")
             missing.add(path)
             continue
-        if actual != size:
-            bad.append(f"file {path} has {actual} bytes, the log recorded {size}")
+        if actual != ref.size:
+            bad.append(f"{kind} {path} has {actual} bytes, the log recorded {ref.size}")
             missing.add(path)
+        elif ref.crc32 is not None and deep:   # PK index and bloom are verified below in any case
+            try:
+                read_verified(storage, ref, kind)
+            except TableFormatError as e:
+                bad.append(str(e))
+                missing.add(path)
     live_keys: dict[str, list[pa.Array]] = {}
     for rs in st.rowsets.values():
         if any(f.path in missing for f in rs.files):
-            continue
+            continue   # reported above; reading it would only repeat that
         try:
             keys = read_pk_index(storage, rs)
             for f in rs.base:
@@ -77,7 +106,7 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
                     try:   # decode every page: page CRCs catch flipped bits
                         pf.read(use_threads=True)
                     except (OSError, pa.ArrowException) as e:
-                        bad.append(f"rowset {rs.id}: base file {f.path} is corrupt: {e}")
+                        bad.append(f"base file {f.path} (rowset {rs.id}) is corrupt: {e}")
             kl = keys.to_pylist() if len(keys) <= 1 else None
             if len(keys) > 1 and not pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py():
                 bad.append(f"rowset {rs.id}: PK index is not strictly sorted")
@@ -85,13 +114,18 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
             if (first, last) != (rs.min_key, rs.max_key):
                 bad.append(f"rowset {rs.id}: key range in the log does not match its PK index")
             del kl
-            bloom = BloomFilter.from_bytes(storage.read(rs.bloom.path), rs.bloom.path)
+            bloom = BloomFilter.from_bytes(read_verified(storage, rs.bloom, "bloom filter file"), rs.bloom.path)
             if not bloom.may_contain(keys).all():
                 bad.append(f"rowset {rs.id}: bloom filter misses keys of its PK index")
             for d in st.deltas_of(rs.id):
                 if d.path in missing:
                     continue
-                rid = read_delta(storage, d).column("rowid").to_numpy()
+                try:
+                    rid = read_delta(storage, d).column("rowid").to_numpy()
+                except TableFormatError as e:
+                    bad.append(f"delta file {d.path} (rowset {rs.id}): {e}")
+                    missing.add(d.path)
+                    continue
                 if len(rid) and int(rid.max()) >= rs.num_rows:
                     bad.append(f"delta {d.path}: rowid {int(rid.max())} is beyond rowset {rs.id}'s "
                                f"{rs.num_rows} rows")

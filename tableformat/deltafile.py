@@ -13,6 +13,7 @@ See `specs/format.md`, section "Delta files".
 from __future__ import annotations
 
 import uuid
+import zlib
 from enum import IntEnum
 from typing import Sequence
 
@@ -21,9 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .diskrowset import FILE_CACHE, _PARQUET_CODEC, _wrap_read_error, field_name, parquet_file
+from .diskrowset import (FILE_CACHE, _PARQUET_CODEC, _wrap_read_error, field_name, parquet_file,
+                         verified_parquet_file)
 from .errors import CorruptFileError
-from .metadata import DeltaFileMeta, FileRef, RowSetMeta  # noqa: F401  (DeltaFileMeta: re-exported)
+from .metadata import DeltaFileMeta, RowSetMeta  # noqa: F401  (DeltaFileMeta: re-exported)
 from .schema import Column, Schema
 from .storage import Storage
 
@@ -88,14 +90,21 @@ def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowid
     t_min = int(ts.min()) if ts is not None and len(ts) else 0
     t_max = int(ts.max()) if ts is not None and len(ts) else 0
     return DeltaFileMeta(path, size, kind, rowset.id, len(rowids), int((ops_sorted == DELETE).sum()),
-                         int((ops_sorted == REINSERT).sum()), update_counts, t_min, t_max, ts is not None)
+                         int((ops_sorted == REINSERT).sum()), update_counts, t_min, t_max, ts is not None,
+                         zlib.crc32(buf))
 
 
 def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] = (),
                keys: Sequence[Column] = ()) -> pa.Table:
     """rowid, op, (ts), the u/c pairs of the requested columns present in the file, and key columns."""
-    ref = FileRef(meta.path, meta.size)
-    pf = parquet_file(storage, ref)
+    ref = meta.ref
+    if ref.crc32 is not None and FILE_CACHE.get(storage, meta.path + "#verified") is None:
+        # Delta files are small and mostly read whole: verify every byte once per process
+        # (page CRCs miss page headers and the footer), then reads use the page CRCs.
+        pf = verified_parquet_file(storage, ref, "delta file")
+        FILE_CACHE.put(storage, meta.path + "#verified", True, 16)
+    else:
+        pf = parquet_file(storage, ref)
     names = set(pf.schema_arrow.names)
     cols = ["rowid", "op"] + (["ts"] if "ts" in names else [])
     for cid in column_ids:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 import uuid
 from collections import OrderedDict
@@ -111,7 +112,7 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
                             data_page_version="2.0")
     path = f"{rowset_dir}/base-{uuid.uuid4().hex[:12]}.parquet"
     size = storage.write(path, buf)
-    return FileRef(path, size, tuple(c.id for c in columns))
+    return FileRef(path, size, tuple(c.id for c in columns), zlib.crc32(buf))
 
 
 def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, keys: pa.Array,
@@ -133,6 +134,7 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
                                 row_group_size=block, write_statistics=False)
     idx_path = f"{rowset_dir}/pkindex.parquet"
     idx_size = storage.write(idx_path, idx_buf)
+    idx_crc = zlib.crc32(idx_buf)
     written.append(idx_path)
 
     bloom = BloomFilter.build(keys)
@@ -144,7 +146,8 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
 
     stats = {c.id: _column_stats(c, a) for c, a in zip(cols, arrays)}
     return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,),
-                      FileRef(idx_path, idx_size), FileRef(bloom_path, len(bloom_bytes)), stats)
+                      FileRef(idx_path, idx_size, crc32=idx_crc),
+                      FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes)), stats)
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -196,6 +199,40 @@ def _wrap_read_error(path: str, e: Exception) -> CorruptFileError:
     return CorruptFileError(f"file {path} is corrupt or truncated: {e}")
 
 
+def verify_file_bytes(ref: FileRef, data: bytes, kind: str) -> None:
+    """The whole-file check of format 3: the size and CRC-32 the log recorded (specs/format.md §8.2).
+
+    Parquet's page CRCs cover page data only, not page headers or the footer (where the PK
+    index keeps its block first keys), so a flipped byte there would go unnoticed without this.
+    """
+    if len(data) != ref.size:
+        raise CorruptFileError(f"{kind} {ref.path} has {len(data)} bytes, the log recorded {ref.size}")
+    if ref.crc32 is not None and zlib.crc32(data) != ref.crc32:
+        raise CorruptFileError(f"{kind} {ref.path} fails its checksum (the CRC-32 the log recorded): "
+                               "the file is damaged; restore it from a backup")
+
+
+def read_verified(storage: Storage, ref: FileRef, kind: str) -> bytes:
+    """All bytes of a file, checked against the log's size and CRC-32."""
+    try:
+        data = storage.read(ref.path)
+    except OSError as e:
+        raise _wrap_read_error(ref.path, e) from None
+    verify_file_bytes(ref, data, kind)
+    return data
+
+
+def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.ParquetFile:
+    """A Parquet file read whole into memory and verified, for reads that need all of it anyway."""
+    data = read_verified(storage, ref, kind)
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as e:
+        raise _wrap_read_error(ref.path, e) from None
+    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+    return pf
+
+
 def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
     meta = FILE_CACHE.get(storage, ref.path + "#footer")
     try:
@@ -215,27 +252,54 @@ def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
             data = storage.read(rowset.bloom.path)
         except OSError as e:
             raise _wrap_read_error(rowset.bloom.path, e) from None
-        if len(data) != rowset.bloom.size:
-            raise CorruptFileError(f"bloom file {rowset.bloom.path} has {len(data)} bytes, "
-                                   f"the log recorded {rowset.bloom.size}")
+        verify_file_bytes(rowset.bloom, data, "bloom filter file")
         b = BloomFilter.from_bytes(data, rowset.bloom.path)
         FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes)
     return b
 
 
-def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[bytes], int]:
-    """First key of each PK index block, and the block size in rows."""
-    pf = parquet_file(storage, rowset.pk_index)
+def _load_verified_pk_index(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Array, tuple[list[bytes], int]]:
+    """A format-3 PK index: read whole and checked against its CRC-32, since its block first keys
+    sit in the Parquet footer, which no page CRC covers. Caches the keys and the block layout."""
+    ref = rowset.pk_index
+    pf = verified_parquet_file(storage, ref, "PK index file")
+    try:
+        full = pf.read(columns=["key"]).column(0).combine_chunks()
+        layout = _block_layout(pf)
+    except (OSError, pa.ArrowException, KeyError, ValueError) as e:
+        raise _wrap_read_error(ref.path, e) from None
+    if len(full) != rowset.num_rows:
+        raise CorruptFileError(f"PK index {ref.path} has {len(full)} keys, the rowset has {rowset.num_rows} rows")
+    FILE_CACHE.put(storage, f"{ref.path}#all", full, full.nbytes)
+    FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64)
+    return full, layout
+
+
+def _block_layout(pf: pq.ParquetFile) -> tuple[list[bytes], int]:
     raw = pf.schema_arrow.metadata[BLOCK_KEYS_META]
     firsts = [bytes.fromhex(h) for h in json.loads(raw)]
     block = pf.metadata.row_group(0).num_rows if pf.metadata.num_row_groups else 1
     return firsts, block
 
 
+def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[bytes], int]:
+    """First key of each PK index block, and the block size in rows."""
+    if rowset.pk_index.crc32 is not None:
+        layout = FILE_CACHE.get(storage, f"{rowset.pk_index.path}#layout")
+        return layout if layout is not None else _load_verified_pk_index(storage, rowset)[1]
+    pf = parquet_file(storage, rowset.pk_index)
+    return _block_layout(pf)
+
+
 def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) -> pa.Array:
-    """Encoded keys of the given PK index blocks, concatenated in block order."""
+    """Encoded keys of the given PK index blocks, concatenated in block order.
+
+    A format-3 index is verified whole on first use (then cached), so blocks come from it.
+    """
     key = f"{rowset.pk_index.path}#all"
     full = FILE_CACHE.get(storage, key)
+    if full is None and rowset.pk_index.crc32 is not None:
+        full = read_pk_index(storage, rowset)
     if full is not None:
         firsts, block = pk_block_first_keys(storage, rowset)
         return pa.concat_arrays([full.slice(b * block, block) for b in blocks]) if blocks else full.slice(0, 0)
@@ -251,6 +315,8 @@ def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
     """The whole PK index: encoded keys in rowid order."""
     key = f"{rowset.pk_index.path}#all"
     full = FILE_CACHE.get(storage, key)
+    if full is None and rowset.pk_index.crc32 is not None:
+        return _load_verified_pk_index(storage, rowset)[0]
     if full is None:
         pf = parquet_file(storage, rowset.pk_index)
         try:
@@ -284,10 +350,16 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
             by_file.setdefault(ref, []).append(c)
     def read_file(item):
         ref, cols = item
-        pf = parquet_file(storage, ref)
+        whole = start == 0 and stop == rowset.num_rows
+        # A read of every column and row needs all the bytes anyway: check them against the log's
+        # CRC-32 too. Other reads rely on the page CRCs (check() verifies every file whole).
+        if whole and ref.crc32 is not None and len(cols) == len(ref.column_ids):
+            pf = verified_parquet_file(storage, ref, "base file")
+        else:
+            pf = parquet_file(storage, ref)
         names = [field_name(c.id) for c in cols]
         try:
-            if start == 0 and stop == rowset.num_rows:
+            if whole:
                 t = pf.read(columns=names, use_threads=True)
                 offset = 0
             else:

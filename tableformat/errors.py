@@ -38,6 +38,11 @@ class TableNotFoundError(TableFormatError, FileNotFoundError):
     """There is no table at the URI (no transaction log)."""
 
 
+class TableReplacedError(TableNotFoundError):
+    """The table this handle (or cache) was opened on is gone: the path now holds another table
+    (a different table_id). Open the path again to work with the new table."""
+
+
 class TableExistsError(TableFormatError, FileExistsError):
     """create_table was called on a location that already holds a table."""
 

@@ -14,8 +14,10 @@ from .errors import InvalidOptionError
 from .partition import Partitioning
 from .schema import Schema
 
-# 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12). 1 is still read.
-FORMAT_VERSION = 2
+# 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12).
+# 3: checksums over whole commits and checkpoints, and a `crc32` of every data, index, bloom and
+#    delta file in the log (specs/format.md §8). 1 and 2 are still read.
+FORMAT_VERSION = 3
 
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
@@ -56,21 +58,27 @@ def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int]
 
 @dataclass(frozen=True)
 class FileRef:
-    """A file of the table, relative to its root, with the size recorded at write time."""
+    """A file of the table, relative to its root, with the size and CRC-32 recorded at write time.
+
+    `crc32` (format 3) covers every byte of the file; files written before have None.
+    """
 
     path: str
     size: int
     column_ids: tuple[int, ...] = ()
+    crc32: int | None = None
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {"path": self.path, "size": self.size}
         if self.column_ids:
             d["column_ids"] = list(self.column_ids)
+        if self.crc32 is not None:
+            d["crc32"] = self.crc32
         return d
 
     @staticmethod
     def from_json(d: dict) -> "FileRef":
-        return FileRef(d["path"], d["size"], tuple(d.get("column_ids", ())))
+        return FileRef(d["path"], d["size"], tuple(d.get("column_ids", ())), d.get("crc32"))
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,11 @@ class DeltaFileMeta:
     min_ts: int = 0                # for a commit's REDO: the commit timestamp
     max_ts: int = 0
     has_ts_column: bool = False
+    crc32: int | None = None       # format 3: CRC-32 of the whole file
+
+    @property
+    def ref(self) -> FileRef:
+        return FileRef(self.path, self.size, crc32=self.crc32)
 
     def updates(self, column_id: int) -> bool:
         return self.update_counts.get(column_id, 0) > 0
@@ -149,13 +162,15 @@ class DeltaFileMeta:
                 "num_records": self.num_records, "delete_count": self.delete_count,
                 "reinsert_count": self.reinsert_count,
                 "update_counts": {str(k): v for k, v in self.update_counts.items()},
-                "min_ts": self.min_ts, "max_ts": self.max_ts, "has_ts_column": self.has_ts_column}
+                "min_ts": self.min_ts, "max_ts": self.max_ts, "has_ts_column": self.has_ts_column,
+                **({} if self.crc32 is None else {"crc32": self.crc32})}
 
     @staticmethod
     def from_json(d: dict) -> "DeltaFileMeta":
         return DeltaFileMeta(d["path"], d["size"], d["kind"], d["rowset"], d["num_records"], d["delete_count"],
                              d["reinsert_count"], {int(k): v for k, v in d["update_counts"].items()},
-                             d.get("min_ts", 0), d.get("max_ts", 0), d.get("has_ts_column", False))
+                             d.get("min_ts", 0), d.get("max_ts", 0), d.get("has_ts_column", False),
+                             d.get("crc32"))
 
 
 @dataclass(frozen=True)

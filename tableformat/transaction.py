@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .actions import Action, Commit
 from .conflicts import Context, Outcome, Restart, check_all
-from .errors import CommitConflictError, InvalidOptionError
+from .errors import CommitConflictError, InvalidOptionError, TableReplacedError
 from .fragment import WriteFragment
 
 
@@ -73,6 +73,10 @@ class Transaction:
                     self._landed(base, commit)
                     return commit
                 winners = log.read_new_commits(base.version)
+                replaced = [c for c in winners if c.table_id is not None and c.table_id != base.table_id]
+                if replaced:
+                    raise TableReplacedError(f"{f.operation}: the table was replaced while it ran (version "
+                                             f"{replaced[0].version} belongs to table {replaced[0].table_id})")
                 self._not_landed_already(winners)
                 v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
                                                       f.actions + extra, self.written))

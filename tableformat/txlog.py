@@ -15,7 +15,7 @@ import uuid
 import zlib
 from dataclasses import dataclass
 
-from .errors import (CorruptFileError, TableNotFoundError, UnsupportedFormatVersionError,
+from .errors import (CorruptFileError, TableNotFoundError, TableReplacedError, UnsupportedFormatVersionError,
                      VersionNotFoundError)
 from .actions import Action, Commit, apply_commit, decode_commit
 from .metadata import FORMAT_VERSION, CommitInfo, TableState
@@ -37,6 +37,30 @@ def checkpoint_path(version: int) -> str:
 
 def now_micros() -> int:
     return time.time_ns() // 1000
+
+
+def canonical_json(obj) -> bytes:
+    """The bytes a checksum covers: compact JSON, keys sorted, ASCII (specs/format.md §8.1)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+# From format version 3 a log file's checksum covers every field but itself; before, only
+# `actions` (commits) or `state` (checkpoints). The file's own format_version picks the rule.
+WHOLE_FILE_CHECKSUM_FROM = 3
+
+
+def commit_checksum(d: dict) -> int:
+    """The checksum a commit of d's format version must carry (specs/format.md §8.1)."""
+    if d.get("format_version", 1) >= WHOLE_FILE_CHECKSUM_FROM:
+        return zlib.crc32(canonical_json({k: v for k, v in d.items() if k != "checksum"}))
+    return zlib.crc32(canonical_json(d["actions"]))
+
+
+def checkpoint_checksum(d: dict) -> int:
+    """The checksum a checkpoint of d's format version must carry (specs/format.md §8.3)."""
+    if d.get("format_version", 1) >= WHOLE_FILE_CHECKSUM_FROM:
+        return zlib.crc32(canonical_json({k: v for k, v in d.items() if k != "checksum"}))
+    return zlib.crc32(canonical_json(d["state"]))
 
 
 def _check_format(d: dict, path: str) -> None:
@@ -65,6 +89,7 @@ class TransactionLog:
     def __init__(self, storage: Storage):
         self.storage = storage
         self.reads = 0  # log files read, for tests of the open cost
+        self._format_of: dict[int, int] = {}  # version -> format version of its verified commit
 
     # --- reading ----------------------------------------------------------------------
     def listing(self) -> Listing:
@@ -99,26 +124,63 @@ class TransactionLog:
         _check_format(d, path)
         if d.get("version") != version:
             raise CorruptFileError(f"commit file {path} says version {d.get('version')}")
-        body = d.get("checksum")
-        if body is not None:
-            expect = zlib.crc32(json.dumps(d["actions"], sort_keys=True, separators=(",", ":")).encode())
-            if expect != body:
-                raise CorruptFileError(f"commit file {path} fails its checksum")
+        self._verify_commit(d, version, path)
         return d
 
-    def _read_checkpoint(self, version: int) -> tuple[TableState, list[CommitInfo]] | None:
+    def _verify_commit(self, d: dict, version: int, path: str) -> None:
+        fv = d["format_version"]
+        if "checksum" not in d:
+            if fv >= WHOLE_FILE_CHECKSUM_FROM:
+                raise CorruptFileError(f"commit file {path} has no checksum, which format version {fv} "
+                                       "requires: the file was altered; restore it from a backup")
+        else:
+            try:
+                expect = commit_checksum(d)
+            except (KeyError, TypeError, ValueError):
+                expect = None
+            if expect != d["checksum"]:
+                raise CorruptFileError(f"commit file {path} fails its checksum: the file was altered or "
+                                       "damaged; restore it from a backup")
+        # Writers never go back to an older format (they refuse a log with newer commits), so a
+        # commit older than its predecessor had its format_version edited: a checksum downgrade.
+        prev = self._format_of.get(version - 1)
+        if prev is not None and fv < prev:
+            raise CorruptFileError(f"commit file {path} says format version {fv} after a commit of format "
+                                   f"version {prev}: the file was altered; restore it from a backup")
+        self._format_of[version] = fv
+
+    def read_checkpoint(self, version: int) -> tuple[TableState, list[CommitInfo]]:
+        """A checkpoint, verified; CorruptFileError (or FileNotFoundError) says why it cannot be used."""
         path = checkpoint_path(version)
+        raw = self.storage.read(path)
+        self.reads += 1
         try:
-            raw = self.storage.read(path)
-            self.reads += 1
             d = json.loads(raw)
-            payload = json.dumps(d["state"], sort_keys=True, separators=(",", ":")).encode()
-            if zlib.crc32(payload) != d["checksum"]:
-                return None
-        except (FileNotFoundError, ValueError, KeyError, UnicodeDecodeError):
+            _check_format(d, path)
+            fv = d["format_version"]
+            if "checksum" not in d and fv >= WHOLE_FILE_CHECKSUM_FROM:
+                raise CorruptFileError(f"checkpoint {path} has no checksum, which format version {fv} requires")
+            if checkpoint_checksum(d) != d.get("checksum"):
+                raise CorruptFileError(f"checkpoint {path} fails its checksum")
+            if d["version"] != version or d["state"]["version"] != version:
+                raise CorruptFileError(f"checkpoint {path} says version {d['version']}")
+            if fv < d["state"]["format_version"]:   # an older rule claimed for a newer table: a downgrade
+                raise CorruptFileError(f"checkpoint {path} says format version {fv}, older than its table's "
+                                       f"{d['state']['format_version']}")
+            state = TableState.from_json(d["state"])
+            history = [CommitInfo.from_json(x) for x in d["history"]]
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError) as e:
+            raise CorruptFileError(f"checkpoint {path} is corrupt or truncated: {e!r}") from None
+        self._format_of.setdefault(version, fv)
+        return state, history
+
+    def _read_checkpoint(self, version: int) -> tuple[TableState, list[CommitInfo]] | None:
+        try:
+            return self.read_checkpoint(version)
+        except UnsupportedFormatVersionError:
+            raise
+        except (FileNotFoundError, CorruptFileError):
             return None  # a checkpoint is derived data: fall back to an older one
-        _check_format(d, path)
-        return TableState.from_json(d["state"]), [CommitInfo.from_json(x) for x in d["history"]]
 
     def _last_checkpoint_hint(self) -> int | None:
         try:
@@ -169,6 +231,10 @@ class TransactionLog:
                 if version is not None:
                     raise VersionNotFoundError(f"version {version} does not exist; the latest is {state.version}")
                 break
+            if state is not None and d.table_id is not None and d.table_id != state.table_id:
+                raise TableReplacedError(
+                    f"the table at {self.storage.uri!r} was replaced: commit {commit_path(v)} belongs to table "
+                    f"{d.table_id}, this state to {state.table_id}; open the table again")
             state = apply_commit(state, d, commit_path(v))
             history.append(CommitInfo(v, d.timestamp, d.operation, dict(d.counts), d.read_version))
             v += 1
@@ -192,12 +258,15 @@ class TransactionLog:
         ts = now_micros()
         if prev is not None and ts <= prev.timestamp:
             ts = prev.timestamp + 1
+        table_id = prev.table_id if prev is not None else \
+            next((a["metadata"]["table_id"] for a in actions if "metadata" in a), None)
         commit = {
             "format_version": FORMAT_VERSION, "version": version, "timestamp": ts,
             "operation": operation, "read_version": read_version, "txn_id": uuid.uuid4().hex,
-            "counts": counts, "data_change": data_change, "actions": actions,
-            "checksum": zlib.crc32(json.dumps(actions, sort_keys=True, separators=(",", ":")).encode()),
+            "table_id": table_id, "counts": counts, "data_change": data_change, "actions": actions,
         }
+        # over the JSON round trip, so the writer sums exactly what a reader will parse
+        commit["checksum"] = commit_checksum(json.loads(json.dumps(commit)))
         data = json.dumps(commit, separators=(",", ":")).encode()
         if not self.storage.put_if_absent(commit_path(version), data):
             return None
@@ -205,10 +274,9 @@ class TransactionLog:
 
     def write_checkpoint(self, state: TableState, history: list[CommitInfo]) -> None:
         """Best effort: a missing or broken checkpoint only costs replay time."""
-        st = state.to_json()
-        payload = json.dumps(st, sort_keys=True, separators=(",", ":")).encode()
-        d = {"format_version": FORMAT_VERSION, "version": state.version, "checksum": zlib.crc32(payload),
-             "state": st, "history": [h.to_json() for h in history]}
+        d = {"format_version": FORMAT_VERSION, "version": state.version,
+             "state": state.to_json(), "history": [h.to_json() for h in history]}
+        d["checksum"] = checkpoint_checksum(json.loads(json.dumps(d)))
         try:
             self.storage.put_if_absent(checkpoint_path(state.version), json.dumps(d).encode())
             hint = self._last_checkpoint_hint()
