@@ -54,20 +54,48 @@ class ScanPartition(InputPartition):
 _SIMPLE = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
 
 
-def _to_predicate(f, names: set[str]):
+def _is_nan(v) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def _to_predicate(f, schema):
+    """The engine filter meaning exactly what Spark's filter means, or None (Spark evaluates it).
+
+    Both agree on NaN = NaN and -0.0 = 0.0 (specs/format.md §14). They differ on order:
+    Spark sorts NaN above every number, the engine leaves NaN unordered. So on float
+    columns `> x` / `>= x` (which Spark makes match NaN) stay with Spark, `< NaN` is the
+    engine's `!= NaN` and `<= NaN` its `is not null`. A value the engine rejects stays too.
+    """
+    from tableformat.errors import InvalidFilterError
+    from tableformat.predicate import parse_filter
     col = f.attribute[0] if len(f.attribute) == 1 else None
-    if col is None or col not in names:
+    if col is None or not schema.has_column(col):
         return None
+    is_float = schema.column(col).type.kind in ("float", "double")
+    term = None
     for cls, op in _SIMPLE.items():
         if type(f) is cls:
-            return (col, op, f.value) if f.value is not None else None
+            if f.value is None:
+                return None
+            if is_float and op in (">", ">=") and not _is_nan(f.value):
+                return None
+            if is_float and _is_nan(f.value) and op in ("<", "<="):
+                term = (col, "!=", f.value) if op == "<" else (col, "is not null")
+            else:
+                term = (col, op, f.value)
     if isinstance(f, In):
-        return (col, "in", list(v for v in f.value if v is not None))
-    if isinstance(f, IsNull):
-        return (col, "is null")
-    if isinstance(f, IsNotNull):
-        return (col, "is not null")
-    return None
+        term = (col, "in", list(v for v in f.value if v is not None))
+    elif isinstance(f, IsNull):
+        term = (col, "is null")
+    elif isinstance(f, IsNotNull):
+        term = (col, "is not null")
+    if term is None:
+        return None
+    try:
+        parse_filter(schema, [term])
+    except InvalidFilterError:
+        return None
+    return term
 
 
 class TableFormatReader(DataSourceReader):
@@ -79,11 +107,11 @@ class TableFormatReader(DataSourceReader):
         self.filters: list[tuple] = []
         snap = open_snapshot(self.uri, self.storage_options, self.as_of)
         self.version = snap.version
-        self.names = set(snap.schema.names)
+        self.table_schema = snap.schema
 
     def pushFilters(self, filters):
         for f in filters:
-            p = _to_predicate(f, self.names)
+            p = _to_predicate(f, self.table_schema)
             if p is None:
                 yield f
             else:

@@ -58,6 +58,10 @@ def parquet_encoding(col: Column, arr: pa.Array) -> tuple[bool, str | None]:
     if enc == "run_length":
         return False, "RLE"
     if enc == "bitshuffle":
+        # decimal(p > 18) is a FIXED_LEN_BYTE_ARRAY, whose BYTE_STREAM_SPLIT DuckDB and Polars
+        # cannot decode: PLAIN there, so every common reader opens every base file (§5).
+        if col.type.kind == "decimal" and col.type.precision > 18:
+            return False, "PLAIN"
         return False, "BYTE_STREAM_SPLIT"
     if enc == "prefix":
         return False, "DELTA_BYTE_ARRAY"
