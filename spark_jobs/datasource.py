@@ -68,7 +68,8 @@ def _to_predicate(f, schema):
     """
     from tableformat.errors import InvalidFilterError
     from tableformat.predicate import parse_filter
-    col = f.attribute[0] if len(f.attribute) == 1 else None
+    attr = getattr(f, "attribute", None)        # Not, And, Or have none: Spark evaluates them
+    col = attr[0] if attr is not None and len(attr) == 1 else None
     if col is None or not schema.has_column(col):
         return None
     is_float = schema.column(col).type.kind in ("float", "double")

@@ -344,3 +344,134 @@ def test_every_operator_matches_the_reference(prop_table, flt):
     want = sorted(r["k"] for r in live if all(ref_match(r, term) for term in flt))
     assert keys(t, flt) == want
     assert t.scan(columns=[], filter=flt).to_arrow().num_rows == len(want)
+
+
+# --- Spark: pushdown on, results as Spark evaluates them ------------------------------------
+
+SPARK_COLS = ("d", "i", "s", "ts")
+
+
+def _spark_lit(col, v):
+    from pyspark.sql import functions as F
+    if col == "ts":
+        v = dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=_num(col, v)) if isinstance(v, int) else v
+        return F.lit(v)
+    if col == "d":
+        return F.lit(float(v))
+    return F.lit(v)
+
+
+def _spark_filter(df, flt):
+    from pyspark.sql import functions as F
+    for term in flt:
+        c = F.col(term[0])
+        op = term[1]
+        if op == "is null":
+            df = df.filter(c.isNull())
+        elif op == "is not null":
+            df = df.filter(c.isNotNull())
+        elif op == "in":
+            df = df.filter(c.isin([_spark_lit(term[0], v) for v in term[2] if v is not None]))
+        else:
+            lit = _spark_lit(term[0], term[2])
+            df = df.filter({"=": c == lit, "!=": c != lit, "<": c < lit, "<=": c <= lit, ">": c > lit,
+                            ">=": c >= lit}[op])
+    return df
+
+
+def _spark_term(draw_term):
+    """Well-typed terms Spark can write: timestamps within Python's datetime range, ints within int32."""
+    col, op = draw_term[0], draw_term[1]
+    if op in ("is null", "is not null"):
+        return True
+    vals = draw_term[2] if op == "in" else [draw_term[2]]
+    for v in vals:
+        if v is None:
+            continue
+        if col == "i" and not (isinstance(v, int) and not isinstance(v, bool) and -2**31 <= v < 2**31):
+            return False
+        if col == "d" and not (isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool)
+                                                         and -2**53 <= v <= 2**53)):
+            return False
+        if col == "s" and not isinstance(v, str):
+            return False
+        if col == "ts" and not (isinstance(v, dt.datetime) or
+                                (isinstance(v, int) and not isinstance(v, bool) and -62135596800 * 10**6 <= v
+                                 < 253402300800 * 10**6)):
+            return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def spark_prop_table(tmp_path_factory):
+    """A table like prop_table but with timestamps Spark (and Python) can hold, and its live rows."""
+    schema = tf.Schema([tf.Column("k", "int64")] + [tf.Column(c, TYPES[c], nullable=True) for c in SPARK_COLS], "k")
+    t = tf.create_table(str(tmp_path_factory.mktemp("sprop") / "t"), schema,
+                        partitioning=tf.PartitionSchema(hash=[tf.HashPartition(["k"], buckets=2)]),
+                        properties={"row_group_rows": 128, "pk_index_block_rows": 16})
+    ok_ts = [0, 1_700_000_000_000_000, -62135596800 * 10**6, 253402300799 * 10**6]
+
+    def rows(seed):
+        import random
+        rnd = random.Random(seed)
+        return [{"k": k, "d": None if rnd.random() < .1 else rnd.choice(POOL["d"]),
+                 "i": None if rnd.random() < .1 else rnd.choice(POOL["i"]),
+                 "s": None if rnd.random() < .1 else rnd.choice(POOL["s"]),
+                 "ts": None if rnd.random() < .1 else rnd.choice(ok_ts)} for k in range(120)]
+
+    def arrow(rs):
+        return pa.table({"k": pa.array([r["k"] for r in rs], pa.int64()),
+                         "d": pa.array([r["d"] for r in rs], pa.float64()),
+                         "i": pa.array([r["i"] for r in rs], pa.int32()),
+                         "s": pa.array([r["s"] for r in rs], pa.string()),
+                         "ts": pa.array([r["ts"] for r in rs], pa.int64()).cast(pa.timestamp("us", tz="UTC"))})
+    live = rows(1)
+    for a, b in [(0, 40), (40, 80), (80, 120)]:
+        t.insert(arrow(live[a:b]))
+    upd = rows(2)[::4]
+    t.update(arrow(upd))
+    for r in upd:
+        live[r["k"]] = r
+    t.delete(pa.table({"k": list(range(5, 120, 9))}))
+    live = [r for r in live if r["k"] not in set(range(5, 120, 9))]
+    return t, live
+
+
+SPARK_POOL_TS = [0, 1_700_000_000_000_000, -62135596800 * 10**6, 253402300799 * 10**6,
+                 dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)]
+
+
+@st.composite
+def spark_term(draw):
+    col = draw(st.sampled_from(SPARK_COLS))
+    op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">=", "in", "is null", "is not null"]))
+    if op in ("is null", "is not null"):
+        return (col, op)
+    vals = SPARK_POOL_TS if col == "ts" else [v for v in POOL[col] + EXTRA[col] if _spark_term((col, "=", v))]
+    if op == "in":
+        return (col, op, draw(st.lists(st.sampled_from(vals), min_size=1, max_size=3)))
+    return (col, op, draw(st.sampled_from(vals)))
+
+
+def test_spark_pushdown_examples_agree_with_spark(spark, floats):
+    from pyspark.sql import functions as F
+    df = spark.read.format("tableformat").load(floats.uri).select("k", "v")
+    live = [r for r in floats.to_arrow().to_pylist()]
+    for name, cond, term in [("v = NaN", F.col("v") == F.lit(NAN), ("v", "=", NAN)),
+                             ("v > 0.5", F.col("v") > F.lit(0.5), ("v", ">", 0.5)),
+                             ("v < NaN", F.col("v") < F.lit(NAN), ("v", "<", NAN)),
+                             ("v <= NaN", F.col("v") <= F.lit(NAN), ("v", "<=", NAN)),
+                             ("v in (0.0, 5.0)", F.col("v").isin(0.0, 5.0), ("v", "in", [0.0, 5.0]))]:
+        got = sorted(r.k for r in df.filter(cond).collect())
+        want = sorted(r["k"] for r in live if ref_match(r, term, spark=True))
+        assert got == want, name
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(spark_term(), min_size=1, max_size=2))
+def test_spark_pushdown_matches_spark_semantics(spark, spark_prop_table, flt):
+    t, live = spark_prop_table
+    df = _spark_filter(spark.read.format("tableformat").load(t.uri), flt)
+    got = sorted(r.k for r in df.select("k").collect())
+    want = sorted(r["k"] for r in live if all(ref_match(r, term, spark=True) for term in flt))
+    assert got == want
