@@ -61,7 +61,7 @@ def _is_nan(v) -> bool:
 def _to_predicate(f, schema):
     """The engine filter meaning exactly what Spark's filter means, or None (Spark evaluates it).
 
-    Both agree on NaN = NaN and -0.0 = 0.0 (specs/format.md §14). They differ on order:
+    Both agree on NaN = NaN and -0.0 = 0.0 (specs/format.md §13). They differ on order:
     Spark sorts NaN above every number, the engine leaves NaN unordered. So on float
     columns `> x` / `>= x` (which Spark makes match NaN) stay with Spark, `< NaN` is the
     engine's `!= NaN` and `<= NaN` its `is not null`. A value the engine rejects stays too.
