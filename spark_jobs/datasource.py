@@ -54,17 +54,14 @@ class ScanPartition(InputPartition):
 _SIMPLE = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
 
 
-def _is_nan(v) -> bool:
-    return isinstance(v, float) and v != v
-
-
 def _to_predicate(f, schema):
     """The engine filter meaning exactly what Spark's filter means, or None (Spark evaluates it).
 
-    Both agree on NaN = NaN and -0.0 = 0.0 (specs/format.md §13). They differ on order:
-    Spark sorts NaN above every number, the engine leaves NaN unordered. So on float
-    columns `> x` / `>= x` (which Spark makes match NaN) stay with Spark, `< NaN` is the
-    engine's `!= NaN` and `<= NaN` its `is not null`. A value the engine rejects stays too.
+    The engine compares as Spark does (specs/format.md §13): NaN = NaN, NaN above every
+    number, -0.0 = 0.0, NULL matching no comparison. A float column compared with a double
+    reaches us only after Spark has unwrapped its cast to double into an exact comparison
+    with a float value (UnwrapCastInBinaryComparison), which the engine evaluates exactly.
+    A value the engine rejects stays with Spark.
     """
     from tableformat.errors import InvalidFilterError
     from tableformat.predicate import parse_filter
@@ -72,18 +69,12 @@ def _to_predicate(f, schema):
     col = attr[0] if attr is not None and len(attr) == 1 else None
     if col is None or not schema.has_column(col):
         return None
-    is_float = schema.column(col).type.kind in ("float", "double")
     term = None
     for cls, op in _SIMPLE.items():
         if type(f) is cls:
             if f.value is None:
                 return None
-            if is_float and op in (">", ">=") and not _is_nan(f.value):
-                return None
-            if is_float and _is_nan(f.value) and op in ("<", "<="):
-                term = (col, "!=", f.value) if op == "<" else (col, "is not null")
-            else:
-                term = (col, op, f.value)
+            term = (col, op, f.value)
     if isinstance(f, In):
         term = (col, "in", list(v for v in f.value if v is not None))
     elif isinstance(f, IsNull):

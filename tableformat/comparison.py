@@ -10,8 +10,8 @@ Domain values are plain Python values that order like the column: int for the
 integer kinds, int days for `date`, int microseconds for `unixtime_micros` (so
 every int32 date and int64 timestamp is representable, past year 9999 too),
 Decimal for decimals, float for `float`/`double` (compared as doubles), str,
-bytes, bool. Floating point: NaN equals NaN, -0.0 equals 0.0, and NaN is
-unordered with numbers (`predicate` turns `<= NaN` into `= NaN`). `locate`
+bytes, bool. Floating point follows Spark: NaN equals NaN and is greater than
+every number (+inf too), -0.0 equals 0.0; `order_key` is that order. `locate`
 places NaN and +inf above every int and decimal. See `specs/format.md` §13.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ def is_nan(v: Any) -> bool:
 
 
 def order_key(v: Any) -> tuple:
-    """Sort and dedup key of a domain value: NaN equal to itself (placed last; ranges never hold NaN)."""
+    """Sort and dedup key of a domain value in Spark's order: NaN equal to itself and above every number."""
     return (1, 0.0) if is_nan(v) else (0, v)
 
 

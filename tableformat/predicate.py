@@ -21,6 +21,8 @@ from .comparison import NOT_REPRESENTABLE, is_nan, locate, order_key, to_array, 
 from .schema import Column, Schema, value_from_json
 from .types import ColumnType
 
+_NAN = float("nan")
+
 _OPS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
         "in": "in", "is null": "is null", "is not null": "is not null", "is_null": "is null",
         "is_not_null": "is not null"}
@@ -62,10 +64,11 @@ _COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal
 
 
 def _float_mask(col, op: str, v) -> pa.Array:
-    """NaN = NaN and -0.0 = 0.0; NaN is unordered with numbers (`comparison`).
+    """Spark's order (`comparison`): NaN = NaN, NaN above every number, -0.0 = 0.0.
 
-    IEEE comparisons already give -0.0 = 0.0, False for NaN in <, <=, >, >= and
-    True for NaN != x; only equality with NaN is added. float32 compares as double (exact).
+    IEEE comparisons already give -0.0 = 0.0, False for NaN in =, <, <= and True for
+    NaN != x; only NaN in > / >= and comparisons with a NaN value are added. float32
+    compares as double (exact, as Spark's cast to double is).
     """
     if col.type != pa.float64():
         col = col.cast(pa.float64())
@@ -73,10 +76,17 @@ def _float_mask(col, op: str, v) -> pa.Array:
         # +0.0 turns -0.0 into 0.0 (IEEE), so the hash lookup sees one zero; is_in matches NaN to NaN.
         vals = pa.array([x + 0.0 for x in v], pa.float64())
         return pc.is_in(pc.add(col, pa.scalar(0.0)), value_set=vals)
-    if is_nan(v):       # _normalize leaves only = and != with NaN
-        nan = pc.is_nan(col)
-        return nan if op == "=" else pc.invert(nan)
-    return _COMPARE[op](col, pa.scalar(v, pa.float64()))
+    nan = pc.is_nan(col)
+    if is_nan(v):
+        if op in ("=", ">="):
+            return nan
+        if op in ("!=", "<"):
+            return pc.invert(nan)
+        if op == "<=":
+            return pc.is_valid(col)
+        return pa.array(np.zeros(len(col), dtype=bool))          # > NaN
+    m = _COMPARE[op](col, pa.scalar(v, pa.float64()))
+    return pc.or_(m, nan) if op in (">", ">=") else m
 
 
 def _normalize(name: str, ctype: ColumnType, op: str, value: Any) -> Predicate:
@@ -97,13 +107,14 @@ def _normalize(name: str, ctype: ColumnType, op: str, value: Any) -> Predicate:
     if value is None or (isinstance(value, pa.Scalar) and not value.is_valid):
         raise InvalidFilterError(f"compare with None is never true; use (\"{name}\", \"is null\")")
     exact, below, above = locate(ctype, value, what)
-    if is_nan(exact) or (exact is NOT_REPRESENTABLE and _is_nan_input(value)):
-        # NaN equals NaN and is unordered with numbers: <= / >= NaN mean = NaN, < / > NaN nothing.
-        if exact is NOT_REPRESENTABLE:      # NaN compared with an int or decimal column
-            return Predicate(name, "is not null" if op == "!=" else "none", None, ctype)
-        if op in ("=", "<=", ">="):
+    if is_nan(exact):
+        # NaN is the largest double: >= NaN is = NaN and > NaN nothing (a point for the bounds).
+        if op == ">=":
             return Predicate(name, "=", exact, ctype)
-        return Predicate(name, "!=", exact, ctype) if op == "!=" else Predicate(name, "none", None, ctype)
+        if op == ">":
+            return Predicate(name, "none", None, ctype)
+        return Predicate(name, op, exact, ctype)
+    # On int and decimal columns `locate` puts NaN and +inf above every value, as Spark orders them.
     if exact is not NOT_REPRESENTABLE:
         return Predicate(name, op, exact, ctype)
     if op == "=":
@@ -113,15 +124,6 @@ def _normalize(name: str, ctype: ColumnType, op: str, value: Any) -> Predicate:
     if op in ("<", "<="):
         return Predicate(name, "<=", below, ctype) if below is not None else Predicate(name, "none", None, ctype)
     return Predicate(name, ">=", above, ctype) if above is not None else Predicate(name, "none", None, ctype)
-
-
-def _is_nan_input(v) -> bool:
-    if isinstance(v, pa.Scalar):
-        v = v.as_py() if pa.types.is_floating(v.type) or pa.types.is_decimal(v.type) else None
-    try:
-        return v != v
-    except Exception:      # noqa: BLE001 - any value without a NaN is not NaN
-        return False
 
 
 def parse_filter(schema: Schema, flt: Any) -> list[Predicate]:
@@ -193,9 +195,7 @@ class Bounds:
         return self.hi, self.hi_incl
 
     def admits(self, v) -> bool:
-        """Is the domain value v within [lo, hi]? (NaN is within no range: unordered.)"""
-        if is_nan(v):
-            return self.lo is None and self.hi is None
+        """Is the domain value v within [lo, hi]? (NaN is the largest float.)"""
         k = order_key(v)
         return ((self.lo is None or k > order_key(self.lo) or (self.lo_incl and k == order_key(self.lo)))
                 and (self.hi is None or k < order_key(self.hi) or (self.hi_incl and k == order_key(self.hi))))
@@ -288,8 +288,9 @@ def stat_value(ctype: ColumnType, v: Any) -> Any:
 def stats_may_match(col: Column, stats: dict | None, num_rows: int, b: Bounds) -> bool:
     """Can a rowset with these column statistics hold a row matching the bounds?
 
-    Float min/max exclude NaN; `nan` counts them (absent in files written before it was
-    recorded: then NaN is assumed possible). Ranges never hold NaN (`comparison`).
+    A rowset's values lie in [min, max], and for floats also at NaN: float min/max
+    exclude NaN and `nan` counts the NaNs. Files written before `nan` was recorded may
+    hold NaN (and a NaN min/max says nothing about the numbers).
     """
     if b.empty:
         return False
@@ -300,14 +301,33 @@ def stats_may_match(col: Column, stats: dict | None, num_rows: int, b: Bounds) -
         return nulls > 0
     if nulls >= num_rows and (b.not_null or b.values is not None or b.lo is not None or b.hi is not None):
         return False
-    if b.values is not None and any(is_nan(v) for v in b.values) and stats.get("nan", 1):
+    pieces = _stat_pieces(col, stats)
+    if not pieces:
         return True
-    if "min" not in stats:
-        return True
-    lo = order_key(stat_value(col.type, stats["min"]))
-    hi = order_key(stat_value(col.type, stats["max"]))
     if b.values is not None:
-        return any(lo <= order_key(v) <= hi for v in b.values if not is_nan(v))
+        return any(lo <= order_key(v) <= hi for v in b.values for lo, hi in pieces)
+    return any(_overlaps(lo, hi, b) for lo, hi in pieces)
+
+
+def _stat_pieces(col: Column, stats: dict) -> list[tuple] | None:
+    """The order_key intervals a rowset's non-NULL values lie in; None or [] when unknown."""
+    lo = hi = None
+    if "min" in stats:
+        lo, hi = stat_value(col.type, stats["min"]), stat_value(col.type, stats["max"])
+    if col.type.kind not in ("float", "double"):
+        return None if lo is None else [(order_key(lo), order_key(hi))]
+    if is_nan(lo) or is_nan(hi):
+        lo = hi = None
+    nan = stats.get("nan")
+    if nan is None and lo is None:          # older file: nothing known about its numbers
+        return None
+    pieces = [] if lo is None else [(order_key(lo), order_key(hi))]
+    if nan is None or nan > 0:
+        pieces.append((order_key(_NAN), order_key(_NAN)))
+    return pieces
+
+
+def _overlaps(lo, hi, b: Bounds) -> bool:
     if b.lo is not None and (hi < order_key(b.lo) or (hi == order_key(b.lo) and not b.lo_incl)):
         return False
     if b.hi is not None and (lo > order_key(b.hi) or (lo == order_key(b.hi) and not b.hi_incl)):
