@@ -58,20 +58,39 @@ class ScanPartition(InputPartition):
 _SIMPLE = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
 
 
-def _to_predicate(f, names: set[str]):
-    col = f.attribute[0] if len(f.attribute) == 1 else None
-    if col is None or col not in names:
+def _to_predicate(f, snap):
+    """The engine filter meaning exactly what Spark's filter means, or None (Spark evaluates it).
+
+    The engine compares as Spark does (specs/format.md §13): NaN = NaN, NaN above every
+    number, -0.0 = 0.0, NULL matching no comparison. A float column compared with a double
+    reaches us only after Spark has unwrapped its cast to double into an exact comparison
+    with a float value (UnwrapCastInBinaryComparison), which the engine evaluates exactly.
+    A value the engine rejects stays with Spark.
+    """
+    schema = snap.schema
+    attr = getattr(f, "attribute", None)        # Not, And, Or have none: Spark evaluates them
+    col = attr[0] if attr is not None and len(attr) == 1 else None
+    if col is None or not schema.has_column(col):
         return None
+    term = None
     for cls, op in _SIMPLE.items():
         if type(f) is cls:
-            return (col, op, f.value) if f.value is not None else None
+            if f.value is None:
+                return None
+            term = (col, op, f.value)
     if isinstance(f, In):
-        return (col, "in", list(v for v in f.value if v is not None))
-    if isinstance(f, IsNull):
-        return (col, "is null")
-    if isinstance(f, IsNotNull):
-        return (col, "is not null")
-    return None
+        term = (col, "in", list(v for v in f.value if v is not None))
+    elif isinstance(f, IsNull):
+        term = (col, "is null")
+    elif isinstance(f, IsNotNull):
+        term = (col, "is not null")
+    if term is None:
+        return None
+    try:
+        snap.scan([], [term])                   # the engine's own check of the filter
+    except tf.InvalidFilterError:
+        return None
+    return term
 
 
 class TableFormatReader(DataSourceReader):
@@ -84,11 +103,10 @@ class TableFormatReader(DataSourceReader):
         snap = open_snapshot(self.uri, self.storage_options, self.as_of)
         self.version = snap.version
         self.table_id = snap.state.table_id
-        self.names = set(snap.schema.names)
 
     def pushFilters(self, filters):
         for f in filters:
-            p = _to_predicate(f, self.names)
+            p = _to_predicate(f, open_snapshot(self.uri, self.storage_options, self.version, self.table_id))
             if p is None:
                 yield f
             else:

@@ -59,6 +59,10 @@ def parquet_encoding(col: Column, arr: pa.Array) -> tuple[bool, str | None]:
     if enc == "run_length":
         return False, "RLE"
     if enc == "bitshuffle":
+        # decimal(p > 18) is a FIXED_LEN_BYTE_ARRAY, whose BYTE_STREAM_SPLIT DuckDB and Polars
+        # cannot decode: PLAIN there, so every common reader opens every base file (§5).
+        if col.type.kind == "decimal" and col.type.precision > 18:
+            return False, "PLAIN"
         return False, "BYTE_STREAM_SPLIT"
     if enc == "prefix":
         return False, "DELTA_BYTE_ARRAY"
@@ -66,9 +70,25 @@ def parquet_encoding(col: Column, arr: pa.Array) -> tuple[bool, str | None]:
 
 
 def _column_stats(col: Column, arr: pa.Array) -> dict[str, Any]:
+    """nulls, min and max (float: of the non-NaN values, with `nan` counting NaNs). Dates and
+    timestamps are taken as ints, so every int32 date and int64 timestamp has statistics."""
     nulls = arr.null_count
     stats: dict[str, Any] = {"nulls": nulls}
-    if nulls == len(arr) or col.type.kind == "bool":
+    k = col.type.kind
+    if nulls == len(arr) or k == "bool":
+        return stats
+    if k in ("float", "double"):
+        nan = pc.sum(pc.is_nan(arr)).as_py() or 0
+        stats["nan"] = nan
+        if nan + nulls == len(arr):
+            return stats
+    if k in ("date", "unixtime_micros"):
+        mm = pc.min_max(arr.cast(pa.int32() if k == "date" else pa.int64()))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if k == "date":     # ISO text when Python can hold the date (older readers parse it), else int days
+            stats["min"], stats["max"] = _date_stat(lo), _date_stat(hi)
+        else:
+            stats["min"], stats["max"] = lo, hi
         return stats
     mm = pc.min_max(arr)
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
@@ -77,11 +97,17 @@ def _column_stats(col: Column, arr: pa.Array) -> dict[str, Any]:
         hi_b = hi.encode() if isinstance(hi, str) else hi
         if len(lo_b) > _MAX_STAT_BYTES or len(hi_b) > _MAX_STAT_BYTES:
             return stats
-    if col.type.kind in ("float", "double") and (lo != lo or hi != hi):
-        return stats
     stats["min"] = value_to_json(col.type, lo)
     stats["max"] = value_to_json(col.type, hi)
     return stats
+
+
+def _date_stat(days: int):
+    d = pa.scalar(days, pa.int32()).cast(pa.date32())
+    try:
+        return d.as_py().isoformat()
+    except (OverflowError, ValueError):
+        return days
 
 
 def _to_parquet_bytes(table: pa.Table, **kwargs) -> pa.Buffer:

@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 from .errors import NoRangePartitionError, PartitionSchemaError, SchemaError
 from .hashing import murmur2_64
 from .keyencoder import encode_key, encode_keys
-from .schema import Schema, coerce_scalar, value_from_json, value_to_json
+from .comparison import exact_value, to_python
+from .schema import Schema, value_from_json, value_to_json
 
 MAX_TABLETS = 10_000
 
@@ -216,12 +217,12 @@ def encode_bound(rcols: Sequence, v: Any, what: str) -> tuple[bytes | None, tupl
         raise PartitionSchemaError("range bounds need range columns")
     t = _as_tuple(v, len(rcols), what)
     try:
-        scal = tuple(coerce_scalar(c.type, x, f"{what} for {c.name!r}").as_py() for c, x in zip(rcols, t))
+        if any(x is None for x in t):
+            raise PartitionSchemaError(f"{what} {v!r} has a NULL; use None for the whole bound instead")
+        scal = tuple(exact_value(c.type, x, f"{what} for {c.name!r}") for c, x in zip(rcols, t))
     except SchemaError as e:
         raise PartitionSchemaError(str(e)) from None
-    if any(x is None for x in scal):
-        raise PartitionSchemaError(f"{what} {v!r} has a NULL; use None for the whole bound instead")
-    return encode_key(scal, [c.type for c in rcols]), scal
+    return encode_key(scal, [c.type for c in rcols]), tuple(to_python(c.type, x) for c, x in zip(rcols, scal))
 
 
 def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:

@@ -27,6 +27,9 @@ from .storage import Storage
 
 
 
+_ROWS = "__tableformat_rows"
+
+
 @dataclass(frozen=True)
 class ScanTask:
     """One unit of scan work: rows [start, stop) of one rowset. A Spark partition later."""
@@ -127,12 +130,18 @@ class Scanner:
         if deltas:
             arrays, live = apply_redo(self.storage, task.rowset, deltas, self._read_cols, arrays,
                                       task.start, task.stop, self.state.read_ts)
-        t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
+        if self._read_cols:
+            t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
+        else:
+            # An empty projection still has rows (count(*)): a null column stands in, read from nowhere.
+            t = pa.table({_ROWS: pa.nulls(task.stop - task.start)})
         if live is not None and not self.predicates:
             return drop_rows(t, live)
         return filter_table(t, self.predicates, live)
 
     def _project(self, t: pa.Table) -> pa.Table:
+        if not self.columns:      # an Arrow table may have rows and no columns
+            return t.select([])
         return t.select(self.columns).cast(self.output_schema)
 
     def read_task(self, task: ScanTask) -> pa.Table:

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from .comparison import exact_value
 from .errors import InvalidIdentifierError, SchemaError
 from .types import COMPRESSIONS, ColumnType, parse_type
 
@@ -58,7 +59,7 @@ def value_to_json(ctype: ColumnType, value: Any) -> Any:
     if k == "decimal":
         return str(value)
     if k == "date":
-        return value.isoformat() if isinstance(value, _dt.date) else value
+        return value.isoformat() if isinstance(value, _dt.date) else int(value)
     if k == "unixtime_micros":
         if isinstance(value, _dt.datetime):
             return pa.scalar(value, type=ctype.arrow()).value
@@ -77,28 +78,40 @@ def value_from_json(ctype: ColumnType, value: Any) -> Any:
         return base64.b64decode(value)
     if k == "decimal":
         return _decimal.Decimal(value)
-    if k == "date":
-        return _dt.date.fromisoformat(value)
+    if k == "date":   # ISO text, or int days for a date Python cannot hold
+        return value if isinstance(value, int) else _dt.date.fromisoformat(value)
     if k == "unixtime_micros":
-        return pa.scalar(int(value), type=ctype.arrow()).as_py()
+        return scalar_to_python(pa.scalar(int(value), type=ctype.arrow()))
     if k in ("float", "double") and isinstance(value, str):
         return float(value)
     return value
 
 
 def coerce_scalar(ctype: ColumnType, value: Any, what: str) -> pa.Scalar:
-    """Convert a user value to an Arrow scalar of the column type, or raise SchemaError."""
+    """A user value (a default, a partition bound) as an Arrow scalar of the column type, or SchemaError.
+
+    Exact: a value the type cannot hold (1.7 for an int, a datetime with a time of day for a
+    date, 2**70 for an int64) is an error, never rounded. Two rules of the type itself apply, as
+    on insert: varchar values are truncated to their length and float values rounded to float32.
+    """
+    if value is None or (isinstance(value, pa.Scalar) and not value.is_valid):
+        return pa.scalar(None, type=ctype.arrow())
+    v = exact_value(ctype, value, what)
     try:
-        if isinstance(value, pa.Scalar):
-            value = value.as_py()
-        if ctype.kind == "decimal" and isinstance(value, (int, float, str)):
-            value = _decimal.Decimal(str(value))
-        s = pa.scalar(value, type=ctype.arrow())
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, _decimal.InvalidOperation) as e:
+        s = pa.scalar(v, type=ctype.arrow())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
         raise SchemaError(f"{what}: {value!r} is not a valid {ctype.name} ({e})") from None
-    if ctype.kind == "varchar" and s.is_valid and len(s.as_py()) > ctype.length:
-        s = pa.scalar(s.as_py()[: ctype.length], type=pa.string())
+    if ctype.kind == "varchar" and len(v) > ctype.length:
+        s = pa.scalar(v[: ctype.length], type=pa.string())
     return s
+
+
+def scalar_to_python(s: pa.Scalar) -> Any:
+    """`s.as_py()`, except dates and timestamps Python's datetime cannot hold stay ints (days, micros)."""
+    try:
+        return s.as_py()
+    except (OverflowError, ValueError):
+        return s.cast(pa.int32() if pa.types.is_date32(s.type) else pa.int64()).as_py()
 
 
 @dataclass(frozen=True)
@@ -135,10 +148,10 @@ class Column:
         object.__setattr__(self, "compression", comp)
         if self.default is not None:
             s = coerce_scalar(ctype, self.default, f"default of column {self.name!r}")
-            object.__setattr__(self, "default", s.as_py())
+            object.__setattr__(self, "default", scalar_to_python(s))
         if self.read_default is not None:
             s = coerce_scalar(ctype, self.read_default, f"read default of column {self.name!r}")
-            object.__setattr__(self, "read_default", s.as_py())
+            object.__setattr__(self, "read_default", scalar_to_python(s))
 
     @property
     def arrow_type(self) -> pa.DataType:

@@ -43,6 +43,17 @@ def metrics_rows(n, seed=0, hosts=20, start=0):
     })
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for the whole run (starting one takes 10-19 s)."""
+    pytest.importorskip("pyspark")
+    from spark_jobs.common import get_spark
+    s = get_spark("tableformat-tests", "local[2]")
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
 @pytest.fixture
 def table_uri(tmp_path):
     return str(tmp_path / "metrics")

@@ -25,22 +25,41 @@ def loaded(tmp_path_factory):
     return t
 
 
+_CMP = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
+        ">=": pc.greater_equal}
+
+
+def _float_compare(c, op, v):
+    """Spark's order on floats: NaN = NaN and above every number, -0.0 = 0.0 (IEEE == already)."""
+    nan = pc.is_nan(c)
+    if v != v:
+        return {"=": nan, ">=": nan, "!=": pc.invert(nan), "<": pc.invert(nan), "<=": pc.is_valid(c),
+                ">": pc.and_(nan, pa.scalar(False))}[op]      # > NaN: nothing
+    ieee = _CMP[op](c, pa.scalar(v, c.type))          # false for NaN, except != (true)
+    return pc.or_(ieee, nan) if op in (">", ">=") else ieee
+
+
 def reference(data: pa.Table, flt) -> pa.Table:
     """The same filter in plain pyarrow, written independently of tableformat's code."""
     mask = pa.array([True] * data.num_rows)
     for col, op, *rest in flt:
         c = data[col]
         v = rest[0] if rest else None
+        is_float = pa.types.is_floating(c.type)
         if op == "is null":
             m = pc.is_null(c)
         elif op == "is not null":
             m = pc.is_valid(c)
+        elif op == "in" and is_float:
+            m = pa.array([False] * data.num_rows)
+            for x in v:
+                m = pc.or_(m, pc.fill_null(_float_compare(c, "=", x), False))
         elif op == "in":
             m = pc.is_in(c, value_set=pa.array(v, c.type))
+        elif is_float:
+            m = _float_compare(c, op, v)
         else:
-            s = pa.scalar(v, c.type)
-            m = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
-                 ">=": pc.greater_equal}[op](c, s)
+            m = _CMP[op](c, pa.scalar(v, c.type))
         mask = pc.and_(mask, pc.fill_null(m, False))
     return data.filter(mask)
 
@@ -114,7 +133,14 @@ def test_hash_pruning_needs_every_hashed_column(loaded):
 
 def test_stats_prune_rowsets(loaded):
     assert loaded.scan(filter=[("price", ">", decimal.Decimal("99999999"))]).plan() == []
-    assert loaded.scan(filter=[("value", ">", 1e9)]).plan() == []
+    # NaN is above every number (specs/format.md §13): only rowsets holding NaN can match.
+    vid = loaded.schema.column("value").id
+    with_nan = {rs.id for rs in loaded.state.rowsets.values() if rs.stats[vid]["nan"] > 0}
+    plan = loaded.scan(filter=[("value", ">", 1e9)]).plan()
+    assert {t.rowset.id for t in plan} == with_nan
+    got = loaded.scan(filter=[("value", ">", 1e9)]).to_arrow()["value"]
+    assert len(got) == pc.sum(pc.is_nan(DATA["value"])).as_py() > 0 and pc.all(pc.is_nan(got)).as_py()
+    assert loaded.scan(filter=[("value", "<", -1e9)]).plan() == []
 
 
 def test_key_range_seek_reads_only_rows_in_range(loaded):

@@ -17,15 +17,6 @@ from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metri
 KEY = ["host", "metric", "time"]
 
 
-@pytest.fixture(scope="session")
-def spark():
-    from spark_jobs.common import get_spark
-    s = get_spark("tableformat-tests", "local[2]")
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
-
-
 @pytest.fixture
 def loaded(tmp_path):
     uri = str(tmp_path / "m")
