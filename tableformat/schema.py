@@ -95,7 +95,8 @@ def coerce_scalar(ctype: ColumnType, value: Any, what: str) -> pa.Scalar:
         if ctype.kind == "decimal" and isinstance(value, (int, float, str)):
             value = _decimal.Decimal(str(value))
         s = pa.scalar(value, type=ctype.arrow())
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, _decimal.InvalidOperation) as e:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError,
+            _decimal.InvalidOperation) as e:
         raise SchemaError(f"{what}: {value!r} is not a valid {ctype.name} ({e})") from None
     if ctype.kind == "varchar" and s.is_valid and len(s.as_py()) > ctype.length:
         s = pa.scalar(s.as_py()[: ctype.length], type=pa.string())

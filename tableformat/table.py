@@ -14,6 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from . import arguments as arg, mvcc
@@ -125,7 +126,12 @@ class Snapshot:
     def describe_rows(self, batch: pa.Table, rows, limit: int = 3) -> str:
         """The first keys of `rows` of a batch, for messages."""
         arg.instance(batch, "batch", pa.Table, "a pyarrow Table")
-        arg.integer(limit, "limit", 0)
+        arg.integer(limit, "limit", 0, 10 ** 6)
+        arg.instance(rows, "rows", (list, tuple, range, np.ndarray, pa.Array), "a list or array of row numbers")
+        r = np.asarray(rows.to_pylist() if isinstance(rows, pa.Array) else rows, dtype=object)
+        if not all(arg.is_int(x) and 0 <= x < batch.num_rows for x in r.ravel()[:limit]):
+            raise InvalidOptionError(f"rows must be row numbers of the batch (0..{batch.num_rows - 1}), "
+                                     f"got {arg.given(rows)}")
         return describe_keys(self.state, batch, rows, limit)
 
     def write_mutation(self, data: Any, op: str | None = None, op_column: str | None = None,
