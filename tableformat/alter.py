@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
+from . import arguments as arg
 from .errors import PartitionSchemaError, SchemaError
 from .partition import RangeBound, encode_bound
 from .schema import MAX_COLUMNS, Column, Schema, validate_identifier
@@ -53,6 +54,7 @@ class AlterTable:
         return self
 
     def drop_column(self, name: str) -> "AlterTable":
+        arg.string(name, "drop_column: name", error=SchemaError)
         def step(st: TableState) -> TableState:
             s = st.schema
             _require(s, name)
@@ -64,6 +66,7 @@ class AlterTable:
         return self
 
     def rename_column(self, old: str, new: str) -> "AlterTable":
+        arg.string(old, "rename_column: old", error=SchemaError)
         new = validate_identifier(new)
 
         def step(st: TableState) -> TableState:
@@ -90,6 +93,10 @@ class AlterTable:
         return self._change(name, f"set compression of {name}", compression=compression)
 
     def _change(self, name: str, what: str, **changes) -> "AlterTable":
+        arg.string(name, f"{what.split(' of ')[0]}: name", error=SchemaError)
+        for k in ("encoding", "compression"):
+            if k in changes:
+                arg.string(changes[k], f"{what}: {k}", none=True, error=SchemaError)
         def step(st: TableState) -> TableState:
             s = st.schema
             c = _require(s, name)
@@ -125,6 +132,7 @@ class AlterTable:
         """Change a table property (e.g. history_max_age, rowset_target_bytes)."""
         from .metadata import validate_properties
         from types import MappingProxyType
+        arg.string(name, "set_property: name")
         validate_properties({name: value})     # fail now, not at commit
 
         def step(st: TableState) -> TableState:

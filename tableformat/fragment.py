@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
 from .conflicts import KeysAbsent, Requirement, RowsLive
-from .errors import InvalidOptionError
+from .errors import InvalidOptionError, TableFormatError
 
 
 @dataclass
@@ -44,6 +44,15 @@ class WriteFragment:
 
     @staticmethod
     def from_json(d: dict) -> "WriteFragment":
+        try:
+            return WriteFragment._from_json(d)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            if isinstance(e, TableFormatError):
+                raise
+            raise InvalidOptionError(f"not a write fragment's to_json(): {type(e).__name__} {e}") from None
+
+    @staticmethod
+    def _from_json(d: dict) -> "WriteFragment":
         return WriteFragment(d["operation"], d["read_version"], [action_from_json(a) for a in d["actions"]],
                              list(d["files"]), dict(d["counts"]),
                              [Requirement.from_json(r) for r in d["requirements"]], d.get("data_change", True))
@@ -51,8 +60,15 @@ class WriteFragment:
     @staticmethod
     def combine(fragments: Sequence["WriteFragment"], operation: str | None = None) -> "WriteFragment":
         """Fragments of one distributed write (same snapshot) as one."""
-        if not fragments:
-            raise InvalidOptionError("no write fragments to commit")
+        if not isinstance(fragments, (list, tuple)) or not fragments:
+            raise InvalidOptionError(f"fragments must be a non-empty list of write fragments, got "
+                                     f"{type(fragments).__name__} {fragments!r:.60}")
+        bad = [f for f in fragments if not isinstance(f, WriteFragment)]
+        if bad:
+            raise InvalidOptionError(f"fragments must be tf.WriteFragment (or their to_json() dicts), got "
+                                     f"{type(bad[0]).__name__}")
+        if operation is not None and not isinstance(operation, str):
+            raise InvalidOptionError(f"operation must be a string or None, got {type(operation).__name__}")
         versions = {f.read_version for f in fragments}
         if len(versions) != 1:
             raise InvalidOptionError(f"write fragments were planned on different versions {sorted(versions)}; "

@@ -45,9 +45,13 @@ _PROPERTY_RANGES = {
 
 
 def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int] | None = None) -> dict:
+    from collections.abc import Mapping as _Mapping
+    if props is not None and not isinstance(props, _Mapping):
+        raise InvalidOptionError(f"table properties must be a dict of name -> integer, got "
+                                 f"{type(props).__name__} {props!r:.60}")
     out = {**DEFAULT_PROPERTIES, **(base or {})}
     for k, v in (props or {}).items():
-        if k not in _PROPERTY_RANGES:
+        if not isinstance(k, str) or k not in _PROPERTY_RANGES:
             raise InvalidOptionError(f"unknown table property {k!r}; known: {', '.join(sorted(_PROPERTY_RANGES))}")
         lo, hi = _PROPERTY_RANGES[k]
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:

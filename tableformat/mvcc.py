@@ -10,6 +10,7 @@ See `specs/format.md` §8.3, §9.1 and §12.
 from __future__ import annotations
 
 import datetime as _dt
+import numbers
 import re
 from dataclasses import replace
 from typing import Any, Callable, Sequence
@@ -26,6 +27,12 @@ class Timestamp(int):
 
     Passing one as `as_of` means "as of this time"; a plain int means a version.
     """
+
+    def __new__(cls, micros: int = 0):
+        if not isinstance(micros, numbers.Integral) or isinstance(micros, bool):
+            raise InvalidOptionError(f"a Timestamp is an integer of microseconds since the epoch, got "
+                                     f"{type(micros).__name__} {micros!r:.60}")
+        return super().__new__(cls, micros)
 
     def to_datetime(self) -> _dt.datetime:
         return _dt.datetime.fromtimestamp(self / 1e6, tz=_dt.timezone.utc)

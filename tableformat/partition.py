@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arguments as arg
 from .errors import NoRangePartitionError, PartitionSchemaError, SchemaError
 from .hashing import murmur2_64
 from .keyencoder import encode_key, encode_keys
@@ -33,7 +34,9 @@ class HashPartition:
     seed: int = 0
 
     def __init__(self, columns: Sequence[str] | str, buckets: int, seed: int = 0):
-        object.__setattr__(self, "columns", (columns,) if isinstance(columns, str) else tuple(columns))
+        cols = arg.names(columns, "hash partition columns", none=False, error=PartitionSchemaError)
+        # buckets and seed are checked when the partitioning is resolved (create_table)
+        object.__setattr__(self, "columns", tuple(cols))
         object.__setattr__(self, "buckets", buckets)
         object.__setattr__(self, "seed", seed)
 
@@ -50,10 +53,12 @@ class RangePartition:
     splits: tuple = ()
 
     def __init__(self, columns: Sequence[str] | str | None = None, bounds: Sequence = (), splits: Sequence = ()):
-        cols = (columns,) if isinstance(columns, str) else (tuple(columns) if columns is not None else None)
-        object.__setattr__(self, "columns", cols)
-        object.__setattr__(self, "bounds", tuple(bounds or ()))
-        object.__setattr__(self, "splits", tuple(splits or ()))
+        cols = arg.names(columns, "range partition columns", error=PartitionSchemaError)
+        bounds = arg.sequence(() if bounds is None else bounds, "range partition bounds", error=PartitionSchemaError)
+        splits = arg.sequence(() if splits is None else splits, "range partition splits", error=PartitionSchemaError)
+        object.__setattr__(self, "columns", tuple(cols) if cols is not None else None)
+        object.__setattr__(self, "bounds", bounds)
+        object.__setattr__(self, "splits", splits)
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,11 @@ class PartitionSchema:
     def __init__(self, hash: Sequence[HashPartition] = (), range: RangePartition | None = None):
         if isinstance(hash, HashPartition):
             hash = [hash]
-        object.__setattr__(self, "hash", tuple(hash or ()))
+        hash = arg.sequence(() if hash is None else hash, "hash", error=PartitionSchemaError)
+        for h in hash:
+            arg.instance(h, "each hash level", HashPartition, "a tf.HashPartition", error=PartitionSchemaError)
+        arg.instance(range, "range", RangePartition, "a tf.RangePartition", none=True, error=PartitionSchemaError)
+        object.__setattr__(self, "hash", hash)
         object.__setattr__(self, "range", range)
 
 
@@ -247,7 +256,7 @@ def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
         seen.update(h.columns)
         if not isinstance(h.buckets, int) or isinstance(h.buckets, bool) or not 2 <= h.buckets <= 1024:
             raise PartitionSchemaError(f"hash buckets must be an integer 2..1024, got {h.buckets!r}")
-        if not isinstance(h.seed, int) or not 0 <= h.seed < 2 ** 32:
+        if not isinstance(h.seed, int) or isinstance(h.seed, bool) or not 0 <= h.seed < 2 ** 32:
             raise PartitionSchemaError(f"hash seed must be a uint32, got {h.seed!r}")
         levels.append(HashLevel(tuple(schema.column(c).id for c in h.columns), h.buckets, h.seed))
 

@@ -15,9 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arguments as arg
 from .deltafile import apply_redo, updated_columns
 from .diskrowset import read_base_columns
-from .errors import UnknownScanColumnError
+from .errors import InvalidOptionError, UnknownScanColumnError
 from .keyprobe import seek
 from .parallel import pmap, pmap_iter
 from .metadata import RowSetMeta, TableState
@@ -74,10 +75,10 @@ class Scanner:
     def __init__(self, storage: Storage, state: TableState, columns: Sequence[str] | None = None,
                  filter: Any = None, ordered: bool = False):
         schema = state.schema
+        columns = arg.names(columns, "columns")
+        arg.boolean(ordered, "ordered")
         if columns is not None:
-            if isinstance(columns, str):
-                columns = [columns]
-            unknown = [c for c in columns if not isinstance(c, str) or not schema.has_column(c)]
+            unknown = [c for c in columns if not schema.has_column(c)]
             if unknown:
                 raise UnknownScanColumnError(f"scan names unknown column(s) {unknown}; columns are {schema.names}")
         self.storage = storage
@@ -124,6 +125,7 @@ class Scanner:
 
     # execution -------------------------------------------------------------------------
     def run_task(self, task: ScanTask) -> pa.Table:
+        arg.instance(task, "task", ScanTask, "a tf.ScanTask (from Scanner.plan or Scanner.task)")
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
         deltas = self.state.deltas_of(task.rowset.id)
         live = None
@@ -146,10 +148,17 @@ class Scanner:
 
     def read_task(self, task: ScanTask) -> pa.Table:
         """One planned task's rows, projected: what a distributed reader runs per partition."""
+        arg.instance(task, "task", ScanTask, "a tf.ScanTask (from Scanner.plan or Scanner.task)")
         return self._project(self.run_task(task))
 
     def task(self, rowset_id: str, start: int, stop: int) -> ScanTask:
         """A task from plain data (a rowset id and a row range), as sent to an executor."""
+        arg.string(rowset_id, "rowset_id")
+        if rowset_id not in self.state.rowsets:
+            raise InvalidOptionError(f"rowset {rowset_id!r} is not in version {self.state.version} of the table")
+        n = self.state.rowsets[rowset_id].num_rows
+        start = arg.integer(start, "start", 0, n)
+        stop = arg.integer(stop, "stop", start, n)
         return ScanTask(self.state.rowsets[rowset_id], start, stop)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:

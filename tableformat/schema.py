@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from . import arguments as arg
 from .comparison import exact_value
 from .errors import InvalidIdentifierError, SchemaError
 from .types import COMPRESSIONS, ColumnType, parse_type
@@ -131,6 +132,11 @@ class Column:
 
     def __post_init__(self):
         object.__setattr__(self, "name", validate_identifier(self.name))
+        what = f"column {self.name!r}:"
+        arg.boolean(self.nullable, f"{what} nullable", error=SchemaError)
+        arg.string(self.encoding, f"{what} encoding", none=True, error=SchemaError)
+        arg.string(self.compression, f"{what} compression", none=True, error=SchemaError)
+        arg.integer(self.id, f"{what} id", 0, none=True, error=SchemaError)
         ctype = parse_type(self.type)
         object.__setattr__(self, "type", ctype)
         enc = self.encoding or ctype.encodings[0]
@@ -179,9 +185,9 @@ class Schema:
 
     def __init__(self, columns: Sequence[Column], primary_key: Sequence[str] | str,
                  next_column_id: int | None = None):
-        if isinstance(primary_key, str):
-            primary_key = [primary_key]
-        cols = list(columns)
+        primary_key = arg.names(primary_key, "primary_key", error=SchemaError)
+        cols = list(arg.sequence(columns, "schema columns", error=SchemaError))
+        arg.integer(next_column_id, "next_column_id", 0, none=True, error=SchemaError)
         if not cols:
             raise SchemaError("a schema needs at least one column")
         if len(cols) > MAX_COLUMNS:

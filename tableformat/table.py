@@ -14,9 +14,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import pyarrow as pa
 
-from . import mvcc
+from . import arguments as arg, mvcc
 from .actions import AddDelta, Commit, CreateTable, apply_commit
 from .alter import AlterTable, write_alter
 from .batch import convert_column, to_arrow_table
@@ -41,6 +42,9 @@ from .vacuum import VacuumPlan, VacuumResult, deletable, plan as vacuum_plan
 from .writer import describe_keys, write_insert
 
 __all__ = ["Table", "Snapshot", "Timestamp", "WriteResult", "create_table", "open_table"]
+
+# A compaction budget above 1 TiB is no budget: the knapsack works in MiB cells.
+MAX_BUDGET_BYTES = 1 << 40
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class Snapshot:
         return self.state.schema
 
     def scan(self, columns: Sequence[str] | None = None, filter: Any = None, ordered: bool = False) -> Scanner:
+        """Rows of this snapshot: `columns` (a list of names; one string is one name; None: all),
+        `filter` terms ANDed, `ordered` in primary-key order."""
         return Scanner(self.storage, self.state, columns, filter, ordered)
 
     # --- planning writes: files written now, committed later ---------------------------
@@ -99,11 +105,15 @@ class Snapshot:
         """Insert rows: on_duplicate "fail" or "ignore"; report=True skips duplicates in either
         mode and lists them in `fragment.rejected`. distributed=True when several fragments make
         one commit (the driver then checks the written rowsets' keys)."""
+        arg.boolean(report, "report")
+        arg.boolean(distributed, "distributed")
+        arg.boolean(write_when_rejected, "write_when_rejected")
         return write_insert(self.storage, self.state, data, on_duplicate, report, distributed, write_when_rejected)
 
     def route(self, data: Any, strict: bool = True):
         """Each row's tablet ordinal (-1: in no range partition, when not strict): what a
         distributed job shuffles by."""
+        arg.boolean(strict, "strict")
         t = to_arrow_table(data)
         st = self.state
         keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
@@ -115,6 +125,13 @@ class Snapshot:
 
     def describe_rows(self, batch: pa.Table, rows, limit: int = 3) -> str:
         """The first keys of `rows` of a batch, for messages."""
+        arg.instance(batch, "batch", pa.Table, "a pyarrow Table")
+        arg.integer(limit, "limit", 0, 10 ** 6)
+        arg.instance(rows, "rows", (list, tuple, range, np.ndarray, pa.Array), "a list or array of row numbers")
+        r = np.asarray(rows.to_pylist() if isinstance(rows, pa.Array) else rows, dtype=object)
+        if not all(arg.is_int(x) and 0 <= x < batch.num_rows for x in r.ravel()[:limit]):
+            raise InvalidOptionError(f"rows must be row numbers of the batch (0..{batch.num_rows - 1}), "
+                                     f"got {arg.given(rows)}")
         return describe_keys(self.state, batch, rows, limit)
 
     def write_mutation(self, data: Any, op: str | None = None, op_column: str | None = None,
@@ -122,16 +139,21 @@ class Snapshot:
                        operation: str = "MERGE") -> WriteFragment:
         """Row operations (one `op` for all rows, or an `op_column`); on_error "fail" or "report"."""
         from .mutation import OP_NAMES
-        if op is not None and op not in OP_NAMES:
-            raise InvalidOptionError(f"op must be one of {list(OP_NAMES)}, got {op!r}")
+        arg.choice(op, "op", list(OP_NAMES), none=True)
+        arg.string(op_column, "op_column", none=True)
+        columns = arg.names(columns, "columns")
+        arg.choice(on_error, "on_error", ("fail", "report"))
+        arg.string(operation, "operation")
         return write_mutation(self.storage, self.state, data, operation,
                               OP_NAMES[op] if op is not None else None, op_column, columns, on_error)
 
     def write_compaction(self, action: CompactionAction) -> WriteFragment | None:
         """Run one compaction action; None if there is nothing left for it to do."""
+        arg.instance(action, "action", CompactionAction, "a tf.CompactionAction (from a CompactionPlan)")
         return write_compaction(self.storage, self.state, action, mvcc.ancient_history_mark(self.state))
 
     def write_alter(self, alter: AlterTable) -> WriteFragment:
+        arg.instance(alter, "alter", AlterTable, "a tf.AlterTable (from Table.alter())")
         return write_alter(self.state, alter)
 
     def __repr__(self) -> str:
@@ -220,6 +242,8 @@ class Table:
     # --- reads ------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, filter: Any = None, as_of: Any = None,
              ordered: bool = False) -> Scanner:
+        columns = arg.names(columns, "columns")
+        arg.boolean(ordered, "ordered")
         return self.snapshot(as_of).scan(columns, filter, ordered)
 
     def changes(self, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
@@ -233,10 +257,14 @@ class Table:
         per key. images="changed" fills only the key and the changed cells of an
         update, which needs no base data at all.
         """
-        if mode not in ("all", "net"):
-            raise InvalidOptionError(f"mode must be 'all' or 'net', got {mode!r}")
-        if images not in ("full", "changed"):
-            raise InvalidOptionError(f"images must be 'full' or 'changed', got {images!r}")
+        arg.choice(mode, "mode", ("all", "net"))
+        arg.choice(images, "images", ("full", "changed"))
+        arg.boolean(before_image, "before_image")
+        start = mvcc.parse_as_of(start, "start")
+        if start is None:
+            raise InvalidOptionError("start must be a version, a tf.Timestamp, a datetime or an ISO string, "
+                                     "got None")
+        end = mvcc.parse_as_of(end, "end")
         latest = self.refresh()
         s = mvcc.resolve_version(self._history, start)
         e = latest.version if end is None else mvcc.resolve_version(self._history, end)
@@ -273,7 +301,9 @@ class Table:
         return self._write("INSERT_IGNORE", lambda s: s.write_insert(data, "ignore"))
 
     def update(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
-        """Update existing rows: key columns plus the columns to change. Missing keys raise KeyNotFoundError."""
+        """Update existing rows: key columns plus the columns to change (`columns`: a list of names,
+        one string being one name; None: every non-key column given). Missing keys raise
+        KeyNotFoundError."""
         return self._mutate(data, "UPDATE", UPDATE_OP, None, columns)
 
     def update_ignore(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
@@ -294,10 +324,12 @@ class Table:
         """A mixed batch, as a Kudu session: `op_column` names each row's operation
         (insert, insert_ignore, update, update_ignore, delete, delete_ignore, upsert);
         operations on one key apply in batch order."""
+        arg.string(op_column, "op_column")
         return self._mutate(data, "APPLY", None, op_column, None)
 
     def _mutate(self, data: Any, operation: str, op: int | None, op_column: str | None,
                 columns: Sequence[str] | None) -> WriteResult:
+        columns = arg.names(columns, "columns")
         return self._write(operation, lambda s: write_mutation(s.storage, s.state, data, operation, op, op_column,
                                                                columns))
 
@@ -306,6 +338,9 @@ class Table:
         """Commit fragments written elsewhere (Spark executors) as one commit, checking exactly
         the requirements a local write checks. A plan the winners invalidated raises
         `Restart` (a CommitConflictError): plan the job again on a new snapshot."""
+        arg.sequence(fragments, "fragments")
+        arg.string(operation, "operation", none=True)
+        properties = arg.instance(properties, "properties", CommitProperties, "a tf.CommitProperties", none=True)
         frags = [WriteFragment.from_json(f) if isinstance(f, dict) else f for f in fragments]
         frag = WriteFragment.combine(frags, operation)
         if frag.empty:
@@ -318,13 +353,22 @@ class Table:
     def compaction_plan(self, budget_bytes: int = 256 * 1024 * 1024,
                         policy: CompactionPolicy | None = None) -> CompactionPlan:
         """What compaction would do now: scored actions chosen under the byte budget (Kudu's policy)."""
-        if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool) or budget_bytes <= 0:
-            raise InvalidOptionError(f"budget_bytes must be a positive integer, got {budget_bytes!r}")
+        arg.integer(budget_bytes, "budget_bytes", 1, MAX_BUDGET_BYTES)
+        arg.has_method(policy, "policy", "pick", "a compaction policy (an object with pick(), such as "
+                       "tf.KuduPolicy())", none=True)
         return (policy or KuduPolicy()).pick(self.refresh(), budget_bytes, self.ancient_history_mark())
 
     def compact(self, plan: CompactionPlan | None = None, budget_bytes: int = 256 * 1024 * 1024,
                 progress=None) -> list[WriteResult]:
-        """Run a plan (the policy's when None). Each action commits on its own."""
+        """Run a plan (the policy's when None). Each action commits on its own, so every argument
+        is checked before the first one runs."""
+        arg.instance(plan, "plan", CompactionPlan, "a tf.CompactionPlan (from Table.compaction_plan)", none=True)
+        arg.integer(budget_bytes, "budget_bytes", 1, MAX_BUDGET_BYTES)
+        arg.function(progress, "progress", none=True)
+        if plan is not None:
+            arg.sequence(plan.actions, "plan.actions")
+            for a in plan.actions:
+                arg.instance(a, "each action of the plan", CompactionAction, "a tf.CompactionAction")
         plan = plan if plan is not None else self.compaction_plan(budget_bytes)
         results = []
         for i, action in enumerate(plan.actions):
@@ -338,6 +382,7 @@ class Table:
     def compact_action(self, action: CompactionAction) -> WriteResult | None:
         """Run one compaction action in one commit; None when it has nothing left to do or gave
         up because its inputs changed concurrently (the next plan sees the new state)."""
+        arg.instance(action, "action", CompactionAction, "a tf.CompactionAction (from a CompactionPlan)")
         frag = self.snapshot().write_compaction(action)
         if frag is None:
             return None
@@ -349,15 +394,14 @@ class Table:
 
     def vacuum_plan(self, retain_seconds: float | None = None, grace_seconds: float = 3600) -> VacuumPlan:
         """What vacuum would do now: the history horizon it records and the files it deletes."""
-        if retain_seconds is not None and (not isinstance(retain_seconds, (int, float)) or retain_seconds < 0):
-            raise InvalidOptionError(f"retain_seconds must be >= 0, got {retain_seconds!r}")
-        if not isinstance(grace_seconds, (int, float)) or grace_seconds < 0:
-            raise InvalidOptionError(f"grace_seconds must be >= 0, got {grace_seconds!r}")
+        arg.seconds(retain_seconds, "retain_seconds", none=True)
+        arg.seconds(grace_seconds, "grace_seconds")
         return vacuum_plan(self._storage, self._log, self.refresh(), self._history, retain_seconds, grace_seconds)
 
     def vacuum(self, retain_seconds: int | None = None, dry_run: bool = False,
                grace_seconds: float = 3600) -> VacuumResult:
         """Delete files no snapshot within the retention references, older than the grace period."""
+        arg.boolean(dry_run, "dry_run")
         p = self.vacuum_plan(retain_seconds, grace_seconds)
         if dry_run:
             return VacuumResult(True, [f for f, _ in p.files], p.bytes, p.retain_from)
@@ -376,6 +420,7 @@ class Table:
 
         deep=True also decodes every base data page, so page checksums catch bit rot.
         """
+        arg.boolean(deep, "deep")
         return run_check(self._storage, self._log, self.refresh(), deep)
 
     # --- schema changes ----------------------------------------------------------------
@@ -388,6 +433,9 @@ class Table:
 
     def column(self, name: str, type: str | None = None, nullable: bool | None = None):
         """The current column called `name`; ColumnNotFoundError if absent or not of the expected type/nullability."""
+        arg.string(name, "name")
+        arg.string(type, "type", none=True)
+        arg.boolean(nullable, "nullable", none=True)
         schema = self.refresh().schema
         if not schema.has_column(name):
             raise ColumnNotFoundError(f"column {name!r} is not in table {self.name!r}; columns are {schema.names}")
@@ -433,8 +481,8 @@ def create_table(uri: str, schema: Schema, partitioning: PartitionSchema | None 
     """Create a table at `uri`; raises TableExistsError if one is there."""
     storage = Storage(uri, storage_options)
     log = TransactionLog(storage)
-    if not isinstance(schema, Schema):
-        raise SchemaError(f"schema must be a tf.Schema, got {type(schema).__name__}")
+    arg.instance(schema, "schema", Schema, "a tf.Schema", error=SchemaError)
+    arg.mapping(properties, "properties")
     if log.listing().commits:
         raise TableExistsError(f"a table already exists at {storage!r}")
     if name is None:

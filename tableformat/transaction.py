@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from .actions import Action, Commit
 from .conflicts import Context, Outcome, Restart, check_all
-from .errors import CommitConflictError, InvalidOptionError, TableReplacedError
+from . import arguments as arg
+from .errors import CommitConflictError, TableReplacedError
 from .fragment import WriteFragment
 
 
@@ -34,11 +35,10 @@ class CommitProperties:
 
     def __post_init__(self):
         for name in ("max_attempts", "max_restarts", "backoff_after"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if name == "backoff_after" else 1):
-                raise InvalidOptionError(f"CommitProperties.{name} must be a positive integer, got {v!r}")
-        if not isinstance(self.max_backoff_seconds, (int, float)) or not 0 <= self.max_backoff_seconds <= 60:
-            raise InvalidOptionError("CommitProperties.max_backoff_seconds must be in [0, 60]")
+            arg.integer(getattr(self, name), f"CommitProperties.{name}", 0 if name == "backoff_after" else 1,
+                        10 ** 9)
+        arg.number(self.max_backoff_seconds, "CommitProperties.max_backoff_seconds", 0, 60)
+        arg.integer(self.checkpoint_interval, "CommitProperties.checkpoint_interval", 1, 100_000, none=True)
 
 
 # A compaction yields under heavy write contention (the next run re-plans) rather than starve.
