@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 
 from .actions import AddDelta, AddRowSet, Commit
 from .deltafile import DELETE, REINSERT, REDO, DeltaFileMeta, flag_name, read_delta
-from .diskrowset import field_name, read_base_columns
+from .cfile_set import field_name
+from .diskrowset import read_base_columns
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
 from .schema import Column
@@ -157,7 +158,7 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
 def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_image, full_images):
     all_ids = [c.id for c in cols]
     key_cols = [c for c in cols if c.id in key_ids]
-    from .deltafile import redo_order
+    from .delta_tracker import redo_order
     mine = redo_order([d for d in deltas if d.kind == REDO])
     tables = {d.path: read_delta(storage, d, all_ids, key_cols) for d in mine if d.path in in_range}
     touched = np.unique(np.concatenate([t.column("rowid").to_numpy().astype(np.int64) for t in tables.values()]))

@@ -12,8 +12,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .bloom import BloomFilter
-from .deltafile import REDO, deleted_mask, read_delta
-from .diskrowset import FILE_CACHE, parquet_file, read_pk_index, read_verified
+from .delta_tracker import deleted_mask
+from .deltafile import REDO, read_delta
+from .cfile_set import FILE_CACHE, parquet_file, read_verified
+from .diskrowset import read_pk_index
 from .errors import TableFormatError
 from .metadata import TableState
 from .storage import Storage

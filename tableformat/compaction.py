@@ -31,10 +31,11 @@ import pyarrow.compute as pc
 from .actions import Action, AddDelta, AddRowSet, RemoveDelta, RemoveRowSet, SetHistory
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
 from .conflicts import DefinitionUnchanged, MergeInputsRemappable, Outcome, RowSetsUnchanged
-from .deltafile import (DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, apply_redo, flag_name,
-                        read_delta, redo_order, write_delta_file)
+from .cfile_set import column_stats, field_name
+from .delta_tracker import apply_deltas, redo_order
+from .deltafile import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, flag_name, read_delta, write_delta_file
 from .fragment import WriteFragment
-from .diskrowset import _column_stats, field_name, read_base_columns, read_pk_index, write_base_file
+from .diskrowset import read_base_columns, read_pk_index, write_base_file
 from .metadata import RowSetMeta, TableState
 from .schema import Column
 from .parallel import pmap
@@ -168,14 +169,14 @@ def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: 
     base = read_base_columns(storage, rs, cols)
     base = {k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for k, v in base.items()}
     redo = [d for d in st.deltas_of(rs.id) if d.kind == REDO]
-    applied, _ = apply_redo(storage, rs, redo, cols, base, 0, rs.num_rows)
+    applied, _ = apply_deltas(storage, rs, redo, cols, base, 0, rs.num_rows)
     written: list[str] = []
     arrays = [applied[c.id].combine_chunks() if isinstance(applied[c.id], pa.ChunkedArray) else applied[c.id]
               for c in cols]
     ref = write_base_file(storage, f"tablets/{rs.tablet}/{rs.id}", cols, arrays, st.properties["row_group_rows"])
     written.append(ref.path)
     stats = dict(rs.stats)
-    stats.update({c.id: _column_stats(c, a) for c, a in zip(cols, arrays)})
+    stats.update({c.id: column_stats(c, a) for c, a in zip(cols, arrays)})
     new_rs = replace(rs, base=rs.base + (ref,), stats=stats)
     t, _ = _read_all_deltas(storage, st, rs)
     remaining = undo_meta = None
@@ -223,7 +224,7 @@ def _load_input(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | Non
     base = read_base_columns(storage, rs, cols)
     base = {k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for k, v in base.items()}
     deltas = st.deltas_of(rs.id)
-    arrays, live = apply_redo(storage, rs, deltas, cols, base, 0, rs.num_rows) if deltas else (base, None)
+    arrays, live = apply_deltas(storage, rs, deltas, cols, base, 0, rs.num_rows) if deltas else (base, None)
     keys = read_pk_index(storage, rs)
     n = rs.num_rows
     delete_ts = np.full(n, -1, np.int64)

@@ -24,8 +24,10 @@ import numpy as np
 import pyarrow as pa
 
 from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_deltas
-from .deltafile import DELETE, REDO, deleted_mask, flag_name, read_delta, write_delta_file
-from .diskrowset import field_name, read_pk_index
+from .cfile_set import field_name
+from .delta_tracker import deleted_mask
+from .deltafile import DELETE, REDO, flag_name, read_delta, write_delta_file
+from .diskrowset import read_pk_index
 from .errors import CommitConflictError, DuplicateKeyError, RestartRequired
 from .keyencoder import decode_key, encode_keys
 from .keyprobe import probe

@@ -9,12 +9,10 @@ reads one block rather than the whole index. See `specs/format.md`, "DiskRowSet"
 from __future__ import annotations
 
 import json
-import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 import uuid
-from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -22,20 +20,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .bloom import BloomFilter
+from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, parquet_file, to_parquet_bytes,
+                        verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
-from .schema import Column, Schema, value_to_json
+from .schema import Column, Schema
 from .storage import Storage
 
-_PARQUET_CODEC = {"none": "NONE", "lz4": "LZ4", "snappy": "SNAPPY", "zlib": "GZIP", "zstd": "ZSTD"}
-_MAX_STAT_BYTES = 256
 _DICT_MAX_DISTINCT_RATIO = 0.5
 _DICT_SAMPLE = 65536
 BLOCK_KEYS_META = b"tableformat.pk_block_first_keys"
-
-
-def field_name(column_id: int) -> str:
-    return f"c{column_id}"
 
 
 # --- encodings ---------------------------------------------------------------------------
@@ -69,53 +63,6 @@ def parquet_encoding(col: Column, arr: pa.Array) -> tuple[bool, str | None]:
     return False, "PLAIN"
 
 
-def _column_stats(col: Column, arr: pa.Array) -> dict[str, Any]:
-    """nulls, min and max (float: of the non-NaN values, with `nan` counting NaNs). Dates and
-    timestamps are taken as ints, so every int32 date and int64 timestamp has statistics."""
-    nulls = arr.null_count
-    stats: dict[str, Any] = {"nulls": nulls}
-    k = col.type.kind
-    if nulls == len(arr) or k == "bool":
-        return stats
-    if k in ("float", "double"):
-        nan = pc.sum(pc.is_nan(arr)).as_py() or 0
-        stats["nan"] = nan
-        if nan + nulls == len(arr):
-            return stats
-    if k in ("date", "unixtime_micros"):
-        mm = pc.min_max(arr.cast(pa.int32() if k == "date" else pa.int64()))
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if k == "date":     # ISO text when Python can hold the date (older readers parse it), else int days
-            stats["min"], stats["max"] = _date_stat(lo), _date_stat(hi)
-        else:
-            stats["min"], stats["max"] = lo, hi
-        return stats
-    mm = pc.min_max(arr)
-    lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    if col.type.is_variable_width:
-        lo_b = lo.encode() if isinstance(lo, str) else lo
-        hi_b = hi.encode() if isinstance(hi, str) else hi
-        if len(lo_b) > _MAX_STAT_BYTES or len(hi_b) > _MAX_STAT_BYTES:
-            return stats
-    stats["min"] = value_to_json(col.type, lo)
-    stats["max"] = value_to_json(col.type, hi)
-    return stats
-
-
-def _date_stat(days: int):
-    d = pa.scalar(days, pa.int32()).cast(pa.date32())
-    try:
-        return d.as_py().isoformat()
-    except (OverflowError, ValueError):
-        return days
-
-
-def _to_parquet_bytes(table: pa.Table, **kwargs) -> pa.Buffer:
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, write_page_checksum=True, store_decimal_as_integer=True, **kwargs)
-    return sink.getvalue()
-
-
 def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column], arrays: Sequence[pa.Array],
                     row_group_rows: int) -> FileRef:
     """Write one column group of a rowset (a base Parquet file). Returns its FileRef."""
@@ -124,7 +71,7 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
         name = field_name(col.id)
         fields.append(pa.field(name, col.arrow_type, nullable=col.nullable,
                                metadata={b"PARQUET:field_id": str(col.id).encode()}))
-        codecs[name] = _PARQUET_CODEC[col.compression]
+        codecs[name] = PARQUET_CODEC[col.compression]
         use_dict, enc = parquet_encoding(col, arr)
         if use_dict:
             dict_cols.append(name)
@@ -133,7 +80,7 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
     names = {field_name(c.id): c.name for c in columns}
     schema = pa.schema(fields, metadata={b"tableformat.column_names": json.dumps(names).encode()})
     table = pa.Table.from_arrays(list(arrays), schema=schema)
-    buf = _to_parquet_bytes(table, compression=codecs, use_dictionary=dict_cols or False,
+    buf = to_parquet_bytes(table, compression=codecs, use_dictionary=dict_cols or False,
                             column_encoding=encodings or None, row_group_size=row_group_rows,
                             data_page_version="2.0")
     path = f"{rowset_dir}/base-{uuid.uuid4().hex[:12]}.parquet"
@@ -155,7 +102,7 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
     first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64)))
     idx_schema = pa.schema([pa.field("key", pa.binary(), nullable=False)],
                            metadata={BLOCK_KEYS_META: json.dumps([k.hex() for k in first_keys.to_pylist()]).encode()})
-    idx_buf = _to_parquet_bytes(pa.Table.from_arrays([keys], schema=idx_schema), compression="LZ4",
+    idx_buf = to_parquet_bytes(pa.Table.from_arrays([keys], schema=idx_schema), compression="LZ4",
                                 use_dictionary=False, column_encoding={"key": "DELTA_BYTE_ARRAY"},
                                 row_group_size=block, write_statistics=False)
     idx_path = f"{rowset_dir}/pkindex.parquet"
@@ -170,7 +117,7 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
     written.append(bloom_path)
     FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes)
 
-    stats = {c.id: _column_stats(c, a) for c, a in zip(cols, arrays)}
+    stats = {c.id: column_stats(c, a) for c, a in zip(cols, arrays)}
     return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,),
                       FileRef(idx_path, idx_size, crc32=idx_crc),
                       FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes)), stats)
@@ -178,106 +125,13 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
 
 # --- reading -----------------------------------------------------------------------------
 
-class FileCache:
-    """Process-wide LRU of parsed immutable files (blooms, index blocks, Parquet footers).
-
-    Files never change once written (unique names), so entries never go stale.
-    """
-
-    def __init__(self, max_bytes: int = 512 * 1024 * 1024):
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, storage: Storage, path: str):
-        key = (storage.protocol, storage.path(path))
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, storage: Storage, path: str, value: Any, nbytes: int) -> None:
-        key = (storage.protocol, storage.path(path))
-        with self._lock:
-            if key in self._items:
-                return
-            self._items[key] = (value, nbytes)
-            self._bytes += nbytes
-            while self._bytes > self.max_bytes and len(self._items) > 1:
-                _, (_, b) = self._items.popitem(last=False)
-                self._bytes -= b
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
-
-
-FILE_CACHE = FileCache()
-
-
-def _wrap_read_error(path: str, e: Exception) -> CorruptFileError:
-    if isinstance(e, FileNotFoundError):
-        return CorruptFileError(f"file {path} referenced by the log is missing")
-    return CorruptFileError(f"file {path} is corrupt or truncated: {e}")
-
-
-def verify_file_bytes(ref: FileRef, data: bytes, kind: str) -> None:
-    """The whole-file check of format 3: the size and CRC-32 the log recorded (specs/format.md §8.2).
-
-    Parquet's page CRCs cover page data only, not page headers or the footer (where the PK
-    index keeps its block first keys), so a flipped byte there would go unnoticed without this.
-    """
-    if len(data) != ref.size:
-        raise CorruptFileError(f"{kind} {ref.path} has {len(data)} bytes, the log recorded {ref.size}")
-    if ref.crc32 is not None and zlib.crc32(data) != ref.crc32:
-        raise CorruptFileError(f"{kind} {ref.path} fails its checksum (the CRC-32 the log recorded): "
-                               "the file is damaged; restore it from a backup")
-
-
-def read_verified(storage: Storage, ref: FileRef, kind: str) -> bytes:
-    """All bytes of a file, checked against the log's size and CRC-32."""
-    try:
-        data = storage.read(ref.path)
-    except OSError as e:
-        raise _wrap_read_error(ref.path, e) from None
-    verify_file_bytes(ref, data, kind)
-    return data
-
-
-def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.ParquetFile:
-    """A Parquet file read whole into memory and verified, for reads that need all of it anyway."""
-    data = read_verified(storage, ref, kind)
-    try:
-        pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
-    except (OSError, pa.ArrowException) as e:
-        raise _wrap_read_error(ref.path, e) from None
-    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
-    return pf
-
-
-def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
-    meta = FILE_CACHE.get(storage, ref.path + "#footer")
-    try:
-        pf = pq.ParquetFile(storage.path(ref.path), filesystem=storage.arrow_filesystem(), metadata=meta,
-                            page_checksum_verification=True)
-    except (OSError, pa.ArrowException) as e:
-        raise _wrap_read_error(ref.path, e) from None
-    if meta is None:
-        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
-    return pf
-
-
 def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
     b = FILE_CACHE.get(storage, rowset.bloom.path)
     if b is None:
         try:
             data = storage.read(rowset.bloom.path)
         except OSError as e:
-            raise _wrap_read_error(rowset.bloom.path, e) from None
+            raise wrap_read_error(rowset.bloom.path, e) from None
         verify_file_bytes(rowset.bloom, data, "bloom filter file")
         b = BloomFilter.from_bytes(data, rowset.bloom.path)
         FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes)
@@ -293,7 +147,7 @@ def _load_verified_pk_index(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Ar
         full = pf.read(columns=["key"]).column(0).combine_chunks()
         layout = _block_layout(pf)
     except (OSError, pa.ArrowException, KeyError, ValueError) as e:
-        raise _wrap_read_error(ref.path, e) from None
+        raise wrap_read_error(ref.path, e) from None
     if len(full) != rowset.num_rows:
         raise CorruptFileError(f"PK index {ref.path} has {len(full)} keys, the rowset has {rowset.num_rows} rows")
     FILE_CACHE.put(storage, f"{ref.path}#all", full, full.nbytes)
@@ -333,7 +187,7 @@ def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) 
     try:
         t = pf.read_row_groups(list(blocks), columns=["key"], use_threads=False)
     except (OSError, pa.ArrowException) as e:
-        raise _wrap_read_error(rowset.pk_index.path, e) from None
+        raise wrap_read_error(rowset.pk_index.path, e) from None
     return t.column(0).combine_chunks()
 
 
@@ -348,7 +202,7 @@ def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
         try:
             full = pf.read(columns=["key"]).column(0).combine_chunks()
         except (OSError, pa.ArrowException) as e:
-            raise _wrap_read_error(rowset.pk_index.path, e) from None
+            raise wrap_read_error(rowset.pk_index.path, e) from None
         if len(full) != rowset.num_rows:
             raise CorruptFileError(f"PK index {rowset.pk_index.path} has {len(full)} keys, "
                                    f"the rowset has {rowset.num_rows} rows")
@@ -396,7 +250,7 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
                 t = pf.read_row_groups(list(range(first, last)), columns=names, use_threads=True)
                 offset = start - int(bounds[first])
         except (OSError, pa.ArrowException) as e:
-            raise _wrap_read_error(ref.path, e) from None
+            raise wrap_read_error(ref.path, e) from None
         if t.num_rows < offset + n:
             raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
         got = {}

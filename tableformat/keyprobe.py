@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .deltafile import deleted_mask
-from .diskrowset import FILE_CACHE, load_bloom, pk_block_first_keys, read_pk_blocks, read_pk_index
+from .cfile_set import FILE_CACHE
+from .delta_tracker import deleted_mask
+from .diskrowset import load_bloom, pk_block_first_keys, read_pk_blocks, read_pk_index
 from .metadata import RowSetMeta
 from .storage import Storage
 

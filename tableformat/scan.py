@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import arguments as arg
-from .deltafile import apply_redo, updated_columns
+from .delta_tracker import apply_deltas, updated_columns
 from .diskrowset import read_base_columns
 from .errors import InvalidOptionError, UnknownScanColumnError
 from .keyprobe import seek
@@ -130,7 +130,7 @@ class Scanner:
         deltas = self.state.deltas_of(task.rowset.id)
         live = None
         if deltas:
-            arrays, live = apply_redo(self.storage, task.rowset, deltas, self._read_cols, arrays,
+            arrays, live = apply_deltas(self.storage, task.rowset, deltas, self._read_cols, arrays,
                                       task.start, task.stop, self.state.read_ts)
         if self._read_cols:
             t = pa.table({c.name: arrays[c.id] for c in self._read_cols})

@@ -1,0 +1,170 @@
+"""Parquet plumbing shared by base data, PK indexes and delta files (Kudu's cfile_set.cc).
+
+One place for what every Parquet file of the format has in common: the codec
+names, field names by column ID, writing with page checksums, statistics of a
+column, the byte-bounded cache of open files, whole-file CRC checks against the
+log, and turning a reader's failure into CorruptFileError naming the file.
+See specs/format.md §5 and §2.2.
+"""
+from __future__ import annotations
+
+import threading
+import zlib
+from collections import OrderedDict
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .errors import CorruptFileError
+from .metadata import FileRef
+from .schema import Column, value_to_json
+from .storage import Storage
+
+PARQUET_CODEC = {"none": "NONE", "lz4": "LZ4", "snappy": "SNAPPY", "zlib": "GZIP", "zstd": "ZSTD"}
+_MAX_STAT_BYTES = 256
+
+
+def field_name(column_id: int) -> str:
+    return f"c{column_id}"
+
+
+def to_parquet_bytes(table: pa.Table, **kwargs) -> pa.Buffer:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, write_page_checksum=True, store_decimal_as_integer=True, **kwargs)
+    return sink.getvalue()
+
+
+def column_stats(col: Column, arr: pa.Array) -> dict[str, Any]:
+    """nulls, min and max (float: of the non-NaN values, with `nan` counting NaNs). Dates and
+    timestamps are taken as ints, so every int32 date and int64 timestamp has statistics."""
+    nulls = arr.null_count
+    stats: dict[str, Any] = {"nulls": nulls}
+    k = col.type.kind
+    if nulls == len(arr) or k == "bool":
+        return stats
+    if k in ("float", "double"):
+        nan = pc.sum(pc.is_nan(arr)).as_py() or 0
+        stats["nan"] = nan
+        if nan + nulls == len(arr):
+            return stats
+    if k in ("date", "unixtime_micros"):
+        mm = pc.min_max(arr.cast(pa.int32() if k == "date" else pa.int64()))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if k == "date":     # ISO text when Python can hold the date (older readers parse it), else int days
+            stats["min"], stats["max"] = _date_stat(lo), _date_stat(hi)
+        else:
+            stats["min"], stats["max"] = lo, hi
+        return stats
+    mm = pc.min_max(arr)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if col.type.is_variable_width:
+        lo_b = lo.encode() if isinstance(lo, str) else lo
+        hi_b = hi.encode() if isinstance(hi, str) else hi
+        if len(lo_b) > _MAX_STAT_BYTES or len(hi_b) > _MAX_STAT_BYTES:
+            return stats
+    stats["min"] = value_to_json(col.type, lo)
+    stats["max"] = value_to_json(col.type, hi)
+    return stats
+
+
+def _date_stat(days: int):
+    d = pa.scalar(days, pa.int32()).cast(pa.date32())
+    try:
+        return d.as_py().isoformat()
+    except (OverflowError, ValueError):
+        return days
+
+
+class FileCache:
+    """Process-wide LRU of parsed immutable files (blooms, index blocks, Parquet footers).
+
+    Files never change once written (unique names), so entries never go stale.
+    """
+
+    def __init__(self, max_bytes: int = 512 * 1024 * 1024):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, storage: Storage, path: str):
+        key = (storage.protocol, storage.path(path))
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, storage: Storage, path: str, value: Any, nbytes: int) -> None:
+        key = (storage.protocol, storage.path(path))
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes and len(self._items) > 1:
+                _, (_, b) = self._items.popitem(last=False)
+                self._bytes -= b
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+FILE_CACHE = FileCache()
+
+
+def wrap_read_error(path: str, e: Exception) -> CorruptFileError:
+    if isinstance(e, FileNotFoundError):
+        return CorruptFileError(f"file {path} referenced by the log is missing")
+    return CorruptFileError(f"file {path} is corrupt or truncated: {e}")
+
+
+def verify_file_bytes(ref: FileRef, data: bytes, kind: str) -> None:
+    """The whole-file check of format 3: the size and CRC-32 the log recorded (specs/format.md §8.2).
+
+    Parquet's page CRCs cover page data only, not page headers or the footer (where the PK
+    index keeps its block first keys), so a flipped byte there would go unnoticed without this.
+    """
+    if len(data) != ref.size:
+        raise CorruptFileError(f"{kind} {ref.path} has {len(data)} bytes, the log recorded {ref.size}")
+    if ref.crc32 is not None and zlib.crc32(data) != ref.crc32:
+        raise CorruptFileError(f"{kind} {ref.path} fails its checksum (the CRC-32 the log recorded): "
+                               "the file is damaged; restore it from a backup")
+
+
+def read_verified(storage: Storage, ref: FileRef, kind: str) -> bytes:
+    """All bytes of a file, checked against the log's size and CRC-32."""
+    try:
+        data = storage.read(ref.path)
+    except OSError as e:
+        raise wrap_read_error(ref.path, e) from None
+    verify_file_bytes(ref, data, kind)
+    return data
+
+
+def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.ParquetFile:
+    """A Parquet file read whole into memory and verified, for reads that need all of it anyway."""
+    data = read_verified(storage, ref, kind)
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as e:
+        raise wrap_read_error(ref.path, e) from None
+    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+    return pf
+
+
+def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
+    meta = FILE_CACHE.get(storage, ref.path + "#footer")
+    try:
+        pf = pq.ParquetFile(storage.path(ref.path), filesystem=storage.arrow_filesystem(), metadata=meta,
+                            page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as e:
+        raise wrap_read_error(ref.path, e) from None
+    if meta is None:
+        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+    return pf
