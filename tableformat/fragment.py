@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
@@ -100,7 +101,8 @@ def _merged(reqs: list[Requirement]) -> list[Requirement]:
             for t, k in r.keys.items():
                 acc[t] = pa.concat_arrays([acc[t], k]) if t in acc else k
         elif isinstance(r, RowsLive):
-            rows.update(r.rows)
+            for rid, ids in r.rows.items():
+                rows[rid] = np.union1d(rows[rid], ids) if rid in rows else ids
         elif all(o.to_json() != r.to_json() for o in out):
             out.append(r)
     out += [KeysAbsent(v, False, k[0]) for k, v in keys.items()]

@@ -165,3 +165,17 @@ def test_a_vacuum_plan_prints_and_matches_what_vacuum_does(tmp_path):
     res = t.vacuum(retain_seconds=0, grace_seconds=0)
     assert sorted(res.files) == sorted(f for f, _ in p.files)
     assert t.history()[-1].operation == "VACUUM"
+
+
+def test_fragments_changing_one_rowset_keep_every_row_they_rely_on(tmp_path):
+    """Two fragments update different rows of one rowset; a delete of either row must restart
+    the combined commit (their rows_live requirements are merged, not overwritten)."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    snap = t.snapshot()
+    fa = snap.write_mutation(pa.table({"key": ["a"], "val": [10]}), op="update")
+    fb = snap.write_mutation(pa.table({"key": ["b"], "val": [20]}), op="update")
+    t.delete(pa.table({"key": ["a"]}))
+    with pytest.raises(tf.RestartRequired):
+        t.commit_fragments([fa, fb])
+    assert rows(t) == [{"key": "b", "val": 2}]
