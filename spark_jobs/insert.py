@@ -16,37 +16,16 @@ import argparse
 import json
 from typing import Any
 
-import pyarrow as pa
-
 import tableformat as tf
 
 from .session import get_spark
-from .snapshots import open_snapshot
-from .writes import TABLET_COL, collect_rows, commit_fragments, commit_rowsets, write_partition  # noqa: F401  (re-exported)
+from .writes import (TABLET_COL, collect_rows, commit_fragments, commit_rowsets, route_by_tablet, run_job,
+                     write_partition)
+
+# the executor and driver halves live in `writes`; these names stay importable from here
+__all__ = ["partitioned_insert", "main", "TABLET_COL", "collect_rows", "commit_fragments", "commit_rowsets",
+           "route_by_tablet", "write_partition"]
 RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, sample string"
-
-
-def tablet_of(uri: str, storage_options: dict | None, version: int, strict: bool = True,
-              table_id: str | None = None):
-    """A mapInArrow function adding each row's tablet ordinal (-1: in no range partition)."""
-    def fn(batches):
-        snap = open_snapshot(uri, storage_options, version, table_id)
-        for b in batches:
-            ordinal = snap.route(pa.Table.from_batches([b]), strict=strict)
-            yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ordinal, pa.int32())],
-                                             names=list(b.schema.names) + [TABLET_COL])
-    return fn
-
-
-def route_by_tablet(spark: Any, df: Any, table: Any, uri: str, storage_options: dict | None, version: int,
-                    strict: bool):
-    """The DataFrame with each row's tablet, shuffled so every tablet is in exactly one partition."""
-    from pyspark.sql.types import IntegerType, StructField, StructType
-    ntablets = len(table.snapshot(version).tablet_ids)
-    routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict, table.table_id),
-                           StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
-    return routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
-                              TABLET_COL)
 
 
 def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail", error_path: str | None = None,
@@ -59,34 +38,20 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         raise tf.InvalidOptionError(f"on_duplicate must be fail, ignore or collect, got {on_duplicate!r}")
     if on_duplicate == "collect" and not error_path:
         raise tf.InvalidOptionError("on_duplicate='collect' needs error_path")
-    for _attempt in range(max_restarts + 1):
-        table = tf.open_table(uri, storage_options=storage_options)
-        version, table_id = table.version, table.table_id
-        shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict=True)
+    def partition(version, table_id, data):
+        return write_partition(uri, storage_options, version, data, on_duplicate, error_path, table_id)
 
-        def task(batches, version=version, table_id=table_id):
-            tables = [pa.Table.from_batches([b]) for b in batches]
-            data = pa.concat_tables(tables) if tables else None
-            r = write_partition(uri, storage_options, version, data, on_duplicate, error_path, table_id)
-            yield pa.RecordBatch.from_pylist([{"fragment": json.dumps(r["fragment"]), "files": json.dumps(r["files"]),
-                                               "rows": r["rows"], "duplicates": r["duplicates"],
-                                               "sample": r["sample"]}])
-        results = shuffled.mapInArrow(task, RESULT_SCHEMA).collect()   # metadata only: one row per task
+    def finish(table, version, results):
         dups = sum(r["duplicates"] for r in results)
-        fragments = [json.loads(r["fragment"]) for r in results if r["fragment"] != "null"]
-        files = [f for r in results for f in json.loads(r["files"])]
         if dups and on_duplicate == "fail":
-            table.storage.delete_quietly(files)
+            table.storage.delete_quietly([f for r in results for f in r["files"]])
             sample = "; ".join(r["sample"] for r in results if r["sample"])[:300]
             raise tf.DuplicateKeyError(f"{dups} key(s) already exist in table {table.name!r} or repeat in the "
                                        f"input (first: {sample}); use on_duplicate='ignore' or 'collect'", dups)
-        rows = sum(r["rows"] for r in results)
         operation = "INSERT" if on_duplicate == "fail" else "INSERT_IGNORE"
-        try:
-            return commit_fragments(uri, storage_options, fragments, operation, {"inserted": rows, "ignored": dups})
-        except tf.RestartRequired:
-            continue            # its files are deleted; plan again on the new snapshot
-    raise tf.CommitConflictError(f"the insert conflicted with concurrent commits {max_restarts + 1} times")
+        return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], operation,
+                                {"inserted": sum(r["rows"] for r in results), "ignored": dups})
+    return run_job(spark, df, uri, storage_options, True, partition, RESULT_SCHEMA, finish, max_restarts, "insert")
 
 
 def main(argv=None) -> None:

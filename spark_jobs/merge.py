@@ -21,10 +21,9 @@ import pyarrow as pa
 
 import tableformat as tf
 
-from .insert import route_by_tablet
 from .session import get_spark
 from .snapshots import open_snapshot
-from .writes import TABLET_COL, collect_rows
+from .writes import TABLET_COL, collect_rows, run_job
 
 RESULT_SCHEMA = ("fragment string, files string, inserted long, updated long, deleted long, ignored long, "
                  "missing long, duplicate long, sample string")
@@ -75,22 +74,14 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         raise tf.InvalidOptionError(f"op must be one of {OPS}, got {op!r}")
     if on_error not in ("fail", "ignore", "collect") or (on_error == "collect" and not error_path):
         raise tf.InvalidOptionError("on_error must be fail, ignore or collect (collect needs error_path)")
-    for _attempt in range(max_restarts + 1):
-        table = tf.open_table(uri, storage_options=storage_options)
-        version, table_id = table.version, table.table_id
-        shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict=False)
+    def partition(version, table_id, data):
+        return merge_partition(uri, storage_options, version, data, op, op_column, update_columns, on_error,
+                               error_path, table_id)
 
-        def task(batches, version=version, table_id=table_id):
-            tables = [pa.Table.from_batches([b]) for b in batches]
-            r = merge_partition(uri, storage_options, version, pa.concat_tables(tables) if tables else None, op,
-                                op_column, update_columns, on_error, error_path, table_id)
-            yield pa.RecordBatch.from_pylist([{**r, "fragment": json.dumps(r["fragment"]),
-                                               "files": json.dumps(r["files"])}])
-        results = shuffled.mapInArrow(task, RESULT_SCHEMA).collect()     # metadata only
-        files = [f for r in results for f in json.loads(r["files"])]
+    def finish(table, version, results):
         missing, dup = sum(r["missing"] for r in results), sum(r["duplicate"] for r in results)
         if (missing or dup) and on_error == "fail":
-            table.storage.delete_quietly(files)
+            table.storage.delete_quietly([f for r in results for f in r["files"]])
             sample = "; ".join(r["sample"] for r in results if r["sample"])[:300]
             if missing:
                 raise tf.KeyNotFoundError(f"{missing} key(s) not found in table {table.name!r} (first: {sample}); "
@@ -98,19 +89,15 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
             raise tf.DuplicateKeyError(f"{dup} key(s) already exist in table {table.name!r} (first: {sample}); "
                                        "nothing was written", dup)
         counts = {k: sum(r[k] for r in results) for k in ("inserted", "updated", "deleted", "ignored")}
-        fragments = [tf.WriteFragment.from_json(json.loads(r["fragment"])) for r in results
-                     if r["fragment"] != "null"]
-        fragments = [f for f in fragments if not f.empty]
+        fragments = [f for f in (tf.WriteFragment.from_json(r["fragment"]) for r in results if r["fragment"])
+                     if not f.empty]
         if not fragments:
             return tf.WriteResult(version, tf.Timestamp(table.state.timestamp), "MERGE", **counts)
         for f in fragments:
             f.counts = {}
         fragments[0].counts = counts
-        try:
-            return table.commit_fragments(fragments, "MERGE")
-        except tf.RestartRequired:
-            continue            # its files are deleted; plan again on the new snapshot
-    raise tf.CommitConflictError(f"the merge conflicted with concurrent commits {max_restarts + 1} times")
+        return table.commit_fragments(fragments, "MERGE")
+    return run_job(spark, df, uri, storage_options, False, partition, RESULT_SCHEMA, finish, max_restarts, "merge")
 
 
 def main(argv=None) -> None:

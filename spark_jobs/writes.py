@@ -6,7 +6,9 @@ with `Table.commit_fragments`, which checks the engine's own requirements.
 """
 from __future__ import annotations
 
+import json
 import uuid
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -72,3 +74,51 @@ def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_
                              {"kind": "keys_absent", "keys": {}, "own_rowsets": True,
                               "on_clash": "restart" if ignore else "fail"}]}
     return commit_fragments(uri, storage_options, [frag], operation, counts)
+
+
+def tablet_of(uri: str, storage_options: dict | None, version: int, strict: bool = True,
+              table_id: str | None = None):
+    """A mapInArrow function adding each row's tablet ordinal (-1: in no range partition)."""
+    def fn(batches):
+        snap = open_snapshot(uri, storage_options, version, table_id)
+        for b in batches:
+            ordinal = snap.route(pa.Table.from_batches([b]), strict=strict)
+            yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ordinal, pa.int32())],
+                                             names=list(b.schema.names) + [TABLET_COL])
+    return fn
+
+
+def route_by_tablet(spark: Any, df: Any, table: Any, uri: str, storage_options: dict | None, version: int,
+                    strict: bool):
+    """The DataFrame with each row's tablet, shuffled so every tablet is in exactly one partition."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+    ntablets = len(table.snapshot(version).tablet_ids)
+    routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict, table.table_id),
+                           StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
+    return routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
+                              TABLET_COL)
+
+
+def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict: bool,
+            partition: Callable, result_schema: str, finish: Callable, max_restarts: int, what: str):
+    """A distributed write: plan on a fresh snapshot, shuffle by tablet, run `partition(version,
+    table_id, rows)` per task (its dict, with the fragment and files as JSON, is one result row),
+    then `finish(table, version, results)` commits. RestartRequired runs the job again."""
+    for _attempt in range(max_restarts + 1):
+        table = tf.open_table(uri, storage_options=storage_options)
+        version, table_id = table.version, table.table_id
+        shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict)
+
+        def task(batches, version=version, table_id=table_id):
+            tables = [pa.Table.from_batches([b]) for b in batches]
+            r = partition(version, table_id, pa.concat_tables(tables) if tables else None)
+            yield pa.RecordBatch.from_pylist([{**r, "fragment": json.dumps(r["fragment"]),
+                                               "files": json.dumps(r["files"])}])
+        rows = shuffled.mapInArrow(task, result_schema).collect()       # metadata only: one row per task
+        results = [{**r.asDict(), "fragment": json.loads(r["fragment"]), "files": json.loads(r["files"])}
+                   for r in rows]
+        try:
+            return finish(table, version, results)
+        except tf.RestartRequired:
+            continue            # its files are deleted; plan again on the new snapshot
+    raise tf.CommitConflictError(f"the {what} conflicted with concurrent commits {max_restarts + 1} times")
