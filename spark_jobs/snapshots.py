@@ -61,7 +61,7 @@ def open_snapshot(uri: str, storage_options: dict | None, as_of: Any, table_id: 
     never mixed with the old one. Without a table_id (a driver planning a new job) the latest
     state comes from a fresh handle."""
     if isinstance(as_of, int) and not isinstance(as_of, tf.Timestamp):
-        t = _table(uri, storage_options, table_id)
+        t = _table(uri, storage_options, table_id, fresh=table_id is None)
         key = (uri, json.dumps(storage_options, sort_keys=True), t.table_id, as_of, t.state.history_horizon)
         with _LOCK:
             snap = _SNAPSHOTS.get(key)

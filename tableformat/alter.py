@@ -221,4 +221,4 @@ def write_alter(state: TableState, alter: "AlterTable") -> WriteFragment:
     return WriteFragment("ALTER TABLE", state.version, actions, [],
                          {"rowsets_dropped": sum(isinstance(a, RemoveRowSet) for a in actions)},
                          [DefinitionUnchanged(Outcome.RESTART), NoRowsInTablets(gone)],
-                         data_change=False)
+                         data_change=False, table_id=state.table_id)

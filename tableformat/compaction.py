@@ -365,4 +365,4 @@ def write_compaction(storage: Storage, st: TableState, action: CompactionAction,
         reqs = [DefinitionUnchanged(Outcome.FAIL), RowSetsUnchanged(tuple(action.rowsets))]
     return WriteFragment(f"COMPACT {action.kind.upper()}", st.version, prep.actions, prep.written,
                          {"rowsets_in": len(action.rowsets), "rowsets_out": len(prep.outputs)}, reqs,
-                         data_change=False)
+                         data_change=False, table_id=st.table_id)

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
-from .conflicts import KeysAbsent, Requirement, RowsLive
+from .conflicts import KeysAbsent, Requirement, RowsLive, RowSetsDisjoint
 from .errors import InvalidOptionError, TableFormatError
 
 
@@ -32,6 +32,7 @@ class WriteFragment:
     requirements: list[Requirement] = field(default_factory=list)
     data_change: bool = True
     rejected: Any = None
+    table_id: str | None = None       # the table it was planned on: never committed to another
 
     @property
     def empty(self) -> bool:
@@ -41,7 +42,7 @@ class WriteFragment:
         return {"operation": self.operation, "read_version": self.read_version,
                 "actions": [a.to_json() for a in self.actions], "files": list(self.files),
                 "counts": dict(self.counts), "requirements": [r.to_json() for r in self.requirements],
-                "data_change": self.data_change}
+                "data_change": self.data_change, "table_id": self.table_id}
 
     @staticmethod
     def from_json(d: dict) -> "WriteFragment":
@@ -56,7 +57,8 @@ class WriteFragment:
     def _from_json(d: dict) -> "WriteFragment":
         return WriteFragment(d["operation"], d["read_version"], [action_from_json(a) for a in d["actions"]],
                              list(d["files"]), dict(d["counts"]),
-                             [Requirement.from_json(r) for r in d["requirements"]], d.get("data_change", True))
+                             [Requirement.from_json(r) for r in d["requirements"]], d.get("data_change", True),
+                             table_id=d.get("table_id"))
 
     @staticmethod
     def combine(fragments: Sequence["WriteFragment"], operation: str | None = None) -> "WriteFragment":
@@ -74,15 +76,21 @@ class WriteFragment:
         if len(versions) != 1:
             raise InvalidOptionError(f"write fragments were planned on different versions {sorted(versions)}; "
                                      "plan every fragment of one commit on one snapshot")
+        tables = {f.table_id for f in fragments} - {None}
+        if len(tables) > 1:
+            raise InvalidOptionError(f"write fragments were planned on different tables {sorted(tables)}")
         counts: dict[str, int] = {}
         reqs: list[Requirement] = []
+        if sum(1 for f in fragments if f.rowsets) > 1:
+            reqs.append(RowSetsDisjoint())      # rows two fragments insert must not share a key
         for f in fragments:
             for k, v in f.counts.items():
                 counts[k] = counts.get(k, 0) + v
             reqs += f.requirements
         return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
                              [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
-                             counts, _merged(reqs), all(f.data_change for f in fragments))
+                             counts, _merged(reqs), all(f.data_change for f in fragments),
+                             table_id=next(iter(tables), None))
 
     @property
     def rowsets(self) -> list:

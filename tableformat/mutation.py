@@ -343,7 +343,7 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
         for strict, ignoring in IGNORING.items():
             lenient[ops == strict] = ignoring
     plan = plan_mutation(storage, state, batch, lenient, update_cols)
-    frag = WriteFragment(operation, state.version, counts=dict(plan.counts))
+    frag = WriteFragment(operation, state.version, counts=dict(plan.counts), table_id=state.table_id)
     if on_error == "report":
         failed = plan.ignored_rows[np.isin(ops[plan.ignored_rows], list(IGNORING))] \
             if plan.ignored_rows is not None else np.zeros(0, np.int64)

@@ -26,7 +26,7 @@ from .check import CheckReport, check as run_check
 from .compaction import write_compaction
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError, SchemaError,
-                     TableExistsError)
+                     TableExistsError, TableReplacedError)
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
 from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
@@ -218,7 +218,11 @@ class Table:
 
     def _load_cached(self, v: int) -> TableState:
         if v not in self._states:
-            self._states[v] = self._log.load(v)
+            loaded = self._log.load(v)
+            if loaded[0].table_id != self._state.table_id:
+                raise TableReplacedError(f"the table at {self.uri!r} was replaced: version {v} belongs to table "
+                                         f"{loaded[0].table_id}, this handle to {self._state.table_id}; open it again")
+            self._states[v] = loaded
             while len(self._states) > 16:
                 self._states.popitem(last=False)
         return self._states[v][0]

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .actions import Action, Commit
 from .conflicts import Context, Outcome, Restart, check_all
 from . import arguments as arg
-from .errors import CommitConflictError, TableReplacedError
+from .errors import CommitConflictError, TableReplacedError, VersionNotFoundError
 from .fragment import WriteFragment
 
 
@@ -56,6 +57,10 @@ class Transaction:
             if fragment.read_version != table._state.version else table._state
         self.written = list(fragment.files)
         self.attempts = 0
+        self.txn_id = uuid.uuid4().hex        # the same for every attempt: a commit is known as ours by it
+        if fragment.table_id is not None and fragment.table_id != self.snapshot.table_id:
+            raise TableReplacedError(f"{fragment.operation}: the fragment was written for table {fragment.table_id}; "
+                                     f"the table at this path is now {self.snapshot.table_id}")
 
     def commit(self) -> Commit:
         """The landed commit; Restart or a typed error (after deleting this write's files) if not."""
@@ -66,9 +71,10 @@ class Transaction:
             v = check_all(f.requirements, Context(storage, base, base, [], list(f.actions), self.written), True)
             if v.outcome is not Outcome.REBASE:
                 raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
+            self._same_table(base)
             for self.attempts in range(1, self.properties.max_attempts + 1):
                 commit = log.try_commit(base, f.operation, f.actions + extra, f.counts, f.read_version,
-                                        f.data_change)
+                                        f.data_change, self.txn_id)
                 if commit is not None:
                     self._landed(base, commit)
                     return commit
@@ -77,7 +83,10 @@ class Transaction:
                 if replaced:
                     raise TableReplacedError(f"{f.operation}: the table was replaced while it ran (version "
                                              f"{replaced[0].version} belongs to table {replaced[0].table_id})")
-                self._not_landed_already(winners)
+                ours = self._not_landed_already(winners)
+                if ours is not None:                  # our PUT landed; only its answer was lost
+                    self._landed(self.table._advance(base, winners[:winners.index(ours)]), ours)
+                    return ours
                 v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
                                                       f.actions + extra, self.written))
                 if v.outcome is Outcome.RESTART:
@@ -97,15 +106,32 @@ class Transaction:
                 storage.delete_quietly(self.written)
             raise
 
-    def _not_landed_already(self, winners: list[Commit]) -> None:
-        """A fragment committed twice (a driver retrying after a lost acknowledgement) must not
-        land twice, nor delete the files the first commit made live."""
+    def _same_table(self, base) -> None:
+        """The commit this write builds on still belongs to its table: a table deleted and created
+        again at the path (with a log no longer than ours) must not receive our commit."""
+        if base.version < 0:
+            return
+        try:
+            c = self.table._log.read_commit(base.version)
+        except VersionNotFoundError:
+            c = None
+        if c is None or (c.table_id is not None and c.table_id != base.table_id):
+            raise TableReplacedError(f"{self.fragment.operation}: the table at this path was replaced (version "
+                                     f"{base.version} is not table {base.table_id}'s any more); open it again")
+
+    def _not_landed_already(self, winners: list[Commit]) -> Commit | None:
+        """Our own commit among the winners (a PUT that landed though its answer was lost), or
+        an error if another transaction already committed these files (a driver retrying a
+        fragment): it must not land twice, nor delete the files that commit made live."""
         mine = set(self.fragment.files)
         for c in winners:
+            if c.txn_id == self.txn_id:
+                return c
             if mine & c.files:
                 self.written = [p for p in self.written if p not in c.files]
                 raise CommitConflictError(f"{self.fragment.operation}: these files were already committed in "
                                           f"version {c.version}; nothing was done")
+        return None
 
     def _landed(self, base, commit: Commit) -> None:
         try:

@@ -250,7 +250,8 @@ class TransactionLog:
 
     # --- writing ----------------------------------------------------------------------
     def try_commit(self, prev: TableState | None, operation: str, actions: list,
-                   counts: dict, read_version: int | None, data_change: bool = True) -> Commit | None:
+                   counts: dict, read_version: int | None, data_change: bool = True,
+                   txn_id: str | None = None) -> Commit | None:
         """Try to create version prev.version + 1 with put-if-absent. Returns the commit as
         readers will decode it, or None if another writer took the version."""
         version = 0 if prev is None else prev.version + 1
@@ -262,7 +263,7 @@ class TransactionLog:
             next((a["metadata"]["table_id"] for a in actions if "metadata" in a), None)
         commit = {
             "format_version": FORMAT_VERSION, "version": version, "timestamp": ts,
-            "operation": operation, "read_version": read_version, "txn_id": uuid.uuid4().hex,
+            "operation": operation, "read_version": read_version, "txn_id": txn_id or uuid.uuid4().hex,
             "table_id": table_id, "counts": counts, "data_change": data_change, "actions": actions,
         }
         # over the JSON round trip, so the writer sums exactly what a reader will parse

@@ -105,6 +105,7 @@ class VacuumPlan:
     history: SetHistory | None
     files: tuple[tuple[str, int], ...]
     grace_seconds: float
+    table_id: str | None = None
 
     @property
     def bytes(self) -> int:
@@ -122,7 +123,7 @@ class VacuumPlan:
         """The log commit of the horizon: no requirement, it rebases on anything."""
         return WriteFragment("VACUUM", self.version, [self.history] if self.history else [], [],
                              {"horizon_version": self.history.horizon_version if self.history else 0},
-                             [], data_change=False)
+                             [], data_change=False, table_id=self.table_id)
 
 
 def plan(storage: Storage, log: TransactionLog, state: TableState, history: Sequence[CommitInfo],
@@ -142,7 +143,7 @@ def plan(storage: Storage, log: TransactionLog, state: TableState, history: Sequ
         first = min(first, state.history_horizon)      # only vacuums since: no file to free, no commit
     action = SetHistory(first, floor or None) if first > state.history_horizon else None
     return VacuumPlan(state.version, max(first, state.history_horizon), action, tuple(deletable(storage, log, state, first, grace_seconds)),
-                      grace_seconds)
+                      grace_seconds, state.table_id)
 
 
 def deletable(storage: Storage, log: TransactionLog, state: TableState, first: int,

@@ -185,7 +185,8 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
     operation = "INSERT_IGNORE" if ignore else "INSERT"
     batch = prepare(state.schema, data)
     plan = plan_insert(storage, state, batch, ignore or report)
-    frag = WriteFragment(operation, state.version, counts={"inserted": plan.rows, "ignored": plan.ignored})
+    frag = WriteFragment(operation, state.version, counts={"inserted": plan.rows, "ignored": plan.ignored},
+                         table_id=state.table_id)
     if report:
         kept = np.concatenate([b.rows for b in plan.batches]) if plan.batches else np.zeros(0, np.int64)
         frag.rejected = (batch, np.setdiff1d(np.arange(batch.num_rows), kept))
