@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import CorruptFileError
@@ -158,11 +159,22 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.Parqu
     return pf
 
 
+def _input_file(storage: Storage, rel: str):
+    """An Arrow input file (its size known without another request where the store allows)."""
+    if storage.is_local:
+        return pafs.LocalFileSystem().open_input_file(storage.path(rel))
+    return pafs.PyFileSystem(pafs.FSSpecHandler(storage.fs)).open_input_file(storage.path(rel))
+
+
 def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
     meta = FILE_CACHE.get(storage, ref.path + "#footer")
     try:
-        pf = pq.ParquetFile(storage.path(ref.path), filesystem=storage.arrow_filesystem(), metadata=meta,
-                            page_checksum_verification=True)
+        f = _input_file(storage, ref.path)
+        if ref.size and f.size() != ref.size:
+            # another valid file in its place (page CRCs cannot tell): the log recorded the size
+            raise CorruptFileError(f"file {ref.path} has {f.size()} bytes, the log recorded {ref.size}: it was "
+                                   "replaced or damaged; restore it from a backup")
+        pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True)
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     if meta is None:

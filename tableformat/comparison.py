@@ -117,6 +117,10 @@ def _as_decimal(ctype: ColumnType, x):
     if x == -math.inf:
         return NOT_REPRESENTABLE, None, -top
     d = _decimal.Decimal(x) if not isinstance(x, _decimal.Decimal) else x
+    if d > top:                               # beyond the type: above (below) every value it holds
+        return NOT_REPRESENTABLE, top, None
+    if d < -top:
+        return NOT_REPRESENTABLE, None, -top
     quantum = _decimal.Decimal(1).scaleb(-s)
     f = d.quantize(quantum, rounding=_decimal.ROUND_FLOOR, context=_CTX)
     c = d.quantize(quantum, rounding=_decimal.ROUND_CEILING, context=_CTX)
@@ -154,6 +158,8 @@ def locate(ctype: ColumnType, value: Any, what: str = "value"):
     Raises SchemaError for a value of the wrong kind. `value` must not be None.
     """
     k = ctype.kind
+    if isinstance(value, _dt.datetime) and value != value:      # pandas NaT: a NULL, not a time
+        raise _wrong(ctype, value, what, "it is NULL (NaT)")
     if isinstance(value, pa.Scalar):
         value = _scalar_raw(value, ctype)
         if value is None:
@@ -198,8 +204,8 @@ def locate(ctype: ColumnType, value: Any, what: str = "value"):
             days, rest = divmod(us, 86_400_000_000)
             if rest == 0 and exact:
                 return _integral(days, -2**31, 2**31 - 1)
-            return _integral(_decimal.Decimal(us) / 86_400_000_000 + (_decimal.Decimal("1e-30") if not exact else 0),
-                             -2**31, 2**31 - 1)
+            # strictly inside day `days` (a time of day, or nanoseconds past midnight): between two dates
+            return _integral(_decimal.Decimal(days) + _decimal.Decimal("0.5"), -2**31, 2**31 - 1)
         if isinstance(value, _dt.date):
             n = (value - _EPOCH_DATE).days
             return n, n, n

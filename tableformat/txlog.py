@@ -236,6 +236,12 @@ class TransactionLog:
                     f"the table at {self.storage.uri!r} was replaced: commit {commit_path(v)} belongs to table "
                     f"{d.table_id}, this state to {state.table_id}; open the table again")
             state = apply_commit(state, d, commit_path(v))
+            if d.format_version < state.format_version:
+                # a table created in format N is only ever written in format >= N: an older label was
+                # put there to fall back to a weaker checksum rule
+                raise CorruptFileError(f"commit file {commit_path(v)} says format version {d.format_version} in a "
+                                       f"table created in format version {state.format_version}: the file was "
+                                       "altered; restore it from a backup")
             history.append(CommitInfo(v, d.timestamp, d.operation, dict(d.counts), d.read_version))
             v += 1
         return state, history
