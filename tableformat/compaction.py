@@ -16,7 +16,8 @@ it back, so a version older than vacuum's history horizon reads the compacted
 files exactly; UNDO records older than `history_max_age` are not written
 (garbage collection). Concurrency: delta compactions keep rowids, so
 mutations committed meanwhile stay valid on top of them; a merging compaction
-rebases such mutations through its old-rowid -> new-rowid map.
+rebases such mutations by remapping their records, by key, onto its outputs
+(`conflicts.MergeInputsRemappable`). Each `write_compaction` returns a fragment.
 See `specs/format.md`, section "Compaction".
 """
 from __future__ import annotations
