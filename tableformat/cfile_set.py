@@ -81,7 +81,9 @@ def _date_stat(days: int):
 class FileCache:
     """Process-wide LRU of parsed immutable files (blooms, index blocks, Parquet footers).
 
-    Files never change once written (unique names), so entries never go stale.
+    Files never change once written (unique names), so entries never go stale. An entry is keyed
+    by the file's path and, where the log records it, its size: a key probe reads a rowset's
+    bloom filter and PK index once per process.
     """
 
     def __init__(self, max_bytes: int = 512 * 1024 * 1024):
@@ -90,8 +92,8 @@ class FileCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, storage: Storage, path: str):
-        key = (storage.protocol, storage.path(path))
+    def get(self, storage: Storage, path: str, size: int | None = None):
+        key = (storage.protocol, storage.path(path), size)
         with self._lock:
             item = self._items.get(key)
             if item is None:
@@ -99,8 +101,8 @@ class FileCache:
             self._items.move_to_end(key)
             return item[0]
 
-    def put(self, storage: Storage, path: str, value: Any, nbytes: int) -> None:
-        key = (storage.protocol, storage.path(path))
+    def put(self, storage: Storage, path: str, value: Any, nbytes: int, size: int | None = None) -> None:
+        key = (storage.protocol, storage.path(path), size)
         with self._lock:
             if key in self._items:
                 return
@@ -155,7 +157,7 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.Parqu
         pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
-    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size)
     return pf
 
 
@@ -227,12 +229,12 @@ def _input_file(storage: Storage, ref: FileRef):
 
 
 def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
-    meta = FILE_CACHE.get(storage, ref.path + "#footer")
+    meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size)
     try:
         f, pre_buffer = _input_file(storage, ref)
         pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer)
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     if meta is None:
-        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size)
     return pf

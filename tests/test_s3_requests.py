@@ -179,3 +179,17 @@ def test_a_replaced_file_is_refused_without_head(s3_table_root):
         fs.pipe_file(t.storage.path(base.path), good)
         FILE_CACHE.clear()
         assert t.scan(columns=["value"]).count() == n
+
+
+def test_file_cache_is_keyed_by_path_and_size(tmp_path):
+    """A cached immutable file is found again only under the size the log records for it."""
+    from tableformat.cfile_set import FileCache
+    from tableformat.storage import Storage
+    st = Storage(str(tmp_path))
+    cache = FileCache(max_bytes=100)
+    cache.put(st, "a/bloom.bin", "A", 40, 123)
+    assert cache.get(st, "a/bloom.bin", 123) == "A"
+    assert cache.get(st, "a/bloom.bin", 124) is None
+    cache.put(st, "b/bloom.bin", "B", 40, 1)
+    cache.put(st, "c/bloom.bin", "C", 40, 1)       # over 100 bytes: the least recently used goes
+    assert cache.get(st, "a/bloom.bin", 123) is None and cache.get(st, "c/bloom.bin", 1) == "C"
