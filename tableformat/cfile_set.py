@@ -164,6 +164,10 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.Parqu
 # Files up to this size are fetched whole in one GET: Arrow's first footer read takes the last
 # 64 KiB anyway, and a whole small file also gets the log's CRC-32 check.
 WHOLE_READ_BYTES = 128 * 1024
+# Ranges of column chunks closer than this are fetched as one GET: about what a request's latency
+# would transfer (Arrow's CacheOptions.MakeFromNetworkMetrics), so a skipped gap costs less than a GET.
+COALESCE_HOLE_BYTES = 1 << 20
+COALESCE_MAX_BYTES = 64 << 20
 
 
 class _RangedFile:
@@ -172,6 +176,26 @@ class _RangedFile:
 
     def __init__(self, storage: Storage, ref: FileRef):
         self.storage, self.ref, self.size, self.pos, self.closed = storage, ref, ref.size, 0, False
+        self._buffers: list[tuple[int, bytes]] = []     # prefetched (start, bytes)
+
+    def _get(self, start: int, end: int) -> bytes:
+        data, total = self.storage.read_range(self.ref.path, start, end)
+        self._check_total(total)
+        if len(data) != end - start:
+            raise CorruptFileError(f"file {self.ref.path} is shorter than the {self.size} bytes the log recorded")
+        return data
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Fetch byte ranges [start, end) ahead of the reader, coalesced into as few GETs as pay."""
+        merged: list[list[int]] = []
+        for s, e in sorted((max(0, s), min(self.size, e)) for s, e in ranges if e > s):
+            if merged and s - merged[-1][1] <= COALESCE_HOLE_BYTES and e - merged[-1][0] <= COALESCE_MAX_BYTES:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        for s, e in merged:
+            if not any(bs <= s and e <= bs + len(b) for bs, b in self._buffers):
+                self._buffers.append((s, self._get(s, e)))
 
     def _check_total(self, total: int | None) -> None:
         if total is not None and total != self.size:
@@ -182,10 +206,12 @@ class _RangedFile:
         end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
         if end <= self.pos:
             return b""
-        data, total = self.storage.read_range(self.ref.path, self.pos, end)
-        self._check_total(total)
-        if len(data) != end - self.pos:
-            raise CorruptFileError(f"file {self.ref.path} is shorter than the {self.size} bytes the log recorded")
+        for bs, b in self._buffers:
+            if bs <= self.pos and end <= bs + len(b):
+                data = b[self.pos - bs:end - bs]
+                break
+        else:
+            data = self._get(self.pos, end)
         self.pos = end
         return data
 
@@ -224,7 +250,7 @@ def _input_file(storage: Storage, ref: FileRef):
         verify_file_bytes(ref, data, "file")
         return pa.BufferReader(data), False
     if ref.size:
-        return pa.PythonFile(_RangedFile(storage, ref), mode="r"), True
+        return _RangedFile(storage, ref), True
     return pafs.PyFileSystem(pafs.FSSpecHandler(storage.fs)).open_input_file(storage.path(ref.path)), False
 
 
@@ -232,9 +258,31 @@ def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
     meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size)
     try:
         f, pre_buffer = _input_file(storage, ref)
+        ranged = f if isinstance(f, _RangedFile) else None
+        if ranged is not None:
+            f = pa.PythonFile(ranged, mode="r")
         pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer)
+        pf._tableformat_ranged = ranged
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     if meta is None:
         FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size)
     return pf
+
+
+def prefetch_columns(pf: pq.ParquetFile, row_groups, names) -> None:
+    """Before reading `names` of `row_groups` from a file over ranged GETs, fetch their column
+    chunks in as few GETs as pay (a one-column scan: one GET, not one per row group)."""
+    ranged = getattr(pf, "_tableformat_ranged", None)
+    if ranged is None:
+        return
+    md, wanted, ranges = pf.metadata, set(names), []
+    for i in row_groups:
+        rg = md.row_group(i)
+        for j in range(rg.num_columns):
+            cc = rg.column(j)
+            if cc.path_in_schema.split(".")[0] in wanted:
+                start = cc.dictionary_page_offset if cc.has_dictionary_page and cc.dictionary_page_offset \
+                    else cc.data_page_offset
+                ranges.append((start, start + cc.total_compressed_size))
+    ranged.prefetch(ranges)

@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .bloom import BloomFilter
-from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, parquet_file, to_parquet_bytes,
-                        verified_parquet_file, verify_file_bytes, wrap_read_error)
+from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, parquet_file, prefetch_columns,
+                        to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
 from .schema import Column, Schema
@@ -240,6 +240,7 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
         names = [field_name(c.id) for c in cols]
         try:
             if whole:
+                prefetch_columns(pf, range(pf.metadata.num_row_groups), names)
                 t = pf.read(columns=names, use_threads=True)
                 offset = 0
             else:
@@ -247,6 +248,7 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
                 bounds = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
                 first = int(np.searchsorted(bounds, start, side="right") - 1)
                 last = int(np.searchsorted(bounds, stop, side="left"))
+                prefetch_columns(pf, range(first, last), names)
                 t = pf.read_row_groups(list(range(first, last)), columns=names, use_threads=True)
                 offset = start - int(bounds[first])
         except (OSError, pa.ArrowException) as e:

@@ -5,6 +5,7 @@ s3fs client, and held to a budget per operation."""
 import collections
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401
 import pytest
 
 s3fs = pytest.importorskip("s3fs")
@@ -12,7 +13,7 @@ s3fs = pytest.importorskip("s3fs")
 import tableformat as tf  # noqa: E402
 from tableformat.cfile_set import FILE_CACHE  # noqa: E402
 
-from conftest import metrics_rows, metrics_schema  # noqa: E402
+from conftest import assert_same_rows, metrics_rows, metrics_schema  # noqa: E402
 
 
 class RequestCounter:
@@ -193,3 +194,30 @@ def test_file_cache_is_keyed_by_path_and_size(tmp_path):
     cache.put(st, "b/bloom.bin", "B", 40, 1)
     cache.put(st, "c/bloom.bin", "C", 40, 1)       # over 100 bytes: the least recently used goes
     assert cache.get(st, "a/bloom.bin", 123) is None and cache.get(st, "c/bloom.bin", 1) == "C"
+
+
+def test_a_large_file_scans_with_its_footer_and_one_coalesced_get(s3_table_root):
+    """A base file too big to fetch whole: one ranged GET for the footer, one for the column chunks
+    of every row group (coalesced), no HEAD; a filtered read of some row groups likewise."""
+    root, opts = s3_table_root
+    t = tf.create_table(f"{root}/big", metrics_schema(), storage_options=opts)
+    t.insert(metrics_rows(60_000))
+    (rs,) = t.state.rowsets.values()
+    assert rs.base[0].size > 128 * 1024
+    md_groups = -(-60_000 // t.properties["row_group_rows"])
+    assert md_groups > 1
+    counter = _counter_on(t.storage.fs)
+    t2 = _cold_open(t, opts, counter)
+    counter.reset()
+    assert t2.scan(columns=["value"]).count() == 60_000
+    base = [u for _, u in counter.log if "base-" in u]
+    print("one-column scan of a large file:", counter.figures())
+    assert counter.counts["HEAD"] == 0 and len(base) == 2, counter.log
+    data = metrics_rows(60_000)
+    FILE_CACHE.clear()
+    cut = data["time"][30_000].as_py()
+    cols = KEYS + ["value"]
+    got = t2.scan(columns=cols, filter=[("time", ">=", cut)]).to_arrow()
+    expect = data.filter(pa.compute.greater_equal(data["time"], pa.scalar(cut, data["time"].type)))
+    assert_same_rows(got, expect.select(cols))
+    assert t2.scan().to_arrow().num_rows == 60_000
