@@ -239,19 +239,21 @@ def _input_file(storage: Storage, ref: FileRef):
     """An Arrow input file of the size the log recorded, opened without a request where the store allows.
 
     Returns (file, pre_buffer): ranged files coalesce their column chunk reads."""
-    if storage.is_local:
-        f = pafs.LocalFileSystem().open_input_file(storage.path(ref.path))
-        if ref.size and f.size() != ref.size:
-            raise CorruptFileError(f"file {ref.path} has {f.size()} bytes, the log recorded {ref.size}: it was "
-                                   "replaced or damaged; restore it from a backup")
-        return f, False
-    if ref.size and ref.size <= WHOLE_READ_BYTES:
+    if not storage.is_local and ref.size and ref.size <= WHOLE_READ_BYTES:
         data = storage.read(ref.path)
         verify_file_bytes(ref, data, "file")
         return pa.BufferReader(data), False
-    if ref.size:
-        return _RangedFile(storage, ref), True
-    return pafs.PyFileSystem(pafs.FSSpecHandler(storage.fs)).open_input_file(storage.path(ref.path)), False
+    if storage.is_s3 and ref.size:
+        return _RangedFile(storage, ref), True      # Content-Range tells the size: no HEAD
+    if storage.is_local:
+        f = pafs.LocalFileSystem().open_input_file(storage.path(ref.path))
+    else:
+        f = pafs.PyFileSystem(pafs.FSSpecHandler(storage.fs)).open_input_file(storage.path(ref.path))
+    if ref.size and f.size() != ref.size:
+        # another valid file in its place (page CRCs cannot tell): the log recorded the size
+        raise CorruptFileError(f"file {ref.path} has {f.size()} bytes, the log recorded {ref.size}: it was "
+                               "replaced or damaged; restore it from a backup")
+    return f, False
 
 
 def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:

@@ -71,13 +71,14 @@ class Storage:
 
     # --- reads ------------------------------------------------------------------------
     @property
-    def _is_s3(self) -> bool:
+    def is_s3(self) -> bool:
+        """An s3fs store: reads are plain (ranged) get_object calls, no HEAD first."""
         return self.protocol in ("s3", "s3a") and hasattr(self.fs, "split_path")
 
     def read(self, rel: str) -> bytes:
         """All bytes of a file: one GET on S3 (no HEAD for its size first)."""
         p = self.path(rel)
-        if self._is_s3:
+        if self.is_s3:
             # s3fs's cat_file asks the size (a HEAD) first to split big files into parallel
             # ranges; a plain get_object answers from the store itself, never from a listing.
             try:
@@ -98,7 +99,7 @@ class Storage:
         """Bytes [start, end) of a file, and the file's whole size when the store says it
         without another request (S3's Content-Range), else None."""
         p = self.path(rel)
-        if self._is_s3:
+        if self.is_s3:
             bucket, key, _ = self.fs.split_path(p)
             try:
                 resp = self.fs.call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
