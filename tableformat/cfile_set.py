@@ -81,7 +81,9 @@ def _date_stat(days: int):
 class FileCache:
     """Process-wide LRU of parsed immutable files (blooms, index blocks, Parquet footers).
 
-    Files never change once written (unique names), so entries never go stale.
+    Files never change once written (unique names), so entries never go stale. An entry is keyed
+    by the file's path and, where the log records it, its size: a key probe reads a rowset's
+    bloom filter and PK index once per process.
     """
 
     def __init__(self, max_bytes: int = 512 * 1024 * 1024):
@@ -90,8 +92,8 @@ class FileCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, storage: Storage, path: str):
-        key = (storage.protocol, storage.path(path))
+    def get(self, storage: Storage, path: str, size: int | None = None):
+        key = (storage.protocol, storage.path(path), size)
         with self._lock:
             item = self._items.get(key)
             if item is None:
@@ -99,8 +101,8 @@ class FileCache:
             self._items.move_to_end(key)
             return item[0]
 
-    def put(self, storage: Storage, path: str, value: Any, nbytes: int) -> None:
-        key = (storage.protocol, storage.path(path))
+    def put(self, storage: Storage, path: str, value: Any, nbytes: int, size: int | None = None) -> None:
+        key = (storage.protocol, storage.path(path), size)
         with self._lock:
             if key in self._items:
                 return
@@ -155,28 +157,134 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.Parqu
         pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
-    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size)
     return pf
 
 
-def _input_file(storage: Storage, rel: str):
-    """An Arrow input file (its size known without another request where the store allows)."""
+# Files up to this size are fetched whole in one GET: Arrow's first footer read takes the last
+# 64 KiB anyway, and a whole small file also gets the log's CRC-32 check.
+WHOLE_READ_BYTES = 128 * 1024
+# Ranges of column chunks closer than this are fetched as one GET: about what a request's latency
+# would transfer (Arrow's CacheOptions.MakeFromNetworkMetrics), so a skipped gap costs less than a GET.
+COALESCE_HOLE_BYTES = 1 << 20
+COALESCE_MAX_BYTES = 64 << 20
+
+
+class _RangedFile:
+    """A read-only file of known size over ranged GETs: no HEAD, and the size the store reports
+    with the first range (S3's Content-Range) is checked against the one the log recorded."""
+
+    def __init__(self, storage: Storage, ref: FileRef):
+        self.storage, self.ref, self.size, self.pos, self.closed = storage, ref, ref.size, 0, False
+        self._buffers: list[tuple[int, bytes]] = []     # prefetched (start, bytes)
+
+    def _get(self, start: int, end: int) -> bytes:
+        data, total = self.storage.read_range(self.ref.path, start, end)
+        self._check_total(total)
+        if len(data) != end - start:
+            raise CorruptFileError(f"file {self.ref.path} is shorter than the {self.size} bytes the log recorded")
+        return data
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Fetch byte ranges [start, end) ahead of the reader, coalesced into as few GETs as pay."""
+        merged: list[list[int]] = []
+        for s, e in sorted((max(0, s), min(self.size, e)) for s, e in ranges if e > s):
+            if merged and s - merged[-1][1] <= COALESCE_HOLE_BYTES and e - merged[-1][0] <= COALESCE_MAX_BYTES:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        for s, e in merged:
+            if not any(bs <= s and e <= bs + len(b) for bs, b in self._buffers):
+                self._buffers.append((s, self._get(s, e)))
+
+    def _check_total(self, total: int | None) -> None:
+        if total is not None and total != self.size:
+            raise CorruptFileError(f"file {self.ref.path} has {total} bytes, the log recorded {self.size}: it was "
+                                   "replaced or damaged; restore it from a backup")
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
+        if end <= self.pos:
+            return b""
+        for bs, b in self._buffers:
+            if bs <= self.pos and end <= bs + len(b):
+                data = b[self.pos - bs:end - bs]
+                break
+        else:
+            data = self._get(self.pos, end)
+        self.pos = end
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.size + offset
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _input_file(storage: Storage, ref: FileRef):
+    """An Arrow input file of the size the log recorded, opened without a request where the store allows.
+
+    Returns (file, pre_buffer): ranged files coalesce their column chunk reads."""
+    if not storage.is_local and ref.size and ref.size <= WHOLE_READ_BYTES:
+        data = storage.read(ref.path)
+        verify_file_bytes(ref, data, "file")
+        return pa.BufferReader(data), False
+    if storage.is_s3 and ref.size:
+        return _RangedFile(storage, ref), True      # Content-Range tells the size: no HEAD
     if storage.is_local:
-        return pafs.LocalFileSystem().open_input_file(storage.path(rel))
-    return pafs.PyFileSystem(pafs.FSSpecHandler(storage.fs)).open_input_file(storage.path(rel))
+        f = pafs.LocalFileSystem().open_input_file(storage.path(ref.path))
+    else:
+        f = pafs.PyFileSystem(pafs.FSSpecHandler(storage.fs)).open_input_file(storage.path(ref.path))
+    if ref.size and f.size() != ref.size:
+        # another valid file in its place (page CRCs cannot tell): the log recorded the size
+        raise CorruptFileError(f"file {ref.path} has {f.size()} bytes, the log recorded {ref.size}: it was "
+                               "replaced or damaged; restore it from a backup")
+    return f, False
 
 
 def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
-    meta = FILE_CACHE.get(storage, ref.path + "#footer")
+    meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size)
     try:
-        f = _input_file(storage, ref.path)
-        if ref.size and f.size() != ref.size:
-            # another valid file in its place (page CRCs cannot tell): the log recorded the size
-            raise CorruptFileError(f"file {ref.path} has {f.size()} bytes, the log recorded {ref.size}: it was "
-                                   "replaced or damaged; restore it from a backup")
-        pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True)
+        f, pre_buffer = _input_file(storage, ref)
+        ranged = f if isinstance(f, _RangedFile) else None
+        if ranged is not None:
+            f = pa.PythonFile(ranged, mode="r")
+        pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer)
+        pf._tableformat_ranged = ranged
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     if meta is None:
-        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size)
+        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size)
     return pf
+
+
+def prefetch_columns(pf: pq.ParquetFile, row_groups, names) -> None:
+    """Before reading `names` of `row_groups` from a file over ranged GETs, fetch their column
+    chunks in as few GETs as pay (a one-column scan: one GET, not one per row group)."""
+    ranged = getattr(pf, "_tableformat_ranged", None)
+    if ranged is None:
+        return
+    md, wanted, ranges = pf.metadata, set(names), []
+    for i in row_groups:
+        rg = md.row_group(i)
+        for j in range(rg.num_columns):
+            cc = rg.column(j)
+            if cc.path_in_schema.split(".")[0] in wanted:
+                start = cc.dictionary_page_offset if cc.has_dictionary_page and cc.dictionary_page_offset \
+                    else cc.data_page_offset
+                ranges.append((start, start + cc.total_compressed_size))
+    ranged.prefetch(ranges)

@@ -96,11 +96,11 @@ def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] 
                keys: Sequence[Column] = ()) -> pa.Table:
     """rowid, op, (ts), the u/c pairs of the requested columns present in the file, and key columns."""
     ref = meta.ref
-    if ref.crc32 is not None and FILE_CACHE.get(storage, meta.path + "#verified") is None:
+    if ref.crc32 is not None and FILE_CACHE.get(storage, meta.path + "#verified", ref.size) is None:
         # Delta files are small and mostly read whole: verify every byte once per process
         # (page CRCs miss page headers and the footer), then reads use the page CRCs.
         pf = verified_parquet_file(storage, ref, "delta file")
-        FILE_CACHE.put(storage, meta.path + "#verified", True, 16)
+        FILE_CACHE.put(storage, meta.path + "#verified", True, 16, ref.size)
     else:
         pf = parquet_file(storage, ref)
     names = set(pf.schema_arrow.names)
@@ -110,7 +110,7 @@ def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] 
             cols += [flag_name(cid), field_name(cid)]
     cols += [field_name(c.id) for c in keys if field_name(c.id) in names]
     key = f"{meta.path}#" + ",".join(cols)
-    cached = FILE_CACHE.get(storage, key)
+    cached = FILE_CACHE.get(storage, key, ref.size)
     if cached is not None:
         return cached
     try:
@@ -119,5 +119,5 @@ def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] 
         raise wrap_read_error(meta.path, e) from None
     if t.num_rows != meta.num_records:
         raise CorruptFileError(f"delta file {meta.path} has {t.num_rows} records, the log says {meta.num_records}")
-    FILE_CACHE.put(storage, key, t, t.nbytes)
+    FILE_CACHE.put(storage, key, t, t.nbytes, ref.size)
     return t

@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .bloom import BloomFilter
-from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, parquet_file, to_parquet_bytes,
-                        verified_parquet_file, verify_file_bytes, wrap_read_error)
+from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, parquet_file, prefetch_columns,
+                        to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
 from .schema import Column, Schema
@@ -115,7 +115,7 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
     bloom_bytes = bloom.to_bytes()
     storage.write(bloom_path, bloom_bytes)
     written.append(bloom_path)
-    FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes)
+    FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes, len(bloom_bytes))
 
     stats = {c.id: column_stats(c, a) for c, a in zip(cols, arrays)}
     return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,),
@@ -126,7 +126,7 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
 # --- reading -----------------------------------------------------------------------------
 
 def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
-    b = FILE_CACHE.get(storage, rowset.bloom.path)
+    b = FILE_CACHE.get(storage, rowset.bloom.path, rowset.bloom.size)
     if b is None:
         try:
             data = storage.read(rowset.bloom.path)
@@ -134,7 +134,7 @@ def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
             raise wrap_read_error(rowset.bloom.path, e) from None
         verify_file_bytes(rowset.bloom, data, "bloom filter file")
         b = BloomFilter.from_bytes(data, rowset.bloom.path)
-        FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes)
+        FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes, rowset.bloom.size)
     return b
 
 
@@ -150,8 +150,8 @@ def _load_verified_pk_index(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Ar
         raise wrap_read_error(ref.path, e) from None
     if len(full) != rowset.num_rows:
         raise CorruptFileError(f"PK index {ref.path} has {len(full)} keys, the rowset has {rowset.num_rows} rows")
-    FILE_CACHE.put(storage, f"{ref.path}#all", full, full.nbytes)
-    FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64)
+    FILE_CACHE.put(storage, f"{ref.path}#all", full, full.nbytes, ref.size)
+    FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64, ref.size)
     return full, layout
 
 
@@ -165,7 +165,7 @@ def _block_layout(pf: pq.ParquetFile) -> tuple[list[bytes], int]:
 def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[bytes], int]:
     """First key of each PK index block, and the block size in rows."""
     if rowset.pk_index.crc32 is not None:
-        layout = FILE_CACHE.get(storage, f"{rowset.pk_index.path}#layout")
+        layout = FILE_CACHE.get(storage, f"{rowset.pk_index.path}#layout", rowset.pk_index.size)
         return layout if layout is not None else _load_verified_pk_index(storage, rowset)[1]
     pf = parquet_file(storage, rowset.pk_index)
     return _block_layout(pf)
@@ -177,7 +177,7 @@ def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) 
     A format-3 index is verified whole on first use (then cached), so blocks come from it.
     """
     key = f"{rowset.pk_index.path}#all"
-    full = FILE_CACHE.get(storage, key)
+    full = FILE_CACHE.get(storage, key, rowset.pk_index.size)
     if full is None and rowset.pk_index.crc32 is not None:
         full = read_pk_index(storage, rowset)
     if full is not None:
@@ -194,7 +194,7 @@ def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) 
 def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
     """The whole PK index: encoded keys in rowid order."""
     key = f"{rowset.pk_index.path}#all"
-    full = FILE_CACHE.get(storage, key)
+    full = FILE_CACHE.get(storage, key, rowset.pk_index.size)
     if full is None and rowset.pk_index.crc32 is not None:
         return _load_verified_pk_index(storage, rowset)[0]
     if full is None:
@@ -206,7 +206,7 @@ def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
         if len(full) != rowset.num_rows:
             raise CorruptFileError(f"PK index {rowset.pk_index.path} has {len(full)} keys, "
                                    f"the rowset has {rowset.num_rows} rows")
-        FILE_CACHE.put(storage, key, full, full.nbytes)
+        FILE_CACHE.put(storage, key, full, full.nbytes, rowset.pk_index.size)
     return full
 
 
@@ -240,6 +240,7 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
         names = [field_name(c.id) for c in cols]
         try:
             if whole:
+                prefetch_columns(pf, range(pf.metadata.num_row_groups), names)
                 t = pf.read(columns=names, use_threads=True)
                 offset = 0
             else:
@@ -247,6 +248,7 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
                 bounds = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
                 first = int(np.searchsorted(bounds, start, side="right") - 1)
                 last = int(np.searchsorted(bounds, stop, side="left"))
+                prefetch_columns(pf, range(first, last), names)
                 t = pf.read_row_groups(list(range(first, last)), columns=names, use_threads=True)
                 offset = start - int(bounds[first])
         except (OSError, pa.ArrowException) as e:

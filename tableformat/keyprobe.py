@@ -45,11 +45,11 @@ def _index_in(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
 
 def _first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Array, list[bytes], int]:
     key = rowset.pk_index.path + "#firsts"
-    cached = FILE_CACHE.get(storage, key)
+    cached = FILE_CACHE.get(storage, key, rowset.pk_index.size)
     if cached is None:
         firsts, block = pk_block_first_keys(storage, rowset)
         cached = (pa.array(firsts, pa.binary()), firsts, block)
-        FILE_CACHE.put(storage, key, cached, sum(len(f) for f in firsts) * 2 + 64)
+        FILE_CACHE.put(storage, key, cached, sum(len(f) for f in firsts) * 2 + 64, rowset.pk_index.size)
     return cached
 
 
@@ -64,7 +64,7 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
     blk = searchsorted_binary(firsts_arr, keys, side="right") - 1
     valid = blk >= 0
     blocks = np.unique(blk[valid])
-    if len(blocks) * 4 >= nblocks or FILE_CACHE.get(storage, rowset.pk_index.path + "#all") is not None:
+    if len(blocks) * 4 >= nblocks or FILE_CACHE.get(storage, rowset.pk_index.path + "#all", rowset.pk_index.size) is not None:
         idx = read_pk_index(storage, rowset)
         if n * 8 < len(idx):
             # Hash the few probe keys and stream the index past them.

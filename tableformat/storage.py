@@ -20,6 +20,12 @@ from .errors import InvalidURIError, TableFormatError
 _CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential")
 
 
+def _sync_read(fs, body) -> bytes:
+    """Read an aiobotocore response body on the filesystem's event loop."""
+    from fsspec.asyn import sync
+    return sync(fs.loop, body.read)
+
+
 class Storage:
     """A table root on one filesystem. Paths given to methods are relative to the root."""
 
@@ -64,8 +70,21 @@ class Storage:
             self.fault_hook(step, rel)
 
     # --- reads ------------------------------------------------------------------------
+    @property
+    def is_s3(self) -> bool:
+        """An s3fs store: reads are plain (ranged) get_object calls, no HEAD first."""
+        return self.protocol in ("s3", "s3a") and hasattr(self.fs, "split_path")
+
     def read(self, rel: str) -> bytes:
+        """All bytes of a file: one GET on S3 (no HEAD for its size first)."""
         p = self.path(rel)
+        if self.is_s3:
+            # s3fs's cat_file asks the size (a HEAD) first to split big files into parallel
+            # ranges; a plain get_object answers from the store itself, never from a listing.
+            try:
+                return self.fs.cat_file(p, max_concurrency=1)
+            except NotADirectoryError as e:
+                raise FileNotFoundError(str(e)) from None
         try:
             return self.fs.cat_file(p)
         except NotADirectoryError as e:
@@ -75,6 +94,31 @@ class Storage:
                 raise
             self.fs.invalidate_cache(p)      # never trust a cached listing over the store
             return self.fs.cat_file(p)
+
+    def read_range(self, rel: str, start: int, end: int) -> tuple[bytes, int | None]:
+        """Bytes [start, end) of a file, and the file's whole size when the store says it
+        without another request (S3's Content-Range), else None."""
+        p = self.path(rel)
+        if self.is_s3:
+            bucket, key, _ = self.fs.split_path(p)
+            try:
+                resp = self.fs.call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+            except NotADirectoryError as e:
+                raise FileNotFoundError(str(e)) from None
+            body = resp["Body"]
+            try:
+                data = _sync_read(self.fs, body)
+            finally:
+                body.close()
+            total = None
+            cr = resp.get("ContentRange") or ""
+            if "/" in cr and cr.rsplit("/", 1)[1].isdigit():
+                total = int(cr.rsplit("/", 1)[1])
+            return data, total
+        try:
+            return self.fs.cat_file(p, start=start, end=end), None
+        except NotADirectoryError as e:
+            raise FileNotFoundError(str(e)) from None
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
