@@ -81,10 +81,7 @@ class Storage:
         if self.is_s3:
             # s3fs's cat_file asks the size (a HEAD) first to split big files into parallel
             # ranges; a plain get_object answers from the store itself, never from a listing.
-            try:
-                return self.fs.cat_file(p, max_concurrency=1)
-            except NotADirectoryError as e:
-                raise FileNotFoundError(str(e)) from None
+            return self._get_object(p)[0]
         try:
             return self.fs.cat_file(p)
         except NotADirectoryError as e:
@@ -100,25 +97,31 @@ class Storage:
         without another request (S3's Content-Range), else None."""
         p = self.path(rel)
         if self.is_s3:
-            bucket, key, _ = self.fs.split_path(p)
-            try:
-                resp = self.fs.call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
-            except NotADirectoryError as e:
-                raise FileNotFoundError(str(e)) from None
-            body = resp["Body"]
-            try:
-                data = _sync_read(self.fs, body)
-            finally:
-                body.close()
-            total = None
-            cr = resp.get("ContentRange") or ""
-            if "/" in cr and cr.rsplit("/", 1)[1].isdigit():
-                total = int(cr.rsplit("/", 1)[1])
-            return data, total
+            return self._get_object(p, f"bytes={start}-{end - 1}")
         try:
             return self.fs.cat_file(p, start=start, end=end), None
         except NotADirectoryError as e:
             raise FileNotFoundError(str(e)) from None
+
+    def _get_object(self, p: str, byte_range: str | None = None) -> tuple[bytes, int | None]:
+        """One S3 GET (of a range, or the whole object), and the object's size when S3 says it."""
+        bucket, key, _ = self.fs.split_path(p)
+        try:
+            resp = self.fs.call_s3("get_object", Bucket=bucket, Key=key, **({"Range": byte_range} if byte_range else {}))
+        except NotADirectoryError as e:
+            raise FileNotFoundError(str(e)) from None
+        body = resp["Body"]
+        try:
+            data = _sync_read(self.fs, body)
+        finally:
+            body.close()
+        total = None
+        cr = resp.get("ContentRange") or ""
+        if "/" in cr and cr.rsplit("/", 1)[1].isdigit():
+            total = int(cr.rsplit("/", 1)[1])
+        elif byte_range is None:
+            total = len(data)
+        return data, total
 
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.path(rel))
