@@ -21,15 +21,20 @@ def rows(t):
     return t.scan(ordered=True).to_arrow().to_pylist()
 
 
-@pytest.mark.parametrize("distributed", [False, True])
-def test_insert_of_deleted_key_vs_major_delta_planned_before_the_delete(tmp_path, distributed):
+def _major_planned_on_two_rows(tmp_path):
+    """Rows a and b; a major delta compaction of their rowset planned (not committed)."""
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
     t.update(pa.table({"key": ["b"], "val": [20]}))
     (rs,) = t.state.rowsets
     val = t.schema.column("val").id
-    major = t.snapshot().write_compaction(tf.CompactionAction("major_delta", t.state.rowsets[rs].tablet, (rs,), 1.0,
-                                                           "t", 0, (val,)))
+    return t, t.snapshot().write_compaction(tf.CompactionAction("major_delta", t.state.rowsets[rs].tablet, (rs,), 1.0,
+                                                                "t", 0, (val,)))
+
+
+@pytest.mark.parametrize("distributed", [False, True])
+def test_insert_of_deleted_key_vs_major_delta_planned_before_the_delete(tmp_path, distributed):
+    t, major = _major_planned_on_two_rows(tmp_path)
     t.delete(pa.table({"key": ["a"]}))                        # lands after the major's snapshot
     ins = t.snapshot().write_insert(pa.table({"key": ["a"], "val": [3]}), distributed=distributed)
     t.commit_fragments([major])                               # rebases over the delete (rowids kept)
@@ -40,13 +45,7 @@ def test_insert_of_deleted_key_vs_major_delta_planned_before_the_delete(tmp_path
 
 def test_engine_insert_fails_the_same_way(tmp_path):
     """The engine path (Table.insert with run()): the same race through a hook."""
-    t = kv(tmp_path / "t")
-    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
-    t.update(pa.table({"key": ["b"], "val": [20]}))
-    (rs,) = t.state.rowsets
-    val = t.schema.column("val").id
-    major = t.snapshot().write_compaction(tf.CompactionAction("major_delta", t.state.rowsets[rs].tablet, (rs,), 1.0,
-                                                           "t", 0, (val,)))
+    t, major = _major_planned_on_two_rows(tmp_path)
     t.delete(pa.table({"key": ["a"]}))
     other = tf.open_table(str(tmp_path / "t"))
     fired = []
