@@ -23,7 +23,7 @@ import tableformat as tf
 
 from .session import get_spark
 from .snapshots import open_snapshot
-from .writes import TABLET_COL, collect_rows, run_job
+from .writes import TABLET_COL, collect_rows, commit_fragments, run_job
 
 RESULT_SCHEMA = ("fragment string, files string, inserted long, updated long, deleted long, ignored long, "
                  "missing long, duplicate long, sample string")
@@ -89,14 +89,8 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
             raise tf.DuplicateKeyError(f"{dup} key(s) already exist in table {table.name!r} (first: {sample}); "
                                        "nothing was written", dup)
         counts = {k: sum(r[k] for r in results) for k in ("inserted", "updated", "deleted", "ignored")}
-        fragments = [f for f in (tf.WriteFragment.from_json(r["fragment"]) for r in results if r["fragment"])
-                     if not f.empty]
-        if not fragments:
-            return tf.WriteResult(version, tf.Timestamp(table.state.timestamp), "MERGE", **counts)
-        for f in fragments:
-            f.counts = {}
-        fragments[0].counts = counts
-        return table.commit_fragments(fragments, "MERGE")
+        return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], "MERGE",
+                                counts)
     return run_job(spark, df, uri, storage_options, False, partition, RESULT_SCHEMA, finish, max_restarts, "merge")
 
 

@@ -52,13 +52,17 @@ def collect_rows(error_path: str, batch: pa.Table, rows: np.ndarray) -> None:
 def commit_fragments(uri: str, storage_options: dict | None, fragments: list[dict], operation: str,
                      counts: dict) -> tf.WriteResult:
     """Driver side: one commit of every task's fragment, with the engine's key-level requirements
-    (a key inserted concurrently fails it; a job planned on a definition since changed restarts)."""
+    (a key inserted concurrently fails it; a job planned on a definition since changed restarts).
+    `counts` are the job's totals; with nothing to commit, nothing is."""
     table = tf.open_table(uri, storage_options=storage_options)
-    frags = [tf.WriteFragment.from_json(f) for f in fragments]
+    frags = [f for f in (tf.WriteFragment.from_json(d) for d in fragments) if not f.empty]
+    if not frags:
+        st = table.state
+        return tf.WriteResult(st.version, tf.Timestamp(st.timestamp), operation,
+                              **{k: counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored")})
     for f in frags:
         f.operation, f.counts = operation, {}
-    if frags:
-        frags[0].counts = dict(counts)
+    frags[0].counts = dict(counts)
     return table.commit_fragments(frags, operation)
 
 

@@ -16,7 +16,7 @@ a Spark executor can make them and a driver can check them.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -28,7 +28,7 @@ from .cfile_set import field_name
 from .delta_tracker import deleted_mask
 from .deltafile import DELETE, REDO, flag_name, read_delta, write_delta_file
 from .diskrowset import read_pk_index
-from .errors import CommitConflictError, DuplicateKeyError, RestartRequired
+from .errors import CommitConflictError, DuplicateKeyError
 from .keyencoder import decode_key, encode_keys
 from .keyprobe import probe
 from .metadata import DeltaFileMeta, TableState
@@ -62,9 +62,6 @@ MATRIX: dict[str, dict[str, Outcome]] = {
     "spark_insert":  dict(zip(OPERATIONS, (_F, _F, _F, _S, _R, _R, _R, _R, _R, _F, _F))),
     "spark_merge":   dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _S, _R, _R, _S, _S))),
 }
-
-
-Restart = RestartRequired
 
 
 @dataclass
@@ -116,7 +113,9 @@ class Requirement:
         return {"kind": self.kind, **self._body()}
 
     def _body(self) -> dict:
-        return {}
+        """Plain JSON of the fields: tuples as lists, outcomes by value."""
+        return {f.name: (list(v) if isinstance(v, tuple) else v.value if isinstance(v, Outcome) else v)
+                for f in fields(self) for v in [getattr(self, f.name)]}
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Requirement":
@@ -125,7 +124,8 @@ class Requirement:
 
     @classmethod
     def _from_body(cls, d: dict) -> "Requirement":
-        return cls(**d)
+        return cls(**{k: tuple(v) if isinstance(v, list) else Outcome(v) if k.startswith("on_") else v
+                      for k, v in d.items()})
 
 
 @dataclass(frozen=True)
@@ -140,13 +140,6 @@ class DefinitionUnchanged(Requirement):
             return Verdict(self.on_change, "the table definition changed (ALTER TABLE)",
                            CommitConflictError("the table definition changed concurrently; run it again"))
         return REBASE
-
-    def _body(self) -> dict:
-        return {"on_change": self.on_change.value}
-
-    @classmethod
-    def _from_body(cls, d: dict) -> "DefinitionUnchanged":
-        return cls(Outcome(d["on_change"]))
 
 
 def _pack_rowids(a: np.ndarray) -> str:
@@ -316,13 +309,6 @@ class NoRowsInTablets(Requirement):
             return Verdict(Outcome.RESTART, "rows landed in a range being dropped")
         return REBASE
 
-    def _body(self) -> dict:
-        return {"tablets": list(self.tablets)}
-
-    @classmethod
-    def _from_body(cls, d: dict) -> "NoRowsInTablets":
-        return cls(tuple(d["tablets"]))
-
 
 def _touches(a: Action, rowsets: Sequence[str]) -> bool:
     rid = a.rowset.id if isinstance(a, AddRowSet) else getattr(a, "rowset_id", None)
@@ -343,13 +329,6 @@ class RowSetsUnchanged(Requirement):
             return Verdict(Outcome.FAIL, "the rowset changed under the compaction",
                            CommitConflictError("the rowset changed under the compaction"))
         return REBASE
-
-    def _body(self) -> dict:
-        return {"rowsets": list(self.rowsets)}
-
-    @classmethod
-    def _from_body(cls, d: dict) -> "RowSetsUnchanged":
-        return cls(tuple(d["rowsets"]))
 
 
 @dataclass(frozen=True)
@@ -378,13 +357,6 @@ class MergeInputsRemappable(Requirement):
         except CommitConflictError as e:
             return Verdict(Outcome.FAIL, str(e), e)
         return Verdict(Outcome.REBASE, "concurrent REDO records remapped onto the outputs", extra=extra)
-
-    def _body(self) -> dict:
-        return {"inputs": list(self.inputs)}
-
-    @classmethod
-    def _from_body(cls, d: dict) -> "MergeInputsRemappable":
-        return cls(tuple(d["inputs"]))
 
 
 def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late: list[tuple[Commit, DeltaFileMeta]],

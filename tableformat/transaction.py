@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .actions import Action, Commit
-from .conflicts import Context, Outcome, Restart, check_all
+from .conflicts import Context, Outcome, check_all
 from . import arguments as arg
-from .errors import CommitConflictError, TableReplacedError, VersionNotFoundError
+from .errors import CommitConflictError, RestartRequired, TableReplacedError, VersionNotFoundError
 from .fragment import WriteFragment
 
 
@@ -63,7 +63,7 @@ class Transaction:
                                      f"the table at this path is now {self.snapshot.table_id}")
 
     def commit(self) -> Commit:
-        """The landed commit; Restart or a typed error (after deleting this write's files) if not."""
+        """The landed commit; RestartRequired or a typed error (after deleting this write's files) if not."""
         f, log, storage = self.fragment, self.table._log, self.table._storage
         base = self.snapshot
         extra: list[Action] = []
@@ -90,7 +90,7 @@ class Transaction:
                 v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
                                                       f.actions + extra, self.written))
                 if v.outcome is Outcome.RESTART:
-                    raise Restart(f"{f.operation}: {v.reason}; planning again")
+                    raise RestartRequired(f"{f.operation}: {v.reason}; planning again")
                 if v.outcome is Outcome.FAIL:
                     raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
                 extra += v.extra
@@ -160,7 +160,7 @@ def run(table, operation: str, plan: Callable[[Any], WriteFragment | None],
             return None, frag
         try:
             return Transaction(table, frag, props).commit(), frag
-        except Restart:
+        except RestartRequired:
             continue
     raise CommitConflictError(f"{operation} restarted {props.max_restarts} times; retry later")
 

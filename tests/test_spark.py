@@ -237,19 +237,24 @@ def _once(marker, action):
     return fn
 
 
+def _ab_table_racing_a_delete(spark, tmp_path, rows, delete):
+    """A table holding a=1, b=2 and a DataFrame of `rows` whose reading runs `delete` of 'a' on the
+    table once, during the job."""
+    uri = str(tmp_path / "t")
+    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
+    tf.create_table(uri, schema).insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+
+    def delete_a():
+        getattr(tf.open_table(uri), delete)(pa.table({"key": ["a"]}))
+    df = spark.createDataFrame(pa.table(rows).to_pandas())
+    return uri, df.mapInArrow(_once(str(tmp_path / "marker"), delete_a), df.schema)
+
+
 def test_partitioned_insert_ignore_obeys_commit_order(spark, tmp_path):
     """insert_ignore skips 'a' as existing; a delete_ignore of 'a' commits during the job. The log
     says delete, then insert: so the table must hold 'a' with the job's value (the job runs again)."""
     from spark_jobs.insert import partitioned_insert
-    uri = str(tmp_path / "t")
-    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
-    t = tf.create_table(uri, schema)
-    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
-
-    def delete_a():
-        tf.open_table(uri).delete_ignore(pa.table({"key": ["a"]}))
-    df = spark.createDataFrame(pa.table({"key": ["a", "c"], "val": [10, 30]}).to_pandas())
-    df = df.mapInArrow(_once(str(tmp_path / "marker"), delete_a), df.schema)
+    uri, df = _ab_table_racing_a_delete(spark, tmp_path, {"key": ["a", "c"], "val": [10, 30]}, "delete_ignore")
     res = partitioned_insert(spark, df, uri, on_duplicate="ignore")
     got = sorted(tf.open_table(uri).to_arrow().to_pylist(), key=lambda r: r["key"])
     assert got == [{"key": "a", "val": 10}, {"key": "b", "val": 2}, {"key": "c", "val": 30}]
@@ -262,16 +267,25 @@ def test_merge_that_loses_to_a_delete_of_its_row_runs_again(spark, tmp_path):
     """The merge updates 'a'; a delete of 'a' commits during the job: the engine's key-level rule
     (the merge's rows must still be live) makes the job plan again, and update_ignore then skips."""
     from spark_jobs.merge import mutation_merge
-    uri = str(tmp_path / "t")
-    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
-    t = tf.create_table(uri, schema)
-    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
-
-    def delete_a():
-        tf.open_table(uri).delete(pa.table({"key": ["a"]}))
-    df = spark.createDataFrame(pa.table({"key": ["a", "b"], "val": [10, 20]}).to_pandas())
-    df = df.mapInArrow(_once(str(tmp_path / "marker"), delete_a), df.schema)
+    uri, df = _ab_table_racing_a_delete(spark, tmp_path, {"key": ["a", "b"], "val": [10, 20]}, "delete")
     res = mutation_merge(spark, df, uri, op="update_ignore")
     got = sorted(tf.open_table(uri).to_arrow().to_pylist(), key=lambda r: r["key"])
     assert got == [{"key": "b", "val": 20}]
     assert (res.updated, res.ignored) == (1, 1)
+
+
+def test_jobs_with_nothing_to_write_commit_nothing(spark, tmp_path):
+    """An empty input (every task empty): the insert and the merge return their zero counts and
+    leave the log as it was."""
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    uri = str(tmp_path / "t")
+    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
+    t = tf.create_table(uri, schema)
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    empty = spark.createDataFrame([], "key string, val long")
+    res = partitioned_insert(spark, empty, uri)
+    assert (res.version, res.inserted) == (1, 0)
+    res = mutation_merge(spark, empty, uri, op="upsert")
+    assert (res.version, res.inserted, res.updated) == (1, 0, 0)
+    assert tf.open_table(uri).version == 1
