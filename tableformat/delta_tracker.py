@@ -115,10 +115,20 @@ def _check_rowids(rowid: np.ndarray, rowset: RowSetMeta, d: DeltaFileMeta) -> No
                                f"{rowset.num_rows} rows")
 
 
+def _sparse_positions(rowids: np.ndarray, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For records' rowids, whether each is among the sorted unique `rowids`, and its position there."""
+    idx = np.minimum(np.searchsorted(rowids, records), max(len(rowids) - 1, 0))
+    hit = rowids[idx] == records if len(rowids) else np.zeros(len(records), bool)
+    return hit, idx
+
+
 def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], columns: Sequence[Column],
-               arrays: dict[int, pa.Array], start: int, stop: int, read_ts: int | None = None) \
-        -> tuple[dict[int, pa.Array], np.ndarray | None]:
+               arrays: dict[int, pa.Array], start: int, stop: int, read_ts: int | None = None,
+               rowids: np.ndarray | None = None) -> tuple[dict[int, pa.Array], np.ndarray | None]:
     """Apply delta files to base values of rows [start, stop): the rows as of `read_ts`.
+
+    With `rowids` (sorted, unique: a key lookup's hits), `arrays` hold those rows only and
+    start/stop are ignored; records of other rows are skipped.
 
     With `read_ts` None (a snapshot read from its own files) every REDO file
     applies, oldest first. Otherwise (a version read from a later version's
@@ -128,6 +138,9 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
     `columns` and delete nothing are not read. Returns the new arrays and the
     live-row mask (None when every row is live).
     """
+    if rowids is not None:
+        rowids = np.asarray(rowids, np.int64)
+        start, stop = 0, len(rowids)
     out = dict(arrays)
     # Gather every file's changes per column, then place each column in one pass (_place).
     pending: dict[int, list[tuple[np.ndarray, pa.Array]]] = {}
@@ -136,6 +149,9 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
     if u is not None:
         rowid = u.column("rowid").to_numpy().astype(np.int64)
         op = u.column("op").to_numpy()
+        if rowids is not None:
+            hit, pos = _sparse_positions(rowids, rowid)
+            rowid = np.where(hit, pos, -1)      # records of other rows fall outside [0, n)
         for cid in undo_ids:
             if flag_name(cid) not in u.column_names:
                 continue
@@ -154,6 +170,9 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
         t = _visible_redo(d, deltafile.read_delta(storage, d, wanted), read_ts)
         rowid = t.column("rowid").to_numpy().astype(np.int64)
         _check_rowids(rowid, rowset, d)
+        if rowids is not None:
+            hit, pos = _sparse_positions(rowids, rowid)
+            t, rowid = t.filter(pa.array(hit)), pos[hit]
         lo, hi = np.searchsorted(rowid, [start, stop])
         if lo == hi:
             continue
@@ -179,7 +198,7 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
             pos, values = uniq, allvals.take(pa.array(len(allpos) - 1 - first_in_rev))
         out[cid] = _place(base, pos, values.cast(base.type))
     deleted = deleted_mask(storage, rowset, deltas, read_ts)
-    live = None if deleted is None else ~deleted[start:stop]
+    live = None if deleted is None else ~(deleted[rowids] if rowids is not None else deleted[start:stop])
     if live is not None and live.all():
         live = None
     return out, live

@@ -270,3 +270,68 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
 
 
 _IO_POOL = ThreadPoolExecutor(4, thread_name_prefix="tableformat-io")
+
+
+def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Column],
+                   rowids: np.ndarray) -> dict[int, pa.Array]:
+    """Base values of `columns` at `rowids` (sorted, unique): a key lookup's hits.
+
+    Parquet is decoded by row group, so only the row groups holding a hit are read; a row
+    group read once stays in the block cache (as Kudu's block cache keeps decoded blocks),
+    so later lookups in it decode nothing."""
+    n = len(rowids)
+    out: dict[int, pa.Array] = {}
+    by_file: dict[FileRef, list[Column]] = {}
+    for c in columns:
+        ref = rowset.base_file_for(c.id)
+        if ref is None:
+            out[c.id] = pa.nulls(n, c.arrow_type) if c.read_default is None else \
+                pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.read_default, c.arrow_type))
+        else:
+            by_file.setdefault(ref, []).append(c)
+    for ref, cols in by_file.items():
+        pf = None
+        bounds = FILE_CACHE.get(storage, ref.path + "#rg_bounds", ref.size)
+        if bounds is None:
+            pf = parquet_file(storage, ref)
+            md = pf.metadata
+            bounds = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
+            FILE_CACHE.put(storage, ref.path + "#rg_bounds", bounds, bounds.nbytes, ref.size)
+        if bounds[-1] < rowset.num_rows:
+            raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
+        rg = np.searchsorted(bounds, rowids, side="right") - 1
+        groups = np.unique(rg).tolist()
+        names = [field_name(c.id) for c in cols]
+        chunks = {(g, nm): FILE_CACHE.get(storage, f"{ref.path}#rg{g}#{nm}", ref.size)
+                  for g in groups for nm in names}
+        missing = sorted({g for (g, nm), v in chunks.items() if v is None})
+        if missing:
+            pf = pf or parquet_file(storage, ref)
+            try:
+                prefetch_columns(pf, missing, names)
+                t = pf.read_row_groups(missing, columns=names, use_threads=len(missing) > 1)
+            except (OSError, pa.ArrowException) as e:
+                raise wrap_read_error(ref.path, e) from None
+            if t.num_rows != int(sum(bounds[g + 1] - bounds[g] for g in missing)):
+                raise CorruptFileError(f"base file {ref.path} holds fewer rows than its footer says")
+            for c, nm in zip(cols, names):
+                arr, offset = t.column(nm), 0
+                for g in missing:
+                    size = int(bounds[g + 1] - bounds[g])
+                    piece = arr.slice(offset, size).combine_chunks()
+                    if piece.type != c.arrow_type:
+                        piece = piece.cast(c.arrow_type)
+                    offset += size
+                    chunks[(g, nm)] = piece
+                    FILE_CACHE.put(storage, f"{ref.path}#rg{g}#{nm}", piece, piece.nbytes, ref.size)
+        # rowid -> position in the hit row groups laid end to end: one take per column
+        garr = np.asarray(groups, np.int64)
+        sizes = bounds[garr + 1] - bounds[garr]
+        local = rowids - bounds[rg] + np.r_[0, np.cumsum(sizes)[:-1]][np.searchsorted(garr, rg)]
+        idx = pa.array(local)
+        for c, nm in zip(cols, names):
+            whole = chunks[(groups[0], nm)] if len(groups) == 1 else \
+                pa.chunked_array([chunks[(g, nm)] for g in groups], c.arrow_type)
+            taken = whole.take(idx)
+            out[c.id] = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+    return out

@@ -87,7 +87,8 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
 
 
 def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
-          deltas_of: Callable[[str], Sequence] | None = None) -> tuple[np.ndarray, np.ndarray]:
+          deltas_of: Callable[[str], Sequence] | None = None,
+          read_ts: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Locate each key's live row: (index into `rowsets` or -1, rowid or -1).
 
     A key is looked for in every rowset whose interval covers it. With
@@ -117,7 +118,7 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
         rid = rowids_in_rowset(storage, rs, keys.take(pa.array(cand)))
         hit = rid >= 0
         if deltas_of is not None and hit.any():
-            deleted = deleted_mask(storage, rs, deltas_of(rs.id))
+            deleted = deleted_mask(storage, rs, deltas_of(rs.id), read_ts)
             if deleted is not None:
                 hit[hit] = ~deleted[rid[hit]]
         which[cand[hit]] = i

@@ -30,6 +30,7 @@ from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredErr
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
 from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
+from .lookup import lookup as run_lookup
 from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
 from .scan import Scanner
@@ -98,6 +99,14 @@ class Snapshot:
         """Rows of this snapshot: `columns` (a list of names; one string is one name; None: all),
         `filter` terms ANDed, `ordered` in primary-key order."""
         return Scanner(self.storage, self.state, columns, filter, ordered)
+
+    def lookup(self, keys: Any, columns: Sequence[str] | None = None, missing: str = "omit") -> pa.Table:
+        """The rows of this snapshot for `keys` (anything with the key columns: Arrow, pandas, a
+        dict of lists), in input order, found through the PK index: missing="omit" leaves out
+        absent keys, "null" gives them a row of NULLs and a `_found` column."""
+        columns = arg.names(columns, "columns")
+        arg.choice(missing, "missing", ("omit", "null"))
+        return run_lookup(self.storage, self.state, keys, columns, missing)
 
     # --- planning writes: files written now, committed later ---------------------------
     def write_insert(self, data: Any, on_duplicate: str = "fail", report: bool = False, distributed: bool = False,
@@ -249,6 +258,14 @@ class Table:
         columns = arg.names(columns, "columns")
         arg.boolean(ordered, "ordered")
         return self.snapshot(as_of).scan(columns, filter, ordered)
+
+    def lookup(self, keys: Any, columns: Sequence[str] | None = None, as_of: Any = None,
+               missing: str = "omit") -> pa.Table:
+        """Rows by primary key, in input order, without a scan (interval, bloom, PK index, then
+        only the row groups holding hits). See Snapshot.lookup."""
+        columns = arg.names(columns, "columns")
+        arg.choice(missing, "missing", ("omit", "null"))
+        return self.snapshot(as_of).lookup(keys, columns, missing)
 
     def changes(self, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
                 images: str = "full") -> pa.Table:
