@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from .cfile_set import FILE_CACHE
 from .delta_tracker import deleted_mask
 from .diskrowset import load_bloom, pk_block_first_keys, read_pk_blocks, read_pk_index
+from .hashing import murmur2_64
 from .metadata import RowSetMeta
 from .storage import Storage
 
@@ -86,9 +87,46 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
     return result
 
 
+_HASH_SEED = 0x5EED
+
+
+def _hash_index(storage: Storage, rowset: RowSetMeta) -> tuple[np.ndarray, np.ndarray]:
+    """The PK index's keys by 64-bit hash (sorted hashes, their rowids): built once per process,
+    it answers a few keys with a binary search instead of a pass over the whole index."""
+    key = rowset.pk_index.path + "#hash"
+    cached = FILE_CACHE.get(storage, key, rowset.pk_index.size)
+    if cached is None:
+        h = murmur2_64(read_pk_index(storage, rowset), _HASH_SEED)
+        order = np.argsort(h, kind="stable")
+        cached = (h[order], order.astype(np.int64))
+        FILE_CACHE.put(storage, key, cached, h.nbytes * 2, rowset.pk_index.size)
+    return cached
+
+
+def rowids_by_hash(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np.ndarray:
+    """Rowid of each key in the rowset's PK index, -1 where absent, through the hash index:
+    O(keys x log rows) once the index is loaded. Every hit is checked against the key itself."""
+    result = np.full(len(keys), -1, dtype=np.int64)
+    if not len(keys):
+        return result
+    full = read_pk_index(storage, rowset)
+    hashes, rowids = _hash_index(storage, rowset)
+    h = murmur2_64(keys, _HASH_SEED)
+    pos = np.minimum(np.searchsorted(hashes, h), len(hashes) - 1)
+    idx = np.flatnonzero(hashes[pos] == h)
+    if len(idx):
+        cand = rowids[pos[idx]]
+        eq = pc.equal(full.take(pa.array(cand)), keys.take(pa.array(idx))).to_numpy(zero_copy_only=False)
+        result[idx[eq]] = cand[eq]
+        clash = idx[~eq]
+        if len(clash):          # a 64-bit hash two keys share: the exact search, for those few
+            result[clash] = _index_in(keys.take(pa.array(clash)), full)
+    return result
+
+
 def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
           deltas_of: Callable[[str], Sequence] | None = None,
-          read_ts: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+          read_ts: int | None = None, by_hash: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Locate each key's live row: (index into `rowsets` or -1, rowid or -1).
 
     A key is looked for in every rowset whose interval covers it. With
@@ -115,7 +153,7 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
         cand = cand[maybe]
         if not len(cand):
             continue
-        rid = rowids_in_rowset(storage, rs, keys.take(pa.array(cand)))
+        rid = (rowids_by_hash if by_hash else rowids_in_rowset)(storage, rs, keys.take(pa.array(cand)))
         hit = rid >= 0
         if deltas_of is not None and hit.any():
             deleted = deleted_mask(storage, rs, deltas_of(rs.id), read_ts)

@@ -97,7 +97,7 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
 
     def locate(g):
         rows, rowsets = g
-        w, r = probe(storage, rowsets, uniq.take(pa.array(rows)), state.deltas_of, state.read_ts)
+        w, r = probe(storage, rowsets, uniq.take(pa.array(rows)), state.deltas_of, state.read_ts, by_hash=True)
         return rows, w, r, rowsets
 
     hits = []                      # (unique-key positions, rowset, rowids), rowids sorted
