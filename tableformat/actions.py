@@ -116,6 +116,30 @@ class SetHistory(Action):
         return {self.key: d}
 
 
+@dataclass(frozen=True)
+class AddTag(Action):
+    """(v4) A name for a version: `as_of` accepts it, and the history it needs is kept (§12)."""
+
+    name: str
+    version: int
+    timestamp: int
+    key = "tag"
+
+    def to_json(self) -> dict:
+        return {self.key: {"name": self.name, "version": self.version, "timestamp": self.timestamp}}
+
+
+@dataclass(frozen=True)
+class RemoveTag(Action):
+    """(v4) The tag is gone; the history only it needed may be garbage-collected."""
+
+    name: str
+    key = "untag"
+
+    def to_json(self) -> dict:
+        return {self.key: {"name": self.name}}
+
+
 DEFINITION_CHANGES = (CreateTable, AlterDefinition)
 
 
@@ -142,6 +166,10 @@ def action_from_json(d: dict, path: str = "<commit>") -> Action:
             return SetHistory(body.get("horizon_version"), body.get("gc_before_ts"))
         if key == "metadata":
             return CreateTable(MappingProxyType(dict(body)))
+        if key == "tag":
+            return AddTag(str(body["name"]), int(body["version"]), int(body["timestamp"]))
+        if key == "untag":
+            return RemoveTag(str(body["name"]))
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptFileError(f"{path}: malformed {key} action: {e}") from None
     raise CorruptFileError(f"{path}: unknown log action [{key!r}]")
@@ -261,6 +289,20 @@ def _(action: AlterDefinition, state: TableState) -> TableState:
 def _(action: SetHistory, state: TableState) -> TableState:
     return replace(state, history_horizon=max(state.history_horizon, action.horizon_version or 0),
                    history_gc_ts=max(state.history_gc_ts, action.gc_before_ts or 0))
+
+
+@apply_action.register
+def _(action: AddTag, state: TableState) -> TableState:
+    if action.name in state.tags:
+        raise _Invalid(f"tag {action.name!r} added twice")
+    return replace(state, tags=MappingProxyType({**state.tags, action.name: (action.version, action.timestamp)}))
+
+
+@apply_action.register
+def _(action: RemoveTag, state: TableState) -> TableState:
+    if action.name not in state.tags:
+        raise _Invalid(f"untag of unknown tag {action.name!r}")
+    return replace(state, tags=MappingProxyType({k: v for k, v in state.tags.items() if k != action.name}))
 
 
 def apply_commit(state: TableState | None, commit: Commit, path: str = "<commit>") -> TableState:

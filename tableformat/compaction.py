@@ -31,13 +31,14 @@ import pyarrow.compute as pc
 
 from .actions import Action, AddDelta, AddRowSet, RemoveDelta, RemoveRowSet, SetHistory
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
-from .conflicts import DefinitionUnchanged, MergeInputsRemappable, Outcome, RowSetsUnchanged
+from .conflicts import DefinitionUnchanged, MergeInputsRemappable, Outcome, RowSetsUnchanged, TagsRetained
 from .cfile_set import column_stats, field_name
 from .delta_tracker import apply_deltas, redo_order
 from .deltafile import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, flag_name, read_delta, write_delta_file
 from .fragment import WriteFragment
 from .diskrowset import read_base_columns, read_pk_index, write_base_file
 from .metadata import RowSetMeta, TableState
+from .mvcc import gc_floor, kept_by_tags, retention_points
 from .schema import Column
 from .parallel import pmap
 from .storage import Storage
@@ -135,11 +136,42 @@ def _undo_of(records: pa.Table, base: dict[int, pa.Array], cols: Sequence[Column
     return t.filter(pa.array(keep))
 
 
-def _gc(t: pa.Table | None, ahm: int | None) -> pa.Table | None:
-    """Drop history records at or before the ancient history mark: no reader can ask for them."""
+def _gc(t: pa.Table | None, ahm: int | None, st: TableState) -> pa.Table | None:
+    """Drop history records at or before the ancient history mark that no tagged version needs
+    (mvcc.kept_by_tags): no reader can ask for them."""
     if t is None or ahm is None or t.num_rows == 0:
         return t
-    return t.filter(pc.greater(t.column("ts"), ahm))
+    keep = t.column("ts").to_numpy() > ahm
+    points = retention_points(st)
+    if len(points) and not keep.all():
+        keep |= _needed_by_tags(t, points)
+    return t.filter(pa.array(keep))
+
+
+def _needed_by_tags(t: pa.Table, points) -> np.ndarray:
+    """UNDO records a read as of a tagged time takes: per row, the first existence record
+    (DELETE / REINSERT) after it, and per column the first record setting the column after it."""
+    rowid = t.column("rowid").to_numpy().astype(np.int64)
+    ts = t.column("ts").to_numpy().astype(np.int64)
+    op = t.column("op").to_numpy()
+    order = np.lexsort((ts, rowid))
+    r, s_ts, s_op = rowid[order], ts[order], op[order]
+    chains = [(s_op == DELETE) | (s_op == REINSERT)]
+    for name in t.column_names:
+        if name.startswith("u") and name[1:].isdigit() and name == flag_name(int(name[1:])):
+            chains.append(t.column(name).fill_null(False).to_numpy(zero_copy_only=False)[order] & (s_op != DELETE))
+    needed = np.zeros(len(order), bool)
+    for m in chains:
+        idx = np.flatnonzero(m)
+        if not len(idx):
+            continue
+        prev = np.full(len(idx), -1, np.int64)
+        same = np.r_[False, r[idx][1:] == r[idx][:-1]]
+        prev[same] = s_ts[idx][:-1][same[1:]]
+        needed[idx] |= kept_by_tags(s_ts[idx], prev, points)
+    out = np.zeros(len(order), bool)
+    out[order] = needed
+    return out
 
 
 def _history_action(ahm: int | None) -> list[Action]:
@@ -199,11 +231,12 @@ def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: 
         changed = t.filter(pa.array(mine & (op != DELETE)))
         undo = _undo_of(changed, base, cols, np.zeros(changed.num_rows, bool))    # only `cols` are in base
         # existence stays with the REDO records: keep only the cell before-images
-        undo = _gc(undo.filter(pc.equal(undo.column("op"), UPDATE)), ahm)
+        undo = _gc(undo.filter(pc.equal(undo.column("op"), UPDATE)), ahm, st)
         undo_meta = _write_records(storage, st, rs, undo, done, UNDO)
     meta = _write_records(storage, st, rs, remaining, {c.id for c in st.schema.columns} - done)
     written += [m.path for m in (meta, undo_meta) if m is not None]
-    old_undo = [d for d in st.deltas_of(rs.id) if d.kind == UNDO and ahm is not None and d.max_ts <= ahm]
+    floor = gc_floor(st, ahm)
+    old_undo = [d for d in st.deltas_of(rs.id) if d.kind == UNDO and floor is not None and d.max_ts <= floor]
     actions = [AddRowSet(new_rs)] + [RemoveDelta(rs.id, d.path) for d in redo + old_undo] + \
         [AddDelta(m) for m in (meta, undo_meta) if m is not None] + _history_action(ahm)
     return Prepared(actions, written, {rs.id})
@@ -245,15 +278,25 @@ def _load_input(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | Non
     old_undo, _ = _read_all_deltas(storage, st, rs, UNDO)
     if old_undo is not None:
         parts.append(old_undo)
-    if rs.created_ts and (ahm is None or rs.created_ts > ahm):
+    points = retention_points(st)
+    if rs.created_ts and (ahm is None or rs.created_ts > ahm or (len(points) and points[0] < rs.created_ts)):
         # the rows did not exist before the insert that wrote them: UNDO DELETE at its time
         k = {field_name(c.id): base[c.id] for c in st.schema.key_columns}
         parts.append(pa.table({"rowid": pa.array(np.arange(n, dtype=np.uint32)),
                                "op": pa.array(np.full(n, DELETE, np.int8)),
                                "ts": pa.array(np.full(n, rs.created_ts, np.int64)), **k}))
-    undo = _gc(pa.concat_tables(parts, promote_options="default") if parts else None, ahm)
+    undo = _gc(pa.concat_tables(parts, promote_options="default") if parts else None, ahm, st)
     keep = np.ones(n, bool) if live is None else live.copy()
     keep |= delete_ts > (ahm if ahm is not None else -1)     # ghosts: deleted within the history
+    if len(points):                                          # or visible at a tagged time
+        ins_ts = np.full(n, rs.created_ts or -1, np.int64)
+        if old_undo is not None:
+            o = old_undo.column("op").to_numpy()
+            sel = o == DELETE                                 # an UNDO DELETE: the row's insert time
+            np.maximum.at(ins_ts, old_undo.column("rowid").to_numpy().astype(np.int64)[sel],
+                          old_undo.column("ts").to_numpy()[sel])
+        ghost = delete_ts >= 0
+        keep[ghost] |= kept_by_tags(delete_ts[ghost], ins_ts[ghost], points)
     rowids = np.flatnonzero(keep)
     t = pa.table({c.name: arrays[c.id] for c in cols})
     if not keep.all():
@@ -364,6 +407,8 @@ def write_compaction(storage: Storage, st: TableState, action: CompactionAction,
         else:
             prep = prepare_minor(storage, st, first)
         reqs = [DefinitionUnchanged(Outcome.FAIL), RowSetsUnchanged(tuple(action.rowsets))]
+    if ahm is not None:
+        reqs.append(TagsRetained(ahm))
     return WriteFragment(f"COMPACT {action.kind.upper()}", st.version, prep.actions, prep.written,
                          {"rowsets_in": len(action.rowsets), "rowsets_out": len(prep.outputs)}, reqs,
                          data_change=False, table_id=st.table_id)

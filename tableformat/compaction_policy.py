@@ -18,6 +18,7 @@ import numpy as np
 
 from .deltafile import REDO, UNDO, DeltaFileMeta
 from .metadata import RowSetMeta, TableState
+from .mvcc import gc_floor
 
 MIB = 1 << 20
 SMALL_ROWSET_TRADEOFF = 0.009     # Kudu --compaction_small_rowset_tradeoff
@@ -86,6 +87,7 @@ def _deleted_rows(st: TableState, rid: str, ahm: int | None = -1) -> int:
     """Rows deleted (by REDO files no newer than `ahm`: those a merge may drop; -1: any)."""
     if ahm is None:
         return 0                                 # history kept forever: no deleted row is reclaimable
+    ahm = ahm if ahm == -1 else gc_floor(st, ahm)     # nor one a tagged version may still see
     return sum(d.delete_count - d.reinsert_count for d in st.deltas_of(rid)
                if d.kind == REDO and (ahm == -1 or d.max_ts <= ahm))
 
@@ -188,7 +190,8 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) ->
 
 
 def ancient_undo(st: TableState, rid: str, ahm: int | None) -> list[DeltaFileMeta]:
-    return [] if ahm is None else [d for d in st.deltas_of(rid) if d.kind == UNDO and d.max_ts <= ahm]
+    floor = gc_floor(st, ahm)                    # below the oldest tag too: no tagged read needs them
+    return [] if floor is None else [d for d in st.deltas_of(rid) if d.kind == UNDO and d.max_ts <= floor]
 
 
 def _undo_gc_candidates(st: TableState, ahm: int | None) -> list[CompactionAction]:

@@ -23,12 +23,12 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_deltas
+from .actions import AddDelta, AddRowSet, AddTag, Action, Commit, RemoveRowSet, RemoveTag, SetHistory, added_deltas
 from .cfile_set import field_name
 from .delta_tracker import deleted_mask
 from .deltafile import DELETE, REDO, flag_name, read_delta, write_delta_file
 from .diskrowset import read_pk_index
-from .errors import CommitConflictError, DuplicateKeyError
+from .errors import CommitConflictError, DuplicateKeyError, HistoryExpiredError, TagExistsError, TagNotFoundError
 from .keyencoder import decode_key, encode_keys
 from .keyprobe import probe
 from .metadata import DeltaFileMeta, TableState
@@ -390,6 +390,67 @@ def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late
             written.append(meta.path)
             out.append(AddDelta(meta))
     return out
+
+
+@dataclass(frozen=True)
+class TagAbsent(Requirement):
+    """No winner created a tag of this name (a tag)."""
+
+    name: str = ""
+    kind: ClassVar[str] = "tag_absent"
+
+    def check(self, ctx: Context) -> Verdict:
+        if any(isinstance(a, AddTag) and a.name == self.name for a in ctx.winner_actions):
+            return Verdict(Outcome.FAIL, f"tag {self.name!r} was created concurrently",
+                           TagExistsError(f"tag {self.name!r} was created concurrently; untag it first"))
+        return REBASE
+
+
+@dataclass(frozen=True)
+class TagPresent(Requirement):
+    """No winner removed the tag (an untag)."""
+
+    name: str = ""
+    kind: ClassVar[str] = "tag_present"
+
+    def check(self, ctx: Context) -> Verdict:
+        if any(isinstance(a, RemoveTag) and a.name == self.name for a in ctx.winner_actions):
+            return Verdict(Outcome.FAIL, f"tag {self.name!r} was removed concurrently",
+                           TagNotFoundError(f"tag {self.name!r} was removed concurrently"))
+        return REBASE
+
+
+@dataclass(frozen=True)
+class HistoryKept(Requirement):
+    """The history a new tag needs is still there: no winner garbage-collected history (a
+    compaction's UNDO GC, a vacuum passing an aged-out ALTER) at or after the time until which
+    the tagged version was valid (-1: the tagged version is the newest, always kept)."""
+
+    valid_until: int = -1
+    kind: ClassVar[str] = "history_kept"
+
+    def check(self, ctx: Context) -> Verdict:
+        gc = max((a.gc_before_ts or 0 for a in ctx.winner_actions if isinstance(a, SetHistory)), default=0)
+        if self.valid_until >= 0 and gc >= self.valid_until:
+            return Verdict(Outcome.FAIL, "the history the tag needs was garbage-collected concurrently",
+                           HistoryExpiredError("the history the tagged version needs was garbage-collected "
+                                               "concurrently (history_max_age passed it)"))
+        return REBASE
+
+
+@dataclass(frozen=True)
+class TagsRetained(Requirement):
+    """A write that garbage-collects history before `gc_before_ts` (compaction, vacuum) planned
+    without the tags added since: it gives up if one of them is a time it may have dropped."""
+
+    gc_before_ts: int = 0
+    kind: ClassVar[str] = "tags_retained"
+
+    def check(self, ctx: Context) -> Verdict:
+        if any(isinstance(a, AddTag) and a.timestamp < self.gc_before_ts for a in ctx.winner_actions):
+            return Verdict(Outcome.FAIL, "a tag needing the history it drops was created concurrently",
+                           CommitConflictError("a tag needing the history this drops was created concurrently"))
+        return REBASE
 
 
 def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = False) -> Verdict:

@@ -148,3 +148,20 @@ class KeyColumnUpdateError(TableFormatError, ValueError):
 
 class HistoryExpiredError(TableFormatError):
     """Time travel to before the retained history (history_max_age)."""
+
+
+class TagNotFoundError(VersionNotFoundError):
+    """`as_of` or untag names a tag the table does not have."""
+
+
+class TagExistsError(TableFormatError):
+    """A tag of that name exists: untag it first, or pick another name."""
+
+
+class InvalidTagNameError(InvalidOptionError):
+    """A tag name must be a letter or underscore, then letters, digits, `_`, `.` or `-` (at most 128)."""
+
+
+class RestoreError(TableFormatError):
+    """A restore that cannot be done (e.g. the schema changed since the version restored)."""
+

@@ -17,7 +17,8 @@ from .schema import Schema
 # 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12).
 # 3: checksums over whole commits and checkpoints, and a `crc32` of every data, index, bloom and
 #    delta file in the log (specs/format.md §8). 1 and 2 are still read.
-FORMAT_VERSION = 3
+# 4: tags (the `tag` and `untag` actions, `tags` in checkpoints; specs/format.md §8.2, §12).
+FORMAT_VERSION = 4
 
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
@@ -214,6 +215,8 @@ class TableState:
     history_horizon: int = 0
     # Compactions dropped UNDO records and deleted rows older than this timestamp.
     history_gc_ts: int = 0
+    # Tags (format 4): name -> (version, that version's commit timestamp). History they need is kept.
+    tags: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # Not stored: set when this state is version `version` read from a later version's files;
     # readers then apply UNDO records newer than it and skip REDO records newer than it.
     read_ts: int | None = None
@@ -234,7 +237,8 @@ class TableState:
                 "partitioning": self.partitioning.to_json(self.schema), "properties": dict(self.properties),
                 "rowsets": [r.to_json() for r in self.rowsets.values()],
                 "deltas": [d.to_json() for ds in self.deltas.values() for d in ds],
-                "history_horizon": self.history_horizon, "history_gc_ts": self.history_gc_ts}
+                "history_horizon": self.history_horizon, "history_gc_ts": self.history_gc_ts,
+                **({"tags": {k: list(v) for k, v in self.tags.items()}} if self.tags else {})}
 
     @staticmethod
     def from_json(d: dict) -> "TableState":
@@ -248,4 +252,5 @@ class TableState:
                           MappingProxyType(dict(d["properties"])),
                           MappingProxyType({r["id"]: RowSetMeta.from_json(r) for r in d["rowsets"]}),
                           d["format_version"], MappingProxyType(deltas), d.get("history_horizon", 0),
-                          d.get("history_gc_ts", 0))
+                          d.get("history_gc_ts", 0),
+                          MappingProxyType({k: (int(v[0]), int(v[1])) for k, v in d.get("tags", {}).items()}))

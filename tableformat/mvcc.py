@@ -4,7 +4,10 @@ Every commit has a timestamp; a read `as_of` a version or a timestamp sees one
 committed state. Reads older than the ancient history mark (now minus
 `history_max_age`) are refused, and versions behind vacuum's history horizon
 are read from the horizon's files through UNDO records. `parse_as_of` is the
-one parser of `as_of` values, shared by the API, the Spark jobs and the CLI.
+one parser of `as_of` values, shared by the API, the Spark jobs and the CLI;
+an `as_of` may name a tag. Tagged versions are retention points: history
+older than the mark that a tagged version needs is kept (`retention_points`,
+`kept_by_tags`), and reads of them are never refused as too old.
 See `specs/format.md` §8.3, §9.1 and §12.
 """
 from __future__ import annotations
@@ -13,9 +16,12 @@ import datetime as _dt
 import numbers
 import re
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from .errors import HistoryExpiredError, InvalidOptionError, TimestampAfterLatestError, VersionNotFoundError
+import numpy as np
+
+from .errors import (HistoryExpiredError, InvalidOptionError, InvalidTagNameError, TagNotFoundError,
+                     TimestampAfterLatestError, VersionNotFoundError)
 from .metadata import CommitInfo, TableState
 from .txlog import now_micros
 
@@ -41,6 +47,25 @@ class Timestamp(int):
         return f"Timestamp({int(self)})"
 
 
+_TAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
+
+
+class TagName(str):
+    """An `as_of` naming a tag: resolved against the table's tags (TableState.tags)."""
+
+    def __repr__(self) -> str:
+        return f"TagName({str(self)!r})"
+
+
+def validate_tag_name(name: Any) -> str:
+    """A tag name: a letter or `_`, then letters, digits, `_`, `.`, `-`; at most 128 characters.
+    So no tag reads as a version number, a `ts:` timestamp or an ISO date-time."""
+    if not isinstance(name, str) or not _TAG_NAME.fullmatch(name):
+        raise InvalidTagNameError(f"tag name must start with a letter or underscore and hold only letters, "
+                                  f"digits, '_', '.' and '-' (at most 128), got {name!r:.80}")
+    return name
+
+
 def _micros(d: _dt.datetime) -> int:
     if d.tzinfo is None:
         d = d.replace(tzinfo=_dt.timezone.utc)
@@ -48,11 +73,14 @@ def _micros(d: _dt.datetime) -> int:
         int(d.replace(microsecond=0).timestamp()) * 1_000_000 + d.microsecond
 
 
-def parse_as_of(value: Any, what: str = "as_of") -> int | Timestamp | None:
-    """A version (int, or a string of digits), a Timestamp (also `ts:<microseconds>`), or a
-    datetime / ISO-8601 string (`Z` allowed, naive means UTC) as a Timestamp; None is "latest"."""
+def parse_as_of(value: Any, what: str = "as_of") -> int | Timestamp | TagName | None:
+    """A version (int, or a string of digits), a Timestamp (also `ts:<microseconds>`), a
+    datetime / ISO-8601 string (`Z` allowed, naive means UTC) as a Timestamp, or a tag name
+    (`tag:<name>`, or a bare name that is no date-time); None is "latest"."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
+    if isinstance(value, TagName):
+        return value
     if isinstance(value, bool):
         raise InvalidOptionError(f"{what} must be a version, a timestamp or a datetime, not a bool")
     if isinstance(value, Timestamp):
@@ -67,12 +95,16 @@ def parse_as_of(value: Any, what: str = "as_of") -> int | Timestamp | None:
             return int(s)
         if s[:3].lower() == "ts:" and re.fullmatch(r"\d+", s[3:].strip()):
             return Timestamp(int(s[3:].strip()))
+        if s[:4].lower() == "tag:":
+            return TagName(validate_tag_name(s[4:].strip()))
         try:
             iso = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
             return Timestamp(_micros(_dt.datetime.fromisoformat(iso)))
         except ValueError:
-            raise InvalidOptionError(f"{what} {value!r} is not a version number, ts:<microseconds> or an ISO "
-                                     "date-time such as 2024-05-01T12:00:00Z") from None
+            if _TAG_NAME.fullmatch(s):
+                return TagName(s)
+            raise InvalidOptionError(f"{what} {value!r} is not a version number, ts:<microseconds>, an ISO "
+                                     "date-time such as 2024-05-01T12:00:00Z or a tag name") from None
     raise InvalidOptionError(f"{what} must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
                              f"got {type(value).__name__}")
 
@@ -81,13 +113,19 @@ def is_version(as_of: Any) -> bool:
     return isinstance(as_of, int) and not isinstance(as_of, (Timestamp, bool))
 
 
-def resolve_version(history: Sequence[CommitInfo], as_of: Any) -> int:
+def resolve_version(history: Sequence[CommitInfo], as_of: Any,
+                    tags: Mapping[str, tuple[int, int]] | None = None) -> int:
     """The version a read `as_of` sees: the version itself, or the last one committed at or
     before the timestamp. A timestamp after the newest commit's is refused: the answer to a
     read as of T never changes once given, because every later commit has a later timestamp
     (a commit's timestamp exceeds its predecessor's, specs/format.md §8.1)."""
     as_of = parse_as_of(as_of)
     latest = history[-1].version
+    if isinstance(as_of, TagName):
+        if not tags or as_of not in tags:
+            known = ", ".join(sorted(tags or ())[:10]) or "none"
+            raise TagNotFoundError(f"no tag {str(as_of)!r} in this table (tags: {known})")
+        return tags[as_of][0]
     if is_version(as_of):
         if as_of < 0 or as_of > latest:
             raise VersionNotFoundError(f"version {as_of} does not exist; versions are 0..{latest}")
@@ -116,9 +154,9 @@ def ancient_history_mark(state: TableState) -> int | None:
 def check_history(state: TableState, history: Sequence[CommitInfo], version: int, as_of: Any) -> None:
     """Refuse a read of `version` that history_max_age no longer covers."""
     ahm = ancient_history_mark(state)
-    if ahm is None or version == state.version:
+    if ahm is None or version == state.version or is_tagged(state, version):
         return
-    explicit_ts = None if is_version(as_of) else parse_as_of(as_of)
+    explicit_ts = parse_as_of(as_of) if isinstance(parse_as_of(as_of), Timestamp) else None
     end_of_validity = history[version + 1].timestamp if version + 1 < len(history) else None
     too_old = (explicit_ts is not None and explicit_ts < ahm) or \
         (end_of_validity is not None and end_of_validity <= ahm)
@@ -138,7 +176,7 @@ def state_at(latest: TableState, history: Sequence[CommitInfo], v: int,
     if v >= horizon:
         return st
     valid_until = history[v + 1].timestamp        # v < horizon <= latest
-    if valid_until <= latest.history_gc_ts:
+    if valid_until <= latest.history_gc_ts and not is_tagged(latest, v):
         # history (UNDO records, deleted rows, a passed ALTER) up to gc_ts is gone; a version
         # still valid after it lost nothing: no change happened between its commit and gc_ts
         raise HistoryExpiredError(
@@ -159,6 +197,7 @@ def history_horizon(latest: TableState, history: Sequence[CommitInfo], wanted: i
     insert times). Passing one that aged out makes the versions before it unreadable for
     good, even if history_max_age is raised later: that is the returned floor."""
     ahm = ancient_history_mark(latest)
+    oldest_tag = min((v for v, _ in latest.tags.values()), default=None)
     floor = 0
     born_v2 = latest.format_version >= 2          # then no commit is format 1: none to read
     for v in range(max(1, latest.history_horizon + 1), wanted + 1):
@@ -166,7 +205,39 @@ def history_horizon(latest: TableState, history: Sequence[CommitInfo], wanted: i
         blocking = info.operation == "ALTER TABLE" or (not born_v2 and commit_format(v) < 2)
         if not blocking:
             continue
-        if ahm is None or info.timestamp > ahm:
+        if ahm is None or info.timestamp > ahm or (oldest_tag is not None and v > oldest_tag):
+            # within the history, or after a tagged version, which must stay readable
             return max(latest.history_horizon, v - 1), floor
         floor = info.timestamp
     return wanted, floor
+
+
+# --- tags: retention points ----------------------------------------------------------------
+
+def is_tagged(state: TableState, version: int) -> bool:
+    return any(v == version for v, _ in state.tags.values())
+
+
+def retention_points(state: TableState) -> np.ndarray:
+    """Sorted commit timestamps of the tagged versions: besides the ancient history mark, the
+    times whose reads history garbage collection must keep answering."""
+    return np.unique(np.array([ts for _, ts in state.tags.values()], dtype=np.int64))
+
+
+def kept_by_tags(ts: np.ndarray, prev_ts: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Which history records a tagged read needs: a read as of time P takes, per row and column,
+    the first record after P, so a record at `ts` whose predecessor (same row and column) is at
+    `prev_ts` (-1: none) is needed exactly when some point P has prev_ts <= P < ts."""
+    if not len(points):
+        return np.zeros(len(ts), bool)
+    return np.searchsorted(points, ts, side="left") > np.searchsorted(points, prev_ts, side="left")
+
+
+def gc_floor(state: TableState, ahm: int | None) -> int | None:
+    """History at or before this time no read needs at all: the ancient history mark, or the
+    oldest tagged version's time when older (whole UNDO files are dropped only below it)."""
+    points = retention_points(state)
+    if ahm is None or not len(points):
+        return ahm
+    return min(ahm, int(points[0]))
+

@@ -18,15 +18,16 @@ import numpy as np
 import pyarrow as pa
 
 from . import arguments as arg, mvcc
-from .actions import AddDelta, Commit, CreateTable, apply_commit
+from .actions import AddDelta, AddTag, Commit, CreateTable, RemoveTag, apply_commit
 from .alter import AlterTable, write_alter
 from .batch import convert_column, to_arrow_table
 from .changes import collect_changes, finish
 from .check import CheckReport, check as run_check
 from .compaction import write_compaction
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
+from .conflicts import HistoryKept, TagAbsent, TagPresent
 from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError, SchemaError,
-                     TableExistsError, TableReplacedError)
+                     TableExistsError, TableReplacedError, TagExistsError, TagNotFoundError)
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
 from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
@@ -242,7 +243,7 @@ class Table:
         latest = self.refresh()
         if as_of is None:
             return Snapshot(self._storage, latest)
-        v = mvcc.resolve_version(self._history, as_of)
+        v = mvcc.resolve_version(self._history, as_of, latest.tags)
         mvcc.check_history(latest, self._history, v, as_of)
         if v == latest.version:
             return Snapshot(self._storage, latest)
@@ -287,8 +288,8 @@ class Table:
                                      "got None")
         end = mvcc.parse_as_of(end, "end")
         latest = self.refresh()
-        s = mvcc.resolve_version(self._history, start)
-        e = latest.version if end is None else mvcc.resolve_version(self._history, end)
+        s = mvcc.resolve_version(self._history, start, latest.tags)
+        e = latest.version if end is None else mvcc.resolve_version(self._history, end, latest.tags)
         if e < s:
             raise InvalidOptionError(f"end version {e} is before start version {s}")
         if s < latest.history_horizon:
@@ -412,6 +413,44 @@ class Table:
         except CommitConflictError:
             return None
         return WriteResult(commit.version, Timestamp(commit.timestamp), commit.operation)
+
+    # --- tags -------------------------------------------------------------------------------
+    def tag(self, name: str, as_of: Any = None) -> WriteResult:
+        """Name a version (latest, or as of a version / timestamp / tag): `as_of=name` reads it
+        from then on, and compaction and vacuum keep the history it needs past history_max_age.
+        TagExistsError if the name is taken; HistoryExpiredError if its history is already gone."""
+        mvcc.validate_tag_name(name)
+        snap = self.snapshot(as_of)              # refuses a version whose history has expired
+        v = snap.version
+        history = self._history
+        ts = history[v].timestamp
+        valid_until = history[v + 1].timestamp if v + 1 < len(history) else -1
+
+        def plan(s: Snapshot) -> WriteFragment:
+            if name in s.state.tags:
+                raise TagExistsError(f"tag {name!r} already names version {s.state.tags[name][0]}; untag it "
+                                     "first or pick another name")
+            return WriteFragment("TAG", s.version, [AddTag(name, v, ts)], [], {"version": v},
+                                 [TagAbsent(name), HistoryKept(valid_until)], data_change=False,
+                                 table_id=s.state.table_id)
+        return self._write("TAG", plan)
+
+    def untag(self, name: str) -> WriteResult:
+        """Remove a tag; the history only it needed goes at the next compactions and vacuum."""
+        mvcc.validate_tag_name(name)
+
+        def plan(s: Snapshot) -> WriteFragment:
+            if name not in s.state.tags:
+                raise TagNotFoundError(f"no tag {name!r} in table {s.state.name!r} (tags: "
+                                       f"{', '.join(sorted(s.state.tags)) or 'none'})")
+            return WriteFragment("UNTAG", s.version, [RemoveTag(name)], [], {}, [TagPresent(name)],
+                                 data_change=False, table_id=s.state.table_id)
+        return self._write("UNTAG", plan)
+
+    def tags(self) -> dict[str, int]:
+        """Tag name -> version, oldest version first."""
+        st = self.refresh()
+        return {k: v for k, (v, _) in sorted(st.tags.items(), key=lambda kv: (kv[1][0], kv[0]))}
 
     def vacuum_plan(self, retain_seconds: float | None = None, grace_seconds: float = 3600) -> VacuumPlan:
         """What vacuum would do now: the history horizon it records and the files it deletes."""

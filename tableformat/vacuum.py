@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .actions import Commit, SetHistory
+from .conflicts import TagsRetained
 from .fragment import WriteFragment
 from .metadata import CommitInfo, TableState
 from .mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
@@ -120,10 +121,12 @@ class VacuumPlan:
                 f"older than {self.grace_seconds:g} s")
 
     def fragment(self) -> WriteFragment:
-        """The log commit of the horizon: no requirement, it rebases on anything."""
+        """The log commit of the horizon: it rebases on anything, unless it drops aged-out history
+        (passing an old ALTER) and a tag created meanwhile may need it."""
+        gc = self.history.gc_before_ts if self.history else None
         return WriteFragment("VACUUM", self.version, [self.history] if self.history else [], [],
                              {"horizon_version": self.history.horizon_version if self.history else 0},
-                             [], data_change=False, table_id=self.table_id)
+                             [TagsRetained(gc)] if gc else [], data_change=False, table_id=self.table_id)
 
 
 def plan(storage: Storage, log: TransactionLog, state: TableState, history: Sequence[CommitInfo],

@@ -1,0 +1,218 @@
+"""Tags: named versions that `as_of` accepts everywhere, and whose history outlives history_max_age."""
+import json
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+
+from test_undo import force, kv, merge_all
+
+
+def rows(t, as_of=None):
+    return t.scan(as_of=as_of, ordered=True).to_arrow().to_pylist()
+
+
+def undo_records(t):
+    return sum(d.num_records for ds in t.state.deltas.values() for d in ds if d.kind == "undo")
+
+
+def test_tag_untag_and_as_of_by_name(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    r = t.tag("first")
+    assert r.operation == "TAG" and t.tags() == {"first": 1}
+    t.update(pa.table({"key": ["a"], "val": [10]}))
+    t.tag("v2-release.1")                                   # version 3 (2 is the first tag's commit)
+    t.tag("_old", as_of=tf.Timestamp(t.history()[1].timestamp))
+    assert t.tags() == {"_old": 1, "first": 1, "v2-release.1": 3}
+    want = [{"key": "a", "val": 1, "s": None}, {"key": "b", "val": 2, "s": None}]
+    assert rows(t, "first") == want and rows(t, "tag:first") == want
+    assert t.snapshot("first").version == 1
+    assert t.lookup({"key": ["a"]}, as_of="first").column("val").to_pylist() == [1]
+    assert t.changes("first", "v2-release.1").column("_op").to_pylist() == ["update"]
+    t.untag("first")
+    assert "first" not in t.tags()
+    with pytest.raises(tf.TagNotFoundError):
+        t.scan(as_of="first")
+    # a tag survives reopening (log replay) and a checkpoint
+    assert tf.open_table(t.uri).tags() == {"_old": 1, "v2-release.1": 3}
+    for i in range(12):
+        t.update(pa.table({"key": ["b"], "val": [i]}))
+    assert any(n.endswith(".checkpoint.json") or "checkpoint" in n for n in t.storage.list("_log"))
+    assert tf.open_table(t.uri).tags() == {"_old": 1, "v2-release.1": 3}
+
+
+def test_tag_actions_in_the_log(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.tag("nightly")
+    t.untag("nightly")
+    from tableformat.txlog import commit_path
+    tag = json.loads(t.storage.read(commit_path(2)))
+    untag = json.loads(t.storage.read(commit_path(3)))
+    assert tag["format_version"] == 4 and tag["data_change"] is False
+    assert tag["actions"] == [{"tag": {"name": "nightly", "version": 1, "timestamp": t.history()[1].timestamp}}]
+    assert untag["actions"] == [{"untag": {"name": "nightly"}}]
+    assert [h.operation for h in t.history()[2:]] == ["TAG", "UNTAG"]
+
+
+@pytest.mark.parametrize("name", ["", "1abc", "12", "has space", "a/b", "ts:5", "é", "x" * 129, None, 5])
+def test_invalid_tag_names(tmp_path, name):
+    t = kv(tmp_path / "t")
+    with pytest.raises(tf.InvalidTagNameError):
+        t.tag(name)
+    assert t.version == 0 and t.tags() == {}
+
+
+def test_tag_errors_leave_the_table_unchanged(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.tag("x")
+    v = t.version
+    with pytest.raises(tf.TagExistsError):
+        t.tag("x", as_of=0)
+    with pytest.raises(tf.TagNotFoundError):
+        t.untag("nope")
+    with pytest.raises(tf.TagNotFoundError):
+        t.scan(as_of="nope")
+    with pytest.raises(tf.VersionNotFoundError):
+        t.tag("y", as_of=99)
+    with pytest.raises(tf.InvalidOptionError):
+        t.scan(as_of="not a tag")
+    assert t.version == v and t.tags() == {"x": 1}
+
+
+def test_tag_of_expired_history_is_refused(tmp_path):
+    t = kv(tmp_path / "t", history_max_age=1)
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.update(pa.table({"key": ["a"], "val": [2]}))
+    time.sleep(1.2)
+    with pytest.raises(tf.HistoryExpiredError):
+        t.tag("old", as_of=1)
+    assert t.tags() == {}
+    t.tag("latest")          # the newest version is always there
+    assert t.tags() == {"latest": 2}
+
+
+def test_tagged_version_outlives_history_max_age_through_compaction_and_vacuum(tmp_path):
+    """Tagged history is kept past the mark; untagged history of the same age is dropped."""
+    t = kv(tmp_path / "t", history_max_age=2, reclaim_deleted_pct=1)
+    t.insert(pa.table({"key": [f"k{i}" for i in range(10)], "val": list(range(10))}))
+    t.update(pa.table({"key": ["k1"], "val": [100]}))
+    t.tag("keep")
+    tagged = rows(t, "keep")
+    t.update(pa.table({"key": ["k1", "k3"], "val": [200, 300]}))
+    untagged = t.version
+    t.update(pa.table({"key": ["k1"], "val": [400]}))
+    t.delete(pa.table({"key": ["k2"]}))                      # deleted after the tag: a ghost it needs
+    t.insert(pa.table({"key": ["new"], "val": [7]}))
+    t.delete(pa.table({"key": ["new"]}))                     # inserted and deleted after it: not needed
+    time.sleep(2.3)                                          # all of it is now older than the mark
+    merge_all(t)
+    t.compact(t.compaction_plan())
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert t.state.history_horizon == t.version - 1         # every file of older versions may go
+    assert rows(t, "keep") == tagged
+    assert t.lookup({"key": ["k1", "k2", "k3"]}, as_of="keep").column("val").to_pylist() == [100, 2, 3]
+    with pytest.raises(tf.HistoryExpiredError):
+        t.scan(as_of=untagged)
+    # exactly what the tag needs: the before-images of k1's and k3's first change after it (not of
+    # k1's second), k2 as a ghost row (its DELETE stays a REDO record), and nothing of "new"
+    st = t.state
+    assert sum(r.num_rows for r in st.rowsets.values()) == 10          # 9 live rows and k2's ghost
+    assert undo_records(t) == 2
+    assert t.check().ok
+    # once untagged, the next compaction drops it all
+    t.untag("keep")
+    t.compact(t.compaction_plan())
+    merge_all(t)
+    assert undo_records(t) == 0
+    assert sum(r.num_rows for r in t.state.rowsets.values()) == 9
+    assert rows(t) == [{"key": k, "val": v, "s": None} for k, v in
+                       sorted({"k0": 0, "k1": 400, "k3": 300, **{f"k{i}": i for i in range(4, 10)}}.items())]
+
+
+def test_tag_keeps_history_behind_an_alter(tmp_path):
+    """The horizon never passes an ALTER after a tagged version, however old the ALTER."""
+    t = kv(tmp_path / "t", history_max_age=1)
+    t.insert(pa.table({"key": ["a"], "val": [1], "s": ["x"]}))
+    t.tag("before")
+    with t.alter() as a:
+        a.drop_column("s")
+    t.update(pa.table({"key": ["a"], "val": [2]}))
+    time.sleep(1.2)
+    merge_all(t)
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert rows(t, "before") == [{"key": "a", "val": 1, "s": "x"}]
+    assert t.state.history_horizon == 2                        # the version before the ALTER
+
+
+def _hook_once(t, step_prefix, action):
+    """Run `action` once, just before `t` next tries to commit (a concurrent writer that wins)."""
+    fired = []
+
+    def hook(step, rel):
+        if step == "commit" and rel.startswith(step_prefix) and not fired:
+            fired.append(rel)
+            action()
+    t.storage.fault_hook = hook
+    return fired
+
+
+@pytest.mark.parametrize("first", ["tag", "vacuum"])
+def test_tag_against_concurrent_vacuum(tmp_path, first):
+    """Whichever commits first, the vacuum deletes nothing the tagged version needs."""
+    t = kv(tmp_path / "t", history_max_age=2)
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    t.update(pa.table({"key": ["a"], "val": [10]}))
+    t.update(pa.table({"key": ["b"], "val": [20]}))
+    target = 2
+    want = rows(t, target)
+    other = tf.open_table(t.uri)
+    if first == "tag":      # the tag lands while the vacuum is about to commit its horizon
+        fired = _hook_once(t, "_log/", lambda: other.tag("pin", as_of=target))
+        t.vacuum(retain_seconds=0, grace_seconds=0)
+    else:                   # the vacuum runs to its end while the tag is about to commit
+        fired = _hook_once(t, "_log/", lambda: other.vacuum(retain_seconds=0, grace_seconds=0))
+        t.tag("pin", as_of=target)
+    t.storage.fault_hook = None
+    assert fired
+    assert t.tags() == {"pin": target} and t.state.history_horizon > target
+    t.update(pa.table({"key": ["a"], "val": [99]}))
+    time.sleep(2.2)
+    merge_all(t)
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert rows(t, "pin") == want
+    assert tf.open_table(t.uri).scan(as_of="pin", ordered=True).to_arrow().to_pylist() == want
+
+
+def test_concurrent_tags_of_one_name(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    other = tf.open_table(t.uri)
+    _hook_once(t, "_log/", lambda: other.tag("x", as_of=0))
+    with pytest.raises(tf.TagExistsError):
+        t.tag("x")
+    t.storage.fault_hook = None
+    assert t.tags() == {"x": 0}
+
+
+def test_compaction_planned_before_a_tag_gives_up(tmp_path):
+    """A merge planned without a tag created meanwhile must not drop history it may need."""
+    t = kv(tmp_path / "t", history_max_age=1)
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    time.sleep(1.2)                       # version 1 committed before the mark, valid until after it
+    t.update(pa.table({"key": ["a"], "val": [2]}))
+    other = tf.open_table(t.uri)
+    (rs,) = t.state.rowsets
+    frag = t.snapshot().write_compaction(
+        tf.CompactionAction("merge", t.state.rowsets[rs].tablet, (rs,), 1.0, "test", 0, ()))
+    other.tag("late", as_of=1)
+    with pytest.raises(tf.CommitConflictError):
+        t.commit_fragments([frag])
+    time.sleep(1.2)
+    merge_all(t)                          # planned with the tag: keeps what it needs
+    assert rows(t, "late") == [{"key": "a", "val": 1, "s": None}]
