@@ -26,9 +26,9 @@ def storage_options_from(options: dict) -> dict | None:
 
 
 def parse_as_of(value: Any):
-    """`as_of` option: a version number, or a timestamp (ISO date-time, or `ts:<microseconds>`),
-    parsed as the engine and the CLI parse it."""
-    return tf.parse_as_of(value, "the as_of option")
+    """`as_of` option: a version number, a timestamp (ISO date-time, or `ts:<microseconds>`) or
+    a tag name, parsed as the engine and the CLI parse it."""
+    return tf.parse_as_of(value, "the as_of option", tags=True)
 
 
 def _table(uri: str, storage_options: dict | None, table_id: str | None = None, fresh: bool = False):

@@ -393,6 +393,18 @@ def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late
 
 
 @dataclass(frozen=True)
+class DataUnchanged(Requirement):
+    """No winner changed data (a restore: any concurrent write may undo part of it)."""
+
+    kind: ClassVar[str] = "data_unchanged"
+
+    def check(self, ctx: Context) -> Verdict:
+        if any(c.data_change and (c.of(AddRowSet, AddDelta)) for c in ctx.winners):
+            return Verdict(Outcome.RESTART, "data changed concurrently")
+        return REBASE
+
+
+@dataclass(frozen=True)
 class TagAbsent(Requirement):
     """No winner created a tag of this name (a tag)."""
 

@@ -73,10 +73,11 @@ def _micros(d: _dt.datetime) -> int:
         int(d.replace(microsecond=0).timestamp()) * 1_000_000 + d.microsecond
 
 
-def parse_as_of(value: Any, what: str = "as_of") -> int | Timestamp | TagName | None:
+def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Timestamp | TagName | None:
     """A version (int, or a string of digits), a Timestamp (also `ts:<microseconds>`), a
-    datetime / ISO-8601 string (`Z` allowed, naive means UTC) as a Timestamp, or a tag name
-    (`tag:<name>`, or a bare name that is no date-time); None is "latest"."""
+    datetime / ISO-8601 string (`Z` allowed, naive means UTC) as a Timestamp, or a tag name:
+    `tag:<name>`, or with tags=True (a caller that resolves against a table) a bare name that
+    is no date-time; None is "latest"."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, TagName):
@@ -101,10 +102,10 @@ def parse_as_of(value: Any, what: str = "as_of") -> int | Timestamp | TagName | 
             iso = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
             return Timestamp(_micros(_dt.datetime.fromisoformat(iso)))
         except ValueError:
-            if _TAG_NAME.fullmatch(s):
+            if tags and _TAG_NAME.fullmatch(s):
                 return TagName(s)
             raise InvalidOptionError(f"{what} {value!r} is not a version number, ts:<microseconds>, an ISO "
-                                     "date-time such as 2024-05-01T12:00:00Z or a tag name") from None
+                                     "date-time such as 2024-05-01T12:00:00Z or tag:<name>") from None
     raise InvalidOptionError(f"{what} must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
                              f"got {type(value).__name__}")
 
@@ -119,7 +120,7 @@ def resolve_version(history: Sequence[CommitInfo], as_of: Any,
     before the timestamp. A timestamp after the newest commit's is refused: the answer to a
     read as of T never changes once given, because every later commit has a later timestamp
     (a commit's timestamp exceeds its predecessor's, specs/format.md §8.1)."""
-    as_of = parse_as_of(as_of)
+    as_of = parse_as_of(as_of, tags=True)
     latest = history[-1].version
     if isinstance(as_of, TagName):
         if not tags or as_of not in tags:
@@ -156,7 +157,8 @@ def check_history(state: TableState, history: Sequence[CommitInfo], version: int
     ahm = ancient_history_mark(state)
     if ahm is None or version == state.version or is_tagged(state, version):
         return
-    explicit_ts = parse_as_of(as_of) if isinstance(parse_as_of(as_of), Timestamp) else None
+    parsed = parse_as_of(as_of, tags=True)
+    explicit_ts = parsed if isinstance(parsed, Timestamp) else None
     end_of_validity = history[version + 1].timestamp if version + 1 < len(history) else None
     too_old = (explicit_ts is not None and explicit_ts < ahm) or \
         (end_of_validity is not None and end_of_validity <= ahm)

@@ -34,6 +34,7 @@ from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT
 from .lookup import lookup as run_lookup
 from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
+from .restore import check_restorable, restore_keys, write_restore
 from .scan import Scanner
 from .schema import Schema, validate_identifier
 from .storage import Storage
@@ -239,7 +240,7 @@ class Table:
 
     def snapshot(self, as_of: Any = None) -> Snapshot:
         """A fixed view of the table: latest, or as of a version / Timestamp / datetime / ISO string."""
-        as_of = mvcc.parse_as_of(as_of)
+        as_of = mvcc.parse_as_of(as_of, tags=True)
         latest = self.refresh()
         if as_of is None:
             return Snapshot(self._storage, latest)
@@ -282,11 +283,11 @@ class Table:
         arg.choice(mode, "mode", ("all", "net"))
         arg.choice(images, "images", ("full", "changed"))
         arg.boolean(before_image, "before_image")
-        start = mvcc.parse_as_of(start, "start")
+        start = mvcc.parse_as_of(start, "start", tags=True)
         if start is None:
             raise InvalidOptionError("start must be a version, a tf.Timestamp, a datetime or an ISO string, "
                                      "got None")
-        end = mvcc.parse_as_of(end, "end")
+        end = mvcc.parse_as_of(end, "end", tags=True)
         latest = self.refresh()
         s = mvcc.resolve_version(self._history, start, latest.tags)
         e = latest.version if end is None else mvcc.resolve_version(self._history, end, latest.tags)
@@ -413,6 +414,26 @@ class Table:
         except CommitConflictError:
             return None
         return WriteResult(commit.version, Timestamp(commit.timestamp), commit.operation)
+
+    def restore(self, as_of: Any) -> WriteResult:
+        """One commit making the current rows equal to the rows as of `as_of` (a version,
+        timestamp or tag). Only keys changed since are written, as ordinary row operations, so
+        every version in between still reads back; RestoreError across a schema change."""
+        if mvcc.parse_as_of(as_of, tags=True) is None:
+            raise InvalidOptionError("restore needs as_of: a version, a tf.Timestamp, a datetime, an ISO string "
+                                     "or a tag name")
+        target = self.snapshot(as_of).state
+        check_restorable(target, self._state)
+
+        def plan(s: Snapshot) -> WriteFragment:
+            latest = s.state
+            check_restorable(target, latest)
+            if target.version >= latest.history_horizon:
+                ch = self.changes(target.version, latest.version, mode="net", images="changed")
+            else:
+                ch = None                        # the change history starts later: compare every key
+            return write_restore(self._storage, latest, target, restore_keys(self._storage, target, latest, ch))
+        return self._write("RESTORE", plan)
 
     # --- tags -------------------------------------------------------------------------------
     def tag(self, name: str, as_of: Any = None) -> WriteResult:

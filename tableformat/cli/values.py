@@ -109,5 +109,5 @@ def typed_bound(columns: Sequence[tf.Column], values: Sequence, what: str) -> An
 
 
 def parse_as_of(text: str | None, what: str = "--as-of") -> Any:
-    """A version (int), `ts:<micros>` (a tf.Timestamp) or an ISO date-time: the engine's parser."""
-    return tf.parse_as_of(text, what)
+    """A version (int), `ts:<micros>` (a tf.Timestamp), an ISO date-time or a tag name: the engine's parser."""
+    return tf.parse_as_of(text, what, tags=True)
