@@ -10,6 +10,9 @@
     tableformat vacuum   URI [--retain-seconds S] [--grace-seconds S] [--dry-run]
     tableformat check    URI [--shallow]
     tableformat alter    URI --add-column c:int32:nullable --drop-column b --rename-column a:b ...
+    tableformat restore  URI --as-of V
+    tableformat tag      URI NAME [--as-of V]   |   untag URI NAME   |   tags URI [--json]
+    tableformat lookup   URI --key col=v,col=v ... [--as-of V] [--columns a,b] [--format ...]
 
 URI is any table URI (a local path, file://, s3://, hdfs://). Every command
 takes the global options --debug, --storage-option KEY=VALUE (repeatable)
@@ -26,7 +29,7 @@ import argparse
 
 import tableformat as tf
 
-from . import commands
+from . import commands, versions
 from .output import TABLE_ROWS
 from .schemafile import example
 
@@ -104,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--name", help="the table name (default: the file's 'name', else the URI's last segment)")
 
     s = cmd("describe", commands.cmd_describe, "show the schema, partitioning, tablets, rowsets, deltas and sizes")
-    s.add_argument("--as-of", metavar="V", help="a version, ts:<microseconds> or an ISO date-time")
+    s.add_argument("--as-of", metavar="V", help="a version, ts:<microseconds>, an ISO date-time or a tag name")
     s.add_argument("--json", action="store_true", help="machine-readable JSON")
     s.add_argument("--brief", action="store_true", help="tablets only, not each rowset")
 
@@ -115,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("scan", commands.cmd_scan, "read rows, optionally filtered, projected and as of a past version",
             "\n\nWHERE: column OP value (OP: = != < <= > >=), column in (v1, v2), column is [not] null;\n"
             "repeat --where or join with 'and'. Example: --where \"host = 'h1'\" --where 'value >= 3.5'")
-    s.add_argument("--as-of", metavar="V", help="a version, ts:<microseconds> or an ISO date-time")
+    s.add_argument("--as-of", metavar="V", help="a version, ts:<microseconds>, an ISO date-time or a tag name")
     s.add_argument("--columns", metavar="A,B", help="the columns to read (default: all)")
     s.add_argument("--where", action="append", default=[], metavar="EXPR", help="a filter (repeatable; ANDed)")
     s.add_argument("--ordered", action="store_true", help="rows in primary-key order")
@@ -167,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add [LOWER, UPPER); an empty side is unbounded; (a,b) for several range columns")
     s.add_argument("--drop-range-partition", metavar="LOWER,UPPER", **step,
                    help="drop the range partition with exactly these bounds (its rows leave the table)")
+
+    versions.register(cmd, _output_options)     # restore, tag, untag, tags, lookup
 
     for sub in sp.choices.values():
         _add_globals(sub, sub=True)
