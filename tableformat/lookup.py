@@ -81,8 +81,8 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     u = len(uniq)
     first = np.full(u, n, np.int64)
     np.minimum.at(first, key_id, np.arange(n))
-    tablet_pos = state.partitioning.assign(schema, keys_in.take(pa.array(first)), strict=False)[0] \
-        if u else np.zeros(0, np.int64)
+    distinct = keys_in if u == n and (first == np.arange(n)).all() else keys_in.take(pa.array(first))
+    tablet_pos = state.partitioning.assign(schema, distinct, strict=False)[0] if u else np.zeros(0, np.int64)
     tablet_ids = state.partitioning.tablet_ids()
 
     # rowsets a read of this version sees (an insert after it added none of its rows)
@@ -121,8 +121,10 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     for pos, _ in parts:
         found_at[pos] = offset + np.arange(len(pos))
         offset += len(pos)
-    values = {c.id: (pa.concat_arrays([a[c.id].cast(c.arrow_type) for _, a in parts]) if parts
-                     else pa.array([], c.arrow_type)) for c in read_cols}
+    def gather(c) -> pa.Array:
+        got = [a[c.id] if a[c.id].type == c.arrow_type else a[c.id].cast(c.arrow_type) for _, a in parts]
+        return got[0] if len(got) == 1 else pa.concat_arrays(got) if got else pa.array([], c.arrow_type)
+    values = {c.id: gather(c) for c in read_cols}
 
     row_hit = found_at[key_id]                   # per input row: row of the hits, -1 if absent
     found = row_hit >= 0
@@ -132,11 +134,16 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     else:
         take_in = np.arange(n)
         take_hit = pa.array(np.where(found, row_hit, 0), mask=~found)
+    # one hit per input row, in order: the hits are the answer as they are (a single key)
+    as_is = found.all() and (row_hit == np.arange(n)).all()
     arrays, fields = [], []
     for c in out_cols:
         if c.name in schema.primary_key:
-            arr = keys_in.column(c.name).take(pa.array(take_in))
+            arr = keys_in.column(c.name)
+            arr = arr if len(take_in) == n else arr.take(pa.array(take_in))
             arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+        elif as_is:
+            arr = values[c.id]
         else:
             arr = values[c.id].take(take_hit) if len(values[c.id]) or missing == "omit" else \
                 pa.nulls(len(take_in), c.arrow_type)
