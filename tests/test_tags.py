@@ -216,3 +216,16 @@ def test_compaction_planned_before_a_tag_gives_up(tmp_path):
     time.sleep(1.2)
     merge_all(t)                          # planned with the tag: keeps what it needs
     assert rows(t, "late") == [{"key": "a", "val": 1, "s": None}]
+
+
+def test_spark_as_of_option_reads_a_tag(spark, tmp_path):
+    """The Spark read option goes through the engine's parser: a tag name reads the tagged version."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    t.tag("pinned")
+    t.update(pa.table({"key": ["a"], "val": [10]}))
+    for opt in ("pinned", "tag:pinned"):
+        df = spark.read.format("tableformat").option("as_of", opt).load(t.uri)
+        assert sorted(r.val for r in df.collect()) == [1, 2]
+    with pytest.raises(Exception, match="TagNotFoundError|no tag"):
+        spark.read.format("tableformat").option("as_of", "nope").load(t.uri).collect()
