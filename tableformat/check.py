@@ -55,6 +55,11 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
         if d.timestamp <= prev_ts:
             bad.append(f"log: {commit_path(v)} has timestamp {d.timestamp} not after the previous {prev_ts}")
         prev_ts = timestamps[v] = d.timestamp
+    # tags name versions that exist, with those versions' timestamps
+    for name, (tv, tts) in sorted(st.tags.items()):
+        if timestamps.get(tv) != tts:
+            bad.append(f"tag {name!r}: version {tv} at timestamp {tts} does not match the log "
+                       f"({timestamps.get(tv, 'no such version')})")
     # checkpoints: derived data that readers skip when broken, but a broken one is still reported
     for c in log.listing().checkpoints:
         if c > st.version:

@@ -229,3 +229,17 @@ def test_spark_as_of_option_reads_a_tag(spark, tmp_path):
         assert sorted(r.val for r in df.collect()) == [1, 2]
     with pytest.raises(Exception, match="TagNotFoundError|no tag"):
         spark.read.format("tableformat").option("as_of", "nope").load(t.uri).collect()
+
+
+def test_check_reports_a_tag_that_does_not_match_the_log(tmp_path):
+    """A tag whose recorded timestamp is not its version's (a hand-edited log) is a violation."""
+    from tableformat.actions import AddTag
+    from tableformat.fragment import WriteFragment
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.tag("good")
+    assert t.check().ok
+    bad = WriteFragment("TAG", t.version, [AddTag("bad", 1, 12345)], data_change=False, table_id=t.table_id)
+    t.commit_fragments([bad])
+    rep = t.check()
+    assert not rep.ok and any("tag 'bad'" in v for v in rep.violations)
