@@ -109,6 +109,10 @@ def rowids_by_hash(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np.n
     result = np.full(len(keys), -1, dtype=np.int64)
     if not len(keys):
         return result
+    size = rowset.pk_index.size
+    if FILE_CACHE.get(storage, rowset.pk_index.path + "#hash", size) is None and \
+            FILE_CACHE.get(storage, rowset.pk_index.path + "#all", size) is None:
+        return rowids_in_rowset(storage, rowset, keys)     # first touch: no hash index for one probe
     full = read_pk_index(storage, rowset)
     hashes, rowids = _hash_index(storage, rowset)
     h = murmur2_64(keys, _HASH_SEED)

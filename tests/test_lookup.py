@@ -198,3 +198,18 @@ def test_snapshot_lookup_is_fixed(loaded):
     loaded.delete(keys)
     assert snap.lookup(keys).num_rows == 5
     assert loaded.lookup(keys).num_rows == 0
+
+
+def test_hash_index_agrees_with_the_pk_index(tmp_path):
+    from tableformat.keyprobe import rowids_by_hash, rowids_in_rowset
+    from tableformat.keyencoder import encode_keys
+    t = kv(tmp_path / "t", pk_index_block_rows=64)
+    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(0, 6000, 2)], "val": list(range(3000))}))
+    (rs,) = t.state.rowsets.values()
+    probe_keys = encode_keys([pa.array([f"k{i:05d}" for i in range(0, 6000, 7)])], [t.schema.column("key").type])
+    FILE_CACHE.clear()
+    cold = rowids_by_hash(t.storage, rs, probe_keys)          # first touch: the PK index path
+    warm = rowids_by_hash(t.storage, rs, probe_keys)          # then the hash index
+    want = rowids_in_rowset(t.storage, rs, probe_keys)
+    assert (cold == want).all() and (warm == want).all()
+    assert (want >= 0).sum() == len(range(0, 6000, 14)) and (want[1::2] == -1).all()
