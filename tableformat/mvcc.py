@@ -51,10 +51,17 @@ _TAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 
 
 class TagName(str):
-    """An `as_of` naming a tag: resolved against the table's tags (TableState.tags)."""
+    """An `as_of` naming a tag: resolved against the table's tags (TableState.tags). `explicit`
+    when written `tag:<name>`; a bare word that names no tag is then just an invalid as_of."""
+
+    explicit = True
 
     def __repr__(self) -> str:
         return f"TagName({str(self)!r})"
+
+
+class _BareTagName(TagName):
+    explicit = False
 
 
 def validate_tag_name(name: Any) -> str:
@@ -103,7 +110,7 @@ def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Ti
             return Timestamp(_micros(_dt.datetime.fromisoformat(iso)))
         except ValueError:
             if tags and _TAG_NAME.fullmatch(s):
-                return TagName(s)
+                return _BareTagName(s)
             raise InvalidOptionError(f"{what} {value!r} is not a version number, ts:<microseconds>, an ISO "
                                      "date-time such as 2024-05-01T12:00:00Z or tag:<name>") from None
     raise InvalidOptionError(f"{what} must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
@@ -125,6 +132,9 @@ def resolve_version(history: Sequence[CommitInfo], as_of: Any,
     if isinstance(as_of, TagName):
         if not tags or as_of not in tags:
             known = ", ".join(sorted(tags or ())[:10]) or "none"
+            if not as_of.explicit:
+                raise InvalidOptionError(f"as_of {str(as_of)!r} is not a version number, ts:<microseconds>, an ISO "
+                                         f"date-time nor a tag: no tag of that name in this table (tags: {known})")
             raise TagNotFoundError(f"no tag {str(as_of)!r} in this table (tags: {known})")
         return tags[as_of][0]
     if is_version(as_of):

@@ -115,7 +115,7 @@ def test_restore_refuses_a_schema_change_and_bad_arguments(tmp_path):
     with pytest.raises(tf.VersionNotFoundError):
         t.restore(42)
     with pytest.raises(tf.TagNotFoundError):
-        t.restore("nope")
+        t.restore("tag:nope")
     assert t.version == v
     # a property change is no schema change
     with t.alter() as a:
