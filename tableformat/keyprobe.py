@@ -2,6 +2,8 @@
 
 Everything is over a whole batch of encoded keys at once. The PK index is read
 block by block when few keys survive the bloom filter, and whole otherwise.
+Lookups (`probe_hashed`) also keep a process-local hash index of a PK index,
+so a warm point lookup is a binary search, not a pass over the index.
 """
 from __future__ import annotations
 
@@ -103,19 +105,23 @@ def _hash_index(storage: Storage, rowset: RowSetMeta) -> tuple[np.ndarray, np.nd
     return cached
 
 
-def rowids_by_hash(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np.ndarray:
+def hash_index_cached(storage: Storage, rowset: RowSetMeta) -> bool:
+    return FILE_CACHE.get(storage, rowset.pk_index.path + "#hash", rowset.pk_index.size) is not None
+
+
+def rowids_by_hash(storage: Storage, rowset: RowSetMeta, keys: pa.Array, h: np.ndarray | None = None) -> np.ndarray:
     """Rowid of each key in the rowset's PK index, -1 where absent, through the hash index:
-    O(keys x log rows) once the index is loaded. Every hit is checked against the key itself."""
+    O(keys x log rows) once the index is loaded. Every hit is checked against the key itself.
+    `h`: the keys' hashes, when already computed."""
     result = np.full(len(keys), -1, dtype=np.int64)
     if not len(keys):
         return result
-    size = rowset.pk_index.size
-    if FILE_CACHE.get(storage, rowset.pk_index.path + "#hash", size) is None and \
-            FILE_CACHE.get(storage, rowset.pk_index.path + "#all", size) is None:
+    if not hash_index_cached(storage, rowset) and \
+            FILE_CACHE.get(storage, rowset.pk_index.path + "#all", rowset.pk_index.size) is None:
         return rowids_in_rowset(storage, rowset, keys)     # first touch: no hash index for one probe
     full = read_pk_index(storage, rowset)
     hashes, rowids = _hash_index(storage, rowset)
-    h = murmur2_64(keys, _HASH_SEED)
+    h = murmur2_64(keys, _HASH_SEED) if h is None else h
     pos = np.minimum(np.searchsorted(hashes, h), len(hashes) - 1)
     idx = np.flatnonzero(hashes[pos] == h)
     if len(idx):
@@ -130,12 +136,13 @@ def rowids_by_hash(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np.n
 
 def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
           deltas_of: Callable[[str], Sequence] | None = None,
-          read_ts: int | None = None, by_hash: bool = False) -> tuple[np.ndarray, np.ndarray]:
+          read_ts: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Locate each key's live row: (index into `rowsets` or -1, rowid or -1).
 
     A key is looked for in every rowset whose interval covers it. With
     `deltas_of`, rows deleted by a rowset's REDO deltas do not count: a key
     deleted and inserted again has one live copy, in the newer rowset.
+    `read_ts` asks which rows were deleted as of that time (a read behind the horizon).
     """
     n = len(keys)
     which = np.full(n, -1, dtype=np.int64)
@@ -157,9 +164,47 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
         cand = cand[maybe]
         if not len(cand):
             continue
-        rid = (rowids_by_hash if by_hash else rowids_in_rowset)(storage, rs, keys.take(pa.array(cand)))
+        rid = rowids_in_rowset(storage, rs, keys.take(pa.array(cand)))
         hit = rid >= 0
         if deltas_of is not None and hit.any():
+            deleted = deleted_mask(storage, rs, deltas_of(rs.id), read_ts)
+            if deleted is not None:
+                hit[hit] = ~deleted[rid[hit]]
+        which[cand[hit]] = i
+        rowid[cand[hit]] = rid[hit]
+    return which, rowid
+
+
+def probe_hashed(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
+                 deltas_of: Callable[[str], Sequence], read_ts: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`probe` for lookups: a rowset whose hash index is built answers exactly by it (no
+    interval or bloom check, one hash of the keys for all such rowsets); the others go the
+    interval -> bloom -> PK index way, building the hash index on their second probe."""
+    n = len(keys)
+    which = np.full(n, -1, dtype=np.int64)
+    rowid = np.full(n, -1, dtype=np.int64)
+    if n == 0 or not rowsets:
+        return which, rowid
+    mm = pc.min_max(keys)
+    kmin, kmax = mm["min"].as_py(), mm["max"].as_py()
+    h = None
+    for i, rs in enumerate(rowsets):
+        if rs.min_key > kmax or rs.max_key < kmin:
+            continue
+        if hash_index_cached(storage, rs):
+            h = murmur2_64(keys, _HASH_SEED) if h is None else h
+            cand, rid = np.arange(n), rowids_by_hash(storage, rs, keys, h)
+        else:
+            inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
+                             pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))
+            cand = np.nonzero(inside.to_numpy(zero_copy_only=False))[0]
+            if len(cand):
+                cand = cand[load_bloom(storage, rs).may_contain(keys.take(pa.array(cand)))]
+            if not len(cand):
+                continue
+            rid = rowids_by_hash(storage, rs, keys.take(pa.array(cand)))
+        hit = rid >= 0
+        if hit.any():
             deleted = deleted_mask(storage, rs, deltas_of(rs.id), read_ts)
             if deleted is not None:
                 hit[hit] = ~deleted[rid[hit]]

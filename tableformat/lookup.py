@@ -1,8 +1,9 @@
 """Batch lookups by primary key: interval -> bloom -> PK index, then only the row groups
 holding hits (Kudu's point lookup, over a whole batch of keys at once).
 
-Keys are located with the same probe as a write's key check (`keyprobe.probe`),
-minus rows deleted as of the snapshot; each rowset's hits are read from the base
+Keys are located as a write's key check locates them (`keyprobe.probe_hashed`:
+key interval, bloom filter, PK index, or the PK index's cached hash index once
+built), minus rows deleted as of the snapshot; each rowset's hits are read from the base
 row groups that hold them (`diskrowset.read_base_rows`) and its deltas applied to
 those rows alone (`delta_tracker.apply_deltas`), as of the snapshot's time. No
 scan, no per-key loop. See specs/format.md §6 and §9.1.
@@ -20,7 +21,7 @@ from .delta_tracker import apply_deltas
 from .diskrowset import read_base_rows
 from .errors import InvalidDataError, MissingColumnError, NullValueError, UnknownScanColumnError
 from .keyencoder import encode_keys
-from .keyprobe import probe
+from .keyprobe import probe_hashed
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
 from .storage import Storage
@@ -97,7 +98,7 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
 
     def locate(g):
         rows, rowsets = g
-        w, r = probe(storage, rowsets, uniq.take(pa.array(rows)), state.deltas_of, state.read_ts, by_hash=True)
+        w, r = probe_hashed(storage, rowsets, uniq.take(pa.array(rows)), state.deltas_of, state.read_ts)
         return rows, w, r, rowsets
 
     hits = []                      # (unique-key positions, rowset, rowids), rowids sorted
