@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from .batch import convert_column, to_arrow_table
 from .delta_tracker import apply_deltas
 from .diskrowset import read_base_rows
-from .errors import InvalidDataError, MissingColumnError, NullValueError, UnknownScanColumnError
+from .errors import (InvalidDataError, InvalidOptionError, MissingColumnError, NullValueError,
+                     UnknownScanColumnError)
 from .keyencoder import encode_keys
 from .keyprobe import probe_hashed
 from .metadata import RowSetMeta, TableState
@@ -61,7 +62,6 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     key columns keep the key), with a `_found` column."""
     schema = state.schema
     if missing not in MISSING:
-        from .errors import InvalidOptionError
         raise InvalidOptionError(f"missing must be one of {MISSING}, got {missing!r}")
     if columns is not None:
         unknown = [c for c in columns if not schema.has_column(c)]

@@ -3,7 +3,6 @@ import json
 
 import pyarrow as pa
 
-import tableformat as tf
 
 from test_cli import one_line_error, run, run_many
 from test_undo import kv

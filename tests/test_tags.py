@@ -2,13 +2,12 @@
 import json
 import time
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
 import tableformat as tf
 
-from test_undo import force, kv, merge_all
+from test_undo import kv, merge_all
 
 
 def rows(t, as_of=None):
