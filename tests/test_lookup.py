@@ -212,3 +212,14 @@ def test_hash_index_agrees_with_the_pk_index(tmp_path):
     want = rowids_in_rowset(t.storage, rs, probe_keys)
     assert (cold == want).all() and (warm == want).all()
     assert (want >= 0).sum() == len(range(0, 6000, 14)) and (want[1::2] == -1).all()
+
+
+def test_lookup_after_add_column_reads_defaults_and_old_versions_their_schema(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    with t.alter() as a:
+        a.add_column("n", "int64", nullable=False, default=7)
+    t.update(pa.table({"key": ["b"], "n": [8]}))
+    assert t.lookup({"key": ["b", "a"]}, columns=["key", "n"]).to_pylist() == [{"key": "b", "n": 8},
+                                                                               {"key": "a", "n": 7}]
+    assert t.lookup({"key": ["a"]}, as_of=1).column_names == ["key", "val", "s"]
