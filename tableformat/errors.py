@@ -55,6 +55,10 @@ class CorruptFileError(TableFormatError):
     """A data, index or log file is truncated, has the wrong size or fails its checksum."""
 
 
+class MissingDependencyError(TableFormatError, ImportError):
+    """An optional library a feature needs is not installed; the message names the extra."""
+
+
 class CommitConflictError(TableFormatError):
     """A commit lost too many races, or rebasing onto a concurrent commit is impossible."""
 
