@@ -16,6 +16,10 @@ class SchemaError(TableFormatError, ValueError):
     """The schema is invalid: bad type, name, key, default or limit."""
 
 
+class SequenceColumnError(SchemaError):
+    """The sequence_column property names no column, a key column, a nullable one or one without a total order."""
+
+
 class InvalidIdentifierError(SchemaError):
     """A table or column name is empty, too long, not UTF-8 or has forbidden characters."""
 
