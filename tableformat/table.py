@@ -32,6 +32,7 @@ from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_propertie
 from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
 from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
+from .inspect import KINDS as INSPECT_KINDS, inspect as run_inspect
 from .scan import Scanner
 from .sequence import check_sequence_column
 from .schema import Schema, validate_identifier
@@ -293,6 +294,13 @@ class Table:
         out = finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
                      pa.timestamp("us", tz="UTC"))
         return with_skipped(out, self._storage, commits) if skipped else out
+
+    def inspect(self, kind: str, as_of: Any = None) -> pa.Table:
+        """A metadata table of the snapshot, from the log alone: `kind` is history, tablets,
+        rowsets, deltas, files or tags (one row per item; see tableformat/inspect.py)."""
+        arg.choice(kind, "kind", list(INSPECT_KINDS))
+        snap = self.snapshot(as_of)
+        return run_inspect(snap.state, self._history, kind)
 
     def to_arrow(self, as_of: Any = None):
         return self.scan(as_of=as_of).to_arrow()
