@@ -100,6 +100,11 @@ class UnknownColumnError(InvalidDataError, ColumnNotFoundError):
     """Input has a column the table does not have."""
 
 
+class SchemaMismatchError(InvalidDataError):
+    """An input file's columns or values do not fit the table's schema (an unknown column, a value
+    that does not parse as the column's type)."""
+
+
 class MissingColumnError(InvalidDataError):
     """Input lacks a non-null column that has no default."""
 

@@ -10,6 +10,9 @@
     tableformat vacuum   URI [--retain-seconds S] [--grace-seconds S] [--dry-run]
     tableformat check    URI [--shallow]
     tableformat alter    URI --add-column c:int32:nullable --drop-column b --rename-column a:b ...
+    tableformat insert|upsert|update|delete URI --input FILE|- [--format parquet|csv|jsonl]
+                             [--on-error fail|ignore|collect=PATH]
+    tableformat inspect  URI history|tablets|rowsets|deltas|files|tags [--format ...]
 
 URI is any table URI (a local path, file://, s3://, hdfs://). Every command
 takes the global options --debug, --storage-option KEY=VALUE (repeatable)
@@ -26,7 +29,7 @@ import argparse
 
 import tableformat as tf
 
-from . import commands
+from . import commands, data
 from .output import TABLE_ROWS
 from .schemafile import example
 
@@ -167,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add [LOWER, UPPER); an empty side is unbounded; (a,b) for several range columns")
     s.add_argument("--drop-range-partition", metavar="LOWER,UPPER", **step,
                    help="drop the range partition with exactly these bounds (its rows leave the table)")
+
+    data.add_commands(cmd, _output_options)       # insert, upsert, update, delete, inspect
 
     for sub in sp.choices.values():
         _add_globals(sub, sub=True)
