@@ -63,24 +63,37 @@ def check_sequence_column(schema: Schema, properties: Mapping[str, Any]) -> None
 
 def stored_sequences(storage: Storage, state: TableState, column: str, rowsets: Sequence[RowSetMeta],
                      which: np.ndarray, rowid: np.ndarray) -> pa.Array:
-    """The current value of `column` of each located row (null where which < 0): one column read
-    per touched rowset, over the rowid span of its hits, with its deltas applied."""
+    """The current value of `column` of each located row (null where which < 0): per touched
+    rowset, one column read over the rowid span of its hits, or (sparse hits) one per block of
+    `row_group_rows` holding a hit, with its deltas applied."""
     col = state.schema.column(column)
     out_idx: list[np.ndarray] = []
     parts: list[pa.Array] = []
 
-    def one(i: int):
-        sel = np.flatnonzero(which == i)
-        rs = rowsets[i]
-        ids = rowid[sel]
-        lo, hi = int(ids.min()), int(ids.max()) + 1
+    block = int(state.properties.get("row_group_rows", 16384))
+
+    def read(rs: RowSetMeta, ids: np.ndarray, lo: int, hi: int) -> pa.Array:
         arrays = read_base_columns(storage, rs, [col], lo, hi)
         deltas = state.deltas_of(rs.id)
         if deltas:
             arrays, _ = apply_deltas(storage, rs, deltas, [col], arrays, lo, hi, state.read_ts)
         a = arrays[col.id]
         a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
-        return sel, a.take(pa.array(ids - lo))
+        return a.take(pa.array(ids - lo))
+
+    def one(i: int):
+        sel = np.flatnonzero(which == i)
+        rs = rowsets[i]
+        order = np.argsort(rowid[sel], kind="stable")
+        sel = sel[order]
+        ids = rowid[sel]
+        lo, hi = int(ids[0]), int(ids[-1]) + 1
+        if len(ids) * 4 >= hi - lo:
+            return sel, read(rs, ids, lo, hi)
+        blocks = ids // block
+        parts = [read(rs, ids[blocks == b], int(b * block), int(min(rs.num_rows, (b + 1) * block)))
+                 for b in np.unique(blocks)]
+        return sel, pa.concat_arrays(parts)
     for sel, vals in pmap(one, [int(i) for i in np.unique(which[which >= 0])]):
         out_idx.append(sel)
         parts.append(vals)

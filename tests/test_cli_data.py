@@ -148,6 +148,9 @@ def test_sequence_column_from_the_shell(t, tmp_path):
     r = run("upsert", t.uri, "--input", p)
     assert "2 updated, 0 deleted, 1 ignored" in r.stdout
     assert {x["id"]: x["name"] for x in content(t).to_pylist()}[1] == "new"
+    out = run("changes", t.uri, "--start", 2, "--skipped", "--format", "csv").stdout
+    got = list(pcsv.read_csv(pa.BufferReader(out.encode())).to_pylist())
+    assert [(x["_op"], x["id"], x["_reason"]) for x in got if x["_op"] == "skipped"] == [("skipped", 1, "stale_sequence")]
 
 
 def test_inspect_command(t, tmp_path):

@@ -266,3 +266,19 @@ def test_engine_upsert_replans_over_a_concurrent_higher_sequence(t, monkeypatch)
     assert len(calls) == 2 and calls[0].counts["updated"] == 1
     assert r.ignored == 1 and r.updated == 0
     assert rows(t)[1] == ("theirs", 20)
+
+
+def test_sparse_hits_in_a_large_rowset_read_their_blocks(tmp_path):
+    """Few keys far apart in one rowset: the stored sequences come from the blocks holding them,
+    with the rowset's deltas applied."""
+    t = tf.create_table(str(tmp_path / "big"), schema(), properties={"sequence_column": "lsn",
+                                                                      "row_group_rows": 128})
+    n = 5000
+    t.insert(batch(list(range(n)), [f"v{i}" for i in range(n)], [10] * n))
+    t.update(batch([17, 4000], ["u", "u"], [30, 30]))            # REDO deltas on two of the rows
+    assert len(t.state.rowsets) == 1
+    r = t.upsert(batch([17, 2500, 4000, 4999], ["late", "new", "late", "new"], [20, 11, 29, 10]))
+    assert (r.updated, r.ignored) == (2, 2)
+    got = rows(t)
+    assert got[17] == ("u", 30) and got[4000] == ("u", 30)
+    assert got[2500] == ("new", 11) and got[4999] == ("new", 10)

@@ -133,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", choices=["all", "net"], default="all",
                    help="all: every change in commit order; net: one net change per key")
     s.add_argument("--before-image", action="store_true", help="add _before_<column> columns")
+    s.add_argument("--skipped", action="store_true",
+                   help="add the input rows writes skipped (_op skipped, with a _reason; --mode all)")
     _output_options(s)
 
     s = cmd("compact", commands.cmd_compact,
