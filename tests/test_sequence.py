@@ -282,3 +282,20 @@ def test_sparse_hits_in_a_large_rowset_read_their_blocks(tmp_path):
     got = rows(t)
     assert got[17] == ("u", 30) and got[4000] == ("u", 30)
     assert got[2500] == ("new", 11) and got[4999] == ("new", 10)
+
+
+def test_ordered_upsert_against_a_concurrent_compaction(t):
+    """A compaction between planning and commit: delta compactions keep rowids (rebase), a merge
+    rewrites the rowset (restart); either way the late event stays skipped and the newer one wins."""
+    for i in range(4):
+        t.update(batch([1, 2, 3], [f"u{i}"] * 3, [20 + i] * 3))
+    frag = t.snapshot().write_mutation(batch([1, 2], ["late", "newer"], [5, 99]), op="upsert")
+    assert frag.counts["ignored"] == 1
+    assert t.compact(budget_bytes=1 << 30)
+    try:
+        t.commit_fragments([frag])
+    except tf.RestartRequired:
+        t.upsert(batch([1, 2], ["late", "newer"], [5, 99]))
+    got = rows(t)
+    assert got[1] == ("u3", 23) and got[2] == ("newer", 99) and got[3] == ("u3", 23)
+    assert t.check().ok
