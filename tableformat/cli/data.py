@@ -22,9 +22,10 @@ import tableformat as tf
 
 from ..errors import InvalidOptionError, SchemaMismatchError
 from .display import grid
-from .options import safe_uri
+from .options import options_for, safe_uri
 from .output import emit
 
+EXIT_OK = 0
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl"}
 OUT_FORMATS = {"parquet": "parquet", "csv": "csv", "jsonl": "json"}
@@ -125,8 +126,7 @@ def _on_error(text: str) -> tuple[str, str | None]:
 
 
 def cmd_write(args, opts) -> int:
-    from .commands import EXIT_OK, _open
-    t = _open(args, opts)
+    t = tf.open_table(args.uri, storage_options=options_for(args.uri, opts))
     mode, collect_to = args.on_error
     operation, ignoring = OPS[args.command]
     data = load(args, t.schema, t.name)
@@ -175,9 +175,8 @@ def _write_collecting(t: tf.Table, command: str, data: pa.Table, columns, path: 
 
 
 def cmd_inspect(args, opts) -> int:
-    from .commands import EXIT_OK, _open
     from .values import parse_as_of
-    data = _open(args, opts).inspect(args.kind, as_of=parse_as_of(args.as_of))
+    data = tf.open_table(args.uri, storage_options=options_for(args.uri, opts)).inspect(args.kind, as_of=parse_as_of(args.as_of))
     if args.format == "table" and not args.output:
         rows = [[_cell(v) for v in r.values()] for r in data.to_pylist()[:args.limit]]
         print(grid([n.upper() for n in data.column_names], rows))
