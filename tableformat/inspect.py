@@ -5,7 +5,9 @@ commit (`history`), tablet, rowset, delta file, live file, or tag. Rowsets carry
 key range as typed structs (`min_key.host`) and Kudu's compaction inputs: the deleted
 fraction (what `reclaim_deleted_pct` and a merging compaction look at) and the delta
 fraction (REDO update records per base row, what a major delta compaction looks at).
-The CLI (`tableformat inspect`) prints them; Spark registers them as views
+`stats` is the rowset's
+column statistics at write time (min, max, nulls per column, JSON; §8.2). The
+CLI (`tableformat inspect`) prints them; Spark registers them as views
 (`spark_jobs.metadata_tables`).
 """
 from __future__ import annotations
@@ -64,6 +66,7 @@ def history(state: TableState, commits: Sequence[CommitInfo]) -> pa.Table:
 
 
 def _rowset_row(state: TableState, rs: RowSetMeta) -> dict:
+    names = {c.id: c.name for c in state.schema.columns}
     ds = state.deltas_of(rs.id)
     redo = [d for d in ds if d.kind == "redo"]
     undo = [d for d in ds if d.kind == "undo"]
@@ -79,7 +82,9 @@ def _rowset_row(state: TableState, rs: RowSetMeta) -> dict:
             "base_files": len(rs.base), "redo_files": len(redo), "undo_files": len(undo),
             "redo_records": sum(d.num_records for d in redo), "undo_records": sum(d.num_records for d in undo),
             "base_bytes": base_bytes, "index_bytes": index_bytes, "delta_bytes": delta_bytes,
-            "bytes": base_bytes + index_bytes + delta_bytes, "created": rs.created_ts or None}
+            "bytes": base_bytes + index_bytes + delta_bytes, "created": rs.created_ts or None,
+            "stats": json.dumps({names.get(cid, f"#{cid}"): dict(v) for cid, v in sorted(rs.stats.items())},
+                                sort_keys=True, default=str)}
 
 
 def rowsets(state: TableState) -> pa.Table:
@@ -90,7 +95,7 @@ def rowsets(state: TableState) -> pa.Table:
              "deleted_fraction": f64, "delta_fraction": f64, "min_key": kt, "max_key": kt, "min_key_hex": s,
              "max_key_hex": s, "base_files": i64, "redo_files": i64, "undo_files": i64, "redo_records": i64,
              "undo_records": i64, "base_bytes": i64, "index_bytes": i64, "delta_bytes": i64, "bytes": i64,
-             "created": TS}
+             "created": TS, "stats": s}
     return pa.table({k: (_ts([r[k] for r in rows]) if t == TS else pa.array([r[k] for r in rows], t))
                      for k, t in types.items()})
 

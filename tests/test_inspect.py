@@ -1,5 +1,6 @@
 """Table.inspect: metadata tables from the log (history, tablets, rowsets, deltas, files, tags)."""
 import datetime as dt
+import json
 import os
 
 import pyarrow as pa
@@ -60,6 +61,8 @@ def test_rowsets_counts_fractions_and_key_ranges(t):
         assert row["min_key"]["host"] <= row["max_key"]["host"] and keys.num_rows > 0
     assert r.schema.field("min_key").type == pa.struct([("host", pa.string()), ("metric", pa.string()),
                                                         ("time", pa.timestamp("us", tz="UTC"))])
+    stats = json.loads(r.column("stats")[0].as_py())
+    assert set(stats) >= {"host", "value"} and stats["host"]["nulls"] == 0
     # 200 updated rows of the first insert: their delta fraction is updates per base row
     upd = sum(row["delta_fraction"] * row["rows"] for row in r.to_pylist())
     assert upd == pytest.approx(200)
