@@ -15,9 +15,10 @@ from .partition import Partitioning
 from .schema import Schema
 
 # 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12).
-# 4: the `sequence_column` table property (a string) and the `skipped` action (specs/format.md §14).
 # 3: checksums over whole commits and checkpoints, and a `crc32` of every data, index, bloom and
-#    delta file in the log (specs/format.md §8). 1 and 2 are still read.
+#    delta file in the log (specs/format.md §8).
+# 4: the `sequence_column` table property (a string) and the `skipped` action (specs/format.md §14).
+#    1, 2 and 3 are still read.
 FORMAT_VERSION = 4
 
 DEFAULT_PROPERTIES: dict[str, int] = {

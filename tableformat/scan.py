@@ -45,7 +45,6 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-
 @dataclass(frozen=True)
 class ScanTask:
     """One unit of scan work: rows [start, stop) of one rowset. A Spark partition later."""
