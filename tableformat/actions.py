@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from .errors import CorruptFileError
-from .metadata import DeltaFileMeta, RowSetMeta, TableState
+from .metadata import DeltaFileMeta, FileRef, RowSetMeta, TableState
 from .partition import Partitioning
 from .schema import Schema
 
@@ -138,6 +138,17 @@ class RemoveTag(Action):
 
     def to_json(self) -> dict:
         return {self.key: {"name": self.name}}
+class AddSkipped(Action):
+    """Format 4: input rows a write skipped, and why (`sequence.STALE`), in a file the commit
+    names. The table state is unchanged; `changes(skipped=True)` reads it."""
+
+    file: FileRef
+    count: int
+    reason: str
+    key = "skipped"
+
+    def to_json(self) -> dict:
+        return {self.key: {**self.file.to_json(), "count": self.count, "reason": self.reason}}
 
 
 DEFINITION_CHANGES = (CreateTable, AlterDefinition)
@@ -162,6 +173,8 @@ def action_from_json(d: dict, path: str = "<commit>") -> Action:
             props = body.get("properties")
             return AlterDefinition(body["name"], schema, Partitioning.from_json(body["partitioning"], schema),
                               None if props is None else MappingProxyType(dict(props)))
+        if key == "skipped":
+            return AddSkipped(FileRef.from_json(body), body["count"], body["reason"])
         if key == "history":
             return SetHistory(body.get("horizon_version"), body.get("gc_before_ts"))
         if key == "metadata":
@@ -200,6 +213,7 @@ class Commit:
         out: set[str] = set()
         for a in self.of(AddRowSet, AddDelta):
             out.update(f.path for f in a.rowset.files) if isinstance(a, AddRowSet) else out.add(a.delta.path)
+        out.update(a.file.path for a in self.of(AddSkipped))
         return out
 
     @property
@@ -283,6 +297,11 @@ def _(action: AlterDefinition, state: TableState) -> TableState:
     props = state.properties if action.properties is None else action.properties
     return replace(state, schema=action.schema, name=action.name, partitioning=action.partitioning,
                    properties=MappingProxyType(dict(props)))
+
+
+@apply_action.register
+def _(action: AddSkipped, state: TableState) -> TableState:
+    return state            # a record for change history only
 
 
 @apply_action.register

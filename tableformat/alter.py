@@ -18,13 +18,16 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from . import arguments as arg
-from .errors import PartitionSchemaError, SchemaError
+from types import MappingProxyType
+
+from .errors import PartitionSchemaError, SchemaError, SequenceColumnError
 from .partition import RangeBound, encode_bound
 from .schema import MAX_COLUMNS, Column, Schema, validate_identifier
 from .actions import Action, AlterDefinition, RemoveRowSet
 from .conflicts import DefinitionUnchanged, NoRowsInTablets, Outcome
 from .fragment import WriteFragment
 from .metadata import TableState
+from .sequence import PROPERTY as SEQUENCE, check_sequence_column
 
 
 class AlterTable:
@@ -60,6 +63,9 @@ class AlterTable:
             _require(s, name)
             if name in s.primary_key:
                 raise SchemaError(f"column {name!r} is in the primary key and cannot be dropped")
+            if st.properties.get(SEQUENCE) == name:
+                raise SequenceColumnError(f"column {name!r} is the table's sequence_column; unset it first "
+                                          "(set_property('sequence_column', None))")
             return replace(st, schema=Schema([c for c in s.columns if c.name != name], s.primary_key,
                                              s.next_column_id))
         self._steps.append((f"drop column {name}", step))
@@ -76,6 +82,8 @@ class AlterTable:
                 raise SchemaError(f"column {new!r} already exists")
             cols = [replace(c, name=new) if c.name == old else c for c in s.columns]
             pk = [new if k == old else k for k in s.primary_key]
+            if st.properties.get(SEQUENCE) == old:     # the property follows its column
+                st = replace(st, properties=MappingProxyType({**st.properties, SEQUENCE: new}))
             return replace(st, schema=Schema(cols, pk, s.next_column_id))
         self._steps.append((f"rename column {old} to {new}", step))
         return self
@@ -128,8 +136,9 @@ class AlterTable:
         self._steps.append((f"rename table to {name}", lambda st: replace(st, name=name)))
         return self
 
-    def set_property(self, name: str, value: int) -> "AlterTable":
-        """Change a table property (e.g. history_max_age, rowset_target_bytes)."""
+    def set_property(self, name: str, value: int | str | None) -> "AlterTable":
+        """Change a table property (e.g. history_max_age, rowset_target_bytes; sequence_column, a
+        column name, or None to unset it)."""
         from .metadata import validate_properties
         from types import MappingProxyType
         arg.string(name, "set_property: name")
@@ -216,6 +225,7 @@ def write_alter(state: TableState, alter: "AlterTable") -> WriteFragment:
     """The fragment of an alter planned on `state`: it restarts (re-applying its steps) if the
     definition changed meanwhile or rows landed in a tablet it drops."""
     new = alter.apply(state)
+    check_sequence_column(new.schema, new.properties)
     actions = alter_actions(state, new)
     gone = tuple(sorted(set(state.partitioning.tablet_ids()) - set(new.partitioning.tablet_ids())))
     return WriteFragment("ALTER TABLE", state.version, actions, [],

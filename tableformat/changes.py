@@ -289,3 +289,33 @@ def _net(t, op, changed, cols, key_names, before_image):
                                  fb.column("_before_" + c.name))
     perm = np.argsort(rows, kind="stable")   # back to commit order of each key's last change
     return out.take(pa.array(perm)), new_op[keep][perm], any_changed[keep][perm]
+
+
+def with_skipped(out: pa.Table, storage: Storage, commits: Sequence[Commit]) -> pa.Table:
+    """The changes plus the rows those commits skipped (`skipped` actions, §14): `_op` "skipped",
+    the input's values (null for a column the input lacked) and a `_reason`, in commit order."""
+    from .actions import AddSkipped
+    from .sequence import read_skipped
+    reason = pa.field("_reason", pa.string())
+    parts = [out.append_column(reason, pa.nulls(out.num_rows, pa.string()))]
+    for c in commits:
+        for a in c.of(AddSkipped):
+            t = read_skipped(storage, a.file)
+            n = t.num_rows
+            arrays = []
+            for f in out.schema:
+                if f.name == "_op":
+                    arrays.append(pa.array(["skipped"] * n, pa.string()))
+                elif f.name == "_version":
+                    arrays.append(pa.array(np.full(n, c.version, np.int64)))
+                elif f.name == "_timestamp":
+                    arrays.append(pa.array(np.full(n, c.timestamp, np.int64)).cast(f.type))
+                elif f.name in t.column_names:
+                    arrays.append(t.column(f.name).cast(f.type))
+                else:
+                    arrays.append(pa.nulls(n, f.type))
+            arrays.append(t.column("_reason"))
+            parts.append(pa.Table.from_arrays(arrays, schema=parts[0].schema))
+    t = pa.concat_tables(parts)
+    return t.take(pc.sort_indices(pa.table({"v": t.column("_version"), "i": pa.array(np.arange(t.num_rows))}),
+                                  sort_keys=[("v", "ascending"), ("i", "ascending")]))

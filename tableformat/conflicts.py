@@ -297,6 +297,35 @@ class RowsLive(Requirement):
         return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()})
 
 
+@dataclass(frozen=True, eq=False)
+class SequencesCurrent(Requirement):
+    """An ordered upsert compared its sequences with these rows' stored ones (rowset -> rowids):
+    a winner that updated the sequence column of one of them makes the comparison stale, so the
+    write is planned again against the new value (specs/format.md §14)."""
+
+    rows: Mapping[str, np.ndarray] = field(default_factory=dict)
+    column_id: int = -1
+    kind: ClassVar[str] = "sequences_current"
+
+    def check(self, ctx: Context) -> Verdict:
+        for a in ctx.winner_actions:
+            if isinstance(a, AddDelta) and a.delta.kind == REDO and a.delta.rowset in self.rows and \
+                    a.delta.updates(self.column_id):
+                t = read_delta(ctx.storage, a.delta, [self.column_id])
+                flags = t.column(flag_name(self.column_id)).fill_null(False).to_numpy(zero_copy_only=False)
+                changed = t.column("rowid").to_numpy()[flags]
+                if np.isin(self.rows[a.delta.rowset], changed).any():
+                    return Verdict(Outcome.RESTART, "the sequence of a row it compared was updated concurrently")
+        return REBASE
+
+    def _body(self) -> dict:
+        return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}, "column_id": self.column_id}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "SequencesCurrent":
+        return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()}, d["column_id"])
+
+
 @dataclass(frozen=True)
 class NoRowsInTablets(Requirement):
     """No winner added rows to these tablets (an ALTER dropping their range partitions)."""

@@ -16,6 +16,10 @@ class SchemaError(TableFormatError, ValueError):
     """The schema is invalid: bad type, name, key, default or limit."""
 
 
+class SequenceColumnError(SchemaError):
+    """The sequence_column property names no column, a key column, a nullable one or one without a total order."""
+
+
 class InvalidIdentifierError(SchemaError):
     """A table or column name is empty, too long, not UTF-8 or has forbidden characters."""
 
@@ -55,6 +59,10 @@ class CorruptFileError(TableFormatError):
     """A data, index or log file is truncated, has the wrong size or fails its checksum."""
 
 
+class MissingDependencyError(TableFormatError, ImportError):
+    """An optional library a feature needs is not installed; the message names the extra."""
+
+
 class CommitConflictError(TableFormatError):
     """A commit lost too many races, or rebasing onto a concurrent commit is impossible."""
 
@@ -90,6 +98,11 @@ class ColumnNotFoundError(TableFormatError, KeyError):
 
 class UnknownColumnError(InvalidDataError, ColumnNotFoundError):
     """Input has a column the table does not have."""
+
+
+class SchemaMismatchError(InvalidDataError):
+    """An input file's columns or values do not fit the table's schema (an unknown column, a value
+    that does not parse as the column's type)."""
 
 
 class MissingColumnError(InvalidDataError):

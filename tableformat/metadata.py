@@ -16,8 +16,9 @@ from .schema import Schema
 
 # 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12).
 # 3: checksums over whole commits and checkpoints, and a `crc32` of every data, index, bloom and
-#    delta file in the log (specs/format.md §8). 1 and 2 are still read.
-# 4: tags (the `tag` and `untag` actions, `tags` in checkpoints; specs/format.md §8.2, §12).
+#    delta file in the log (specs/format.md §8).
+# 4: tags (the `tag` and `untag` actions, `tags` in checkpoints; specs/format.md §8.2, §12); the
+#    `sequence_column` table property (a string) and the `skipped` action (§14). 1-3 are still read.
 FORMAT_VERSION = 4
 
 DEFAULT_PROPERTIES: dict[str, int] = {
@@ -43,6 +44,9 @@ _PROPERTY_RANGES = {
     "history_max_age": (-1, 10 * 365 * 24 * 3600),
     "reclaim_deleted_pct": (0, 100),
 }
+# Properties whose value is a column name (None unsets them); checked against the schema by
+# `sequence.check_sequence_column`.
+_NAME_PROPERTIES = ("sequence_column",)
 
 
 def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int] | None = None) -> dict:
@@ -52,8 +56,18 @@ def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int]
                                  f"{type(props).__name__} {props!r:.60}")
     out = {**DEFAULT_PROPERTIES, **(base or {})}
     for k, v in (props or {}).items():
+        if k in _NAME_PROPERTIES:
+            if v is None:
+                out.pop(k, None)
+            elif not isinstance(v, str) or not v:
+                raise InvalidOptionError(f"table property {k} must be a column name (or None to unset it), "
+                                         f"got {v!r}")
+            else:
+                out[k] = v
+            continue
         if not isinstance(k, str) or k not in _PROPERTY_RANGES:
-            raise InvalidOptionError(f"unknown table property {k!r}; known: {', '.join(sorted(_PROPERTY_RANGES))}")
+            raise InvalidOptionError(f"unknown table property {k!r}; known: "
+                                     f"{', '.join(sorted([*_PROPERTY_RANGES, *_NAME_PROPERTIES]))}")
         lo, hi = _PROPERTY_RANGES[k]
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
             raise InvalidOptionError(f"table property {k} must be an integer in [{lo}, {hi}], got {v!r}")

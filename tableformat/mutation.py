@@ -9,6 +9,11 @@ batch order while each round is vectorized. The outcome is:
 - new rows, written as new rowsets (a deleted key inserted again lands there);
 - per touched rowset, one REDO delta file keyed by rowid holding only the
   changed cells, or DELETE.
+
+With a `sequence_column` (`sequence`, specs/format.md §14) each round also
+skips an update or upsert whose sequence is below the key's current one (the
+stored row's, or the one an earlier row of the batch set), so the highest
+sequence per key wins whatever the batch order.
 """
 from __future__ import annotations
 
@@ -21,14 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .batch import convert_column, to_arrow_table
-from .actions import AddDelta, AddRowSet
-from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, RowsLive
+from .actions import AddDelta, AddRowSet, AddSkipped
+from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, RowsLive, SequencesCurrent
 from .deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from .errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
                      NoRangePartitionError, NullValueError, UnknownColumnError)
 from .keyprobe import probe
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
+from .sequence import STALE, ranks, sequence_column, stored_sequences, write_skipped
 from .storage import Storage
 from .fragment import WriteFragment
 from .writer import describe_keys, duplicate_error, encoded_keys, plan_insert, write_plan
@@ -75,6 +81,7 @@ class MutationPlan:
     # A concurrent commit that deletes one of the former or inserts one of the latter changes the outcome.
     seen_live: dict[str, np.ndarray] = field(default_factory=dict)
     seen_absent: dict[str, pa.Array] = field(default_factory=dict)
+    stale_rows: np.ndarray | None = None         # batch rows skipped for a lower sequence (sequence_column)
 
 
 def _parse_ops(op_column: pa.Array) -> np.ndarray:
@@ -163,7 +170,7 @@ def locate(storage: Storage, state: TableState, keys: pa.Array, tablet_pos: np.n
 
 
 def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.ndarray,
-                  update_cols: list[str]) -> MutationPlan:
+                  update_cols: list[str], sequence: str | None = None) -> MutationPlan:
     schema = state.schema
     n = batch.num_rows
     if n == 0:
@@ -192,6 +199,12 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
     new_col = {c: np.full(u, -1, dtype=np.int64) for c in present}   # batch row per column of the new row
     upd = {c: np.full(u, -1, dtype=np.int64) for c in update_cols}    # batch row of each old-row update
     counts = {"inserted": 0, "updated": 0, "deleted": 0, "ignored": 0}
+    if sequence is not None:
+        # Current sequence per key and incoming per row, as dense ranks on one scale (-1: none).
+        stored = stored_sequences(storage, state, sequence, rowsets, loc_rs, loc_rowid)
+        cur_seq, in_seq = ranks(stored, batch.column(sequence).combine_chunks())
+        counts["stale"] = 0
+    stale_rows: list[np.ndarray] = []
 
     # Occurrence rank of each row among the rows of its key: the round it runs in.
     order = np.argsort(key_id, kind="stable")
@@ -226,6 +239,14 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
         ins &= ~dup
         updt &= exists
         dele &= exists
+        if sequence is not None:
+            stale = updt & (in_seq[rows] < cur_seq[k])
+            updt &= ~stale
+            counts["ignored"] += int(stale.sum())
+            counts["stale"] += int(stale.sum())
+            stale_rows.append(rows[stale])
+            won = ins | updt
+            cur_seq[k[won]] = in_seq[rows[won]]
         # inserts
         ki, ri = k[ins], rows[ins]
         new_src[ki] = ri
@@ -256,7 +277,8 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
     absent = loc_rs < 0
     seen_absent = {tablet_ids[int(t)]: uniq.filter(pa.array(absent & (u_tablet == t)))
                    for t in np.unique(u_tablet[absent & (u_tablet >= 0)])}
-    return MutationPlan(batch, new_rows, deltas, counts, np.concatenate(ignored_rows), seen_live, seen_absent)
+    return MutationPlan(batch, new_rows, deltas, counts, np.concatenate(ignored_rows), seen_live, seen_absent,
+                        np.sort(np.concatenate(stale_rows)) if stale_rows else None)
 
 
 def _raise_first_error(state: TableState, batch: pa.Table, dups: np.ndarray, missing: np.ndarray) -> None:
@@ -337,12 +359,22 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
     if on_error not in ("fail", "report"):
         raise InvalidDataError(f"on_error must be 'fail' or 'report', got {on_error!r}")
     batch, ops, update_cols = validate(state, data, op, op_column, columns)
+    sequence = sequence_column(state)
+    if sequence is not None and np.isin(ops, [UPDATE_OP, UPDATE_IGNORE, UPSERT]).any():
+        if sequence not in batch.column_names:
+            raise MissingColumnError(f"table {state.name!r} orders updates by sequence_column {sequence!r}; "
+                                     "the input must carry it")
+        if sequence not in update_cols:
+            update_cols = [*update_cols, sequence]     # the winner's sequence becomes the row's
+    elif sequence is not None and sequence not in batch.column_names:
+        sequence = None                                # inserts and deletes only: nothing to order
     lenient = ops
     if on_error == "report":
         lenient = ops.copy()
         for strict, ignoring in IGNORING.items():
             lenient[ops == strict] = ignoring
-    plan = plan_mutation(storage, state, batch, lenient, update_cols)
+    plan = plan_mutation(storage, state, batch, lenient, update_cols, sequence)
+    stale = plan.stale_rows if plan.stale_rows is not None and len(plan.stale_rows) else None
     frag = WriteFragment(operation, state.version, counts=dict(plan.counts), table_id=state.table_id)
     if on_error == "report":
         failed = plan.ignored_rows[np.isin(ops[plan.ignored_rows], list(IGNORING))] \
@@ -350,7 +382,7 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
         frag.rejected = (batch, failed, ops)
         frag.counts["duplicate"] = int((ops[failed] == INSERT).sum())
         frag.counts["missing"] = int(len(failed)) - frag.counts["duplicate"]
-    if plan.new_rows is None and not plan.deltas:
+    if plan.new_rows is None and not plan.deltas and stale is None:
         return frag
     written: list[str] = []
     try:
@@ -358,11 +390,18 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
             if plan.new_rows is not None else None
         rowsets = write_plan(storage, state, ins, written) if ins is not None else []
         deltas = write_deltas(storage, state, plan, written)
+        skipped = []
+        if stale is not None:
+            ref = write_skipped(storage, batch, stale, STALE)
+            written.append(ref.path)
+            skipped = [AddSkipped(ref, len(stale), STALE)]
     except BaseException:
         storage.delete_quietly(written)
         raise
-    frag.actions = [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas]
+    frag.actions = [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas] + skipped
     frag.files = written
     frag.requirements = [DefinitionUnchanged(Outcome.RESTART), RowsLive(plan.seen_live),
                          KeysAbsent(plan.seen_absent, on_clash=Outcome.RESTART)]
+    if sequence is not None:
+        frag.requirements.append(SequencesCurrent(plan.seen_live, state.schema.column(sequence).id))
     return frag

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from . import arguments as arg
 from .delta_tracker import apply_deltas, updated_columns
 from .diskrowset import read_base_columns
-from .errors import InvalidOptionError, UnknownScanColumnError
+from .errors import InvalidOptionError, MissingDependencyError, UnknownScanColumnError
 from .keyprobe import seek
 from .parallel import pmap, pmap_iter
 from .metadata import RowSetMeta, TableState
@@ -29,6 +29,20 @@ from .storage import Storage
 
 
 _ROWS = "__tableformat_rows"
+
+
+def _optional(module: str):
+    """Import an optional reader library, or say which extra installs it."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(f"{module} is not installed: pip install 'tableformat[{module}]' "
+                                     f"({e})") from None
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)
@@ -181,6 +195,29 @@ class Scanner:
             keys = [(k, "ascending") for k in self.state.schema.primary_key]
             t = t.take(pc.sort_indices(t, sort_keys=keys))
         return self._project(t)
+
+    def to_duckdb(self, name: str, connection: Any = None):
+        """Load the rows into a DuckDB temporary table `name` (replacing one of that name), streamed
+        batch by batch so the scan is never whole in Arrow memory; returns the connection (a new
+        in-memory one when None). Needs the `duckdb` extra."""
+        arg.string(name, "name")
+        duckdb = _optional("duckdb")
+        con = duckdb.connect() if connection is None else connection
+        if not isinstance(con, duckdb.DuckDBPyConnection):
+            raise InvalidOptionError(f"connection must be a duckdb connection, got {type(con).__name__}")
+        reader = self.to_reader()
+        tmp = f"__tableformat_scan_{id(reader):x}"
+        con.register(tmp, reader)
+        try:
+            con.execute(f'CREATE OR REPLACE TEMP TABLE {_quote(name)} AS SELECT * FROM "{tmp}"')
+        finally:
+            con.unregister(tmp)
+        return con
+
+    def to_polars(self):
+        """The rows as a polars DataFrame, built from the scan's batches. Needs the `polars` extra."""
+        pl = _optional("polars")
+        return pl.from_arrow(pa.Table.from_batches(self.to_batches(), self.output_schema))
 
     def to_pandas(self):
         return self.to_arrow().to_pandas()

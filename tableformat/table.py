@@ -21,7 +21,7 @@ from . import arguments as arg, mvcc
 from .actions import AddDelta, AddTag, Commit, CreateTable, RemoveTag, apply_commit
 from .alter import AlterTable, write_alter
 from .batch import convert_column, to_arrow_table
-from .changes import collect_changes, finish
+from .changes import collect_changes, finish, with_skipped
 from .check import CheckReport, check as run_check
 from .compaction import write_compaction
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
@@ -35,7 +35,9 @@ from .lookup import lookup as run_lookup
 from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
 from .restore import check_restorable, restore_keys, write_restore
+from .inspect import KINDS as INSPECT_KINDS, inspect as run_inspect
 from .scan import Scanner
+from .sequence import check_sequence_column
 from .schema import Schema, validate_identifier
 from .storage import Storage
 from .transaction import COMPACTION_PROPERTIES, CommitProperties, Transaction, run
@@ -270,7 +272,7 @@ class Table:
         return self.snapshot(as_of).lookup(keys, columns, missing)
 
     def changes(self, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
-                images: str = "full") -> pa.Table:
+                images: str = "full", skipped: bool = False) -> pa.Table:
         """Changes committed after `start` up to `end` (versions, Timestamps or datetimes).
 
         Columns: `_op` (insert / update / delete), `_version`, `_timestamp`, every
@@ -278,9 +280,14 @@ class Table:
         (for updates) and, with before_image=True, `_before_<column>`.
         mode="all" gives every change in commit order; mode="net" one net change
         per key. images="changed" fills only the key and the changed cells of an
-        update, which needs no base data at all.
+        update, which needs no base data at all. skipped=True (mode="all") adds the
+        input rows that writes skipped, with `_op` "skipped" and a `_reason` column
+        ("stale_sequence": an ordered upsert's sequence was below the row's).
         """
         arg.choice(mode, "mode", ("all", "net"))
+        arg.boolean(skipped, "skipped")
+        if skipped and mode != "all":
+            raise InvalidOptionError('skipped=True needs mode="all": a skipped row is no change to net')
         arg.choice(images, "images", ("full", "changed"))
         arg.boolean(before_image, "before_image")
         start = mvcc.parse_as_of(start, "start", tags=True)
@@ -303,8 +310,16 @@ class Table:
         commits = [self._log.read_commit(v) for v in range(s + 1, e + 1)]
         t, changed, cols = collect_changes(self._storage, start_state, end_state, commits, before_image,
                                            images == "full")
-        return finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
-                      pa.timestamp("us", tz="UTC"))
+        out = finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
+                     pa.timestamp("us", tz="UTC"))
+        return with_skipped(out, self._storage, commits) if skipped else out
+
+    def inspect(self, kind: str, as_of: Any = None) -> pa.Table:
+        """A metadata table of the snapshot, from the log alone: `kind` is history, tablets,
+        rowsets, deltas, files or tags (one row per item; see tableformat/inspect.py)."""
+        arg.choice(kind, "kind", list(INSPECT_KINDS))
+        snap = self.snapshot(as_of)
+        return run_inspect(snap.state, self._history, kind)
 
     def to_arrow(self, as_of: Any = None):
         return self.scan(as_of=as_of).to_arrow()
@@ -571,6 +586,7 @@ def create_table(uri: str, schema: Schema, partitioning: PartitionSchema | None 
     name = validate_identifier(name, "table")
     part = resolve(partitioning, schema)
     props = validate_properties(properties)
+    check_sequence_column(schema, props)
     meta = {"format_version": FORMAT_VERSION, "table_id": uuid.uuid4().hex, "name": name,
             "schema": schema.to_json(), "partitioning": part.to_json(schema), "properties": props}
     commit = log.try_commit(None, "CREATE TABLE", [CreateTable(meta)], {}, None)

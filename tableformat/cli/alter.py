@@ -122,6 +122,11 @@ def apply_steps(a: AlterTable, state: TableState, steps: Sequence[tuple[str, str
             done.append(f"rename table to {spec}")
         elif kind == "set_property":
             k, v = _pair(spec, "=", "--set-property")
+            if k == "sequence_column":                # a column name; empty or null unsets it
+                name = None if v.lower() in ("", "null", "none") else v
+                a.set_property(k, name)
+                done.append(f"set property {k} = {name}")
+                continue
             try:
                 iv = int(v)
             except ValueError:

@@ -82,7 +82,7 @@ def cmd_scan(args, opts) -> int:
 
 def cmd_changes(args, opts) -> int:
     ch = _open(args, opts).changes(parse_as_of(args.start, "--start"), parse_as_of(args.end, "--end"),
-                                   mode=args.mode, before_image=args.before_image)
+                                   mode=args.mode, before_image=args.before_image, skipped=args.skipped)
     emit(ch.schema, ch.to_batches(max_chunksize=65536), args.format, args.output, args.limit)
     return EXIT_OK
 

@@ -13,6 +13,9 @@
     tableformat restore  URI --as-of V
     tableformat tag      URI NAME [--as-of V]   |   untag URI NAME   |   tags URI [--json]
     tableformat lookup   URI --key col=v,col=v ... [--as-of V] [--columns a,b] [--format ...]
+    tableformat insert|upsert|update|delete URI --input FILE|- [--format parquet|csv|jsonl]
+                             [--on-error fail|ignore|collect=PATH]
+    tableformat inspect  URI history|tablets|rowsets|deltas|files|tags [--format ...]
 
 URI is any table URI (a local path, file://, s3://, hdfs://). Every command
 takes the global options --debug, --storage-option KEY=VALUE (repeatable)
@@ -29,7 +32,7 @@ import argparse
 
 import tableformat as tf
 
-from . import commands, versions
+from . import commands, data, versions
 from .output import TABLE_ROWS
 from .schemafile import example
 
@@ -133,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", choices=["all", "net"], default="all",
                    help="all: every change in commit order; net: one net change per key")
     s.add_argument("--before-image", action="store_true", help="add _before_<column> columns")
+    s.add_argument("--skipped", action="store_true",
+                   help="add the input rows writes skipped (_op skipped, with a _reason; --mode all)")
     _output_options(s)
 
     s = cmd("compact", commands.cmd_compact,
@@ -172,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drop the range partition with exactly these bounds (its rows leave the table)")
 
     versions.register(cmd, _output_options)     # restore, tag, untag, tags, lookup
+    data.add_commands(cmd, _output_options)       # insert, upsert, update, delete, inspect
 
     for sub in sp.choices.values():
         _add_globals(sub, sub=True)

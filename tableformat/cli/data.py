@@ -1,0 +1,237 @@
+"""Data from the shell: `insert`, `upsert`, `update`, `delete` from a file, and `inspect`.
+
+    tableformat upsert /data/metrics --input changes.csv --on-error collect=rejects.parquet
+
+The input (Parquet, CSV or JSON Lines, by extension or --format; `-` is stdin)
+is read in batches, each parsed with the table's column types and checked
+against the schema as it arrives, behind a progress bar. The write is one
+commit, so a bad file anywhere leaves the table unchanged; the batches are
+held (as Arrow) until it. One summary line gives the counts.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from typing import Iterator
+
+import pyarrow as pa
+
+import tableformat as tf
+
+from ..errors import InvalidOptionError, SchemaMismatchError
+from .display import grid
+from .options import options_for, safe_uri
+from .output import emit
+
+EXIT_OK = 0
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+           ".json": "jsonl"}
+OUT_FORMATS = {"parquet": "parquet", "csv": "csv", "jsonl": "json"}
+BATCH_ROWS = 65536
+OPS = {"insert": ("INSERT", "insert_ignore"), "upsert": ("UPSERT", None), "update": ("UPDATE", "update_ignore"),
+       "delete": ("DELETE", "delete_ignore")}
+
+
+def input_format(path: str, given: str | None) -> str:
+    if given:
+        return given
+    for ext, fmt in FORMATS.items():
+        if path.lower().endswith(ext):
+            return fmt
+    raise InvalidOptionError(f"cannot tell the format of {path!r} from its name; give --format parquet, csv or "
+                             "jsonl" + (" (stdin has no name)" if path == "-" else ""))
+
+
+def _open_input(path: str):
+    if path == "-":
+        return io.BytesIO(sys.stdin.buffer.read())
+    import fsspec
+    try:
+        return fsspec.open(path, "rb").open()
+    except FileNotFoundError:
+        raise InvalidOptionError(f"--input {path!r}: no such file") from None
+
+
+def _check_columns(names: list[str], schema: tf.Schema, table: str) -> None:
+    unknown = [n for n in names if not schema.has_column(n)]
+    if unknown:
+        raise SchemaMismatchError(f"input column(s) {unknown} are not in table {table!r}; its columns are "
+                                  f"{schema.names}")
+
+
+def read_batches(path: str, fmt: str, schema: tf.Schema, table: str) -> tuple[Iterator[pa.RecordBatch], int | None]:
+    """The input as record batches parsed with the table's types, and its row count when known."""
+    f = _open_input(path)
+    types = {c.name: c.arrow_type for c in schema.columns}
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+            pf = pq.ParquetFile(f)
+            _check_columns(pf.schema_arrow.names, schema, table)
+            return pf.iter_batches(batch_size=BATCH_ROWS), pf.metadata.num_rows
+        if fmt == "csv":
+            import pyarrow.csv as pcsv
+            reader = pcsv.open_csv(f, read_options=pcsv.ReadOptions(block_size=8 << 20),
+                                   convert_options=pcsv.ConvertOptions(column_types=types,
+                                                                       strings_can_be_null=True))
+            _check_columns(reader.schema.names, schema, table)
+            return reader, None
+        import pyarrow.json as pj
+        first = f.readline()
+        f.seek(0)
+        try:
+            names = list(json.loads(first)) if first.strip() else []
+        except ValueError as e:
+            raise SchemaMismatchError(f"{path}: line 1 is not a JSON object: {e}") from None
+        _check_columns(names, schema, table)
+        explicit = pa.schema([pa.field(n, types[n]) for n in names])
+        reader = pj.open_json(f, read_options=pj.ReadOptions(block_size=8 << 20),
+                              parse_options=pj.ParseOptions(explicit_schema=explicit,
+                                                            unexpected_field_behavior="error"))
+        return reader, None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaMismatchError(f"{path}: {' '.join(str(e).split())}") from None
+
+
+def load(args, schema: tf.Schema, table: str) -> pa.Table:
+    """Read the whole input, batch by batch, with a progress bar on stderr."""
+    from tqdm import tqdm
+    fmt = input_format(args.input, args.format)
+    batches, total = read_batches(args.input, fmt, schema, table)
+    disable = {"auto": None, "always": False, "never": True}[args.progress]
+    got = []
+    with tqdm(total=total, desc=f"reading {fmt}", unit="row", unit_scale=True, file=sys.stderr,
+              disable=disable) as bar:
+        try:
+            for b in batches:
+                got.append(b)
+                bar.update(b.num_rows)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise SchemaMismatchError(f"{args.input}: {' '.join(str(e).split())}") from None
+    if not got:
+        return pa.table({n: pa.array([], schema.column(n).arrow_type) for n in schema.names})
+    return pa.Table.from_batches(got)
+
+
+def _on_error(text: str) -> tuple[str, str | None]:
+    if text in ("fail", "ignore"):
+        return text, None
+    if text.startswith("collect="):
+        path = text[len("collect="):]
+        if path:
+            return "collect", path
+    raise argparse.ArgumentTypeError(f"{text!r}: use fail, ignore or collect=PATH")
+
+
+def cmd_write(args, opts) -> int:
+    t = tf.open_table(args.uri, storage_options=options_for(args.uri, opts))
+    mode, collect_to = args.on_error
+    operation, ignoring = OPS[args.command]
+    data = load(args, t.schema, t.name)
+    if args.command == "delete":
+        data = data.select([k for k in t.schema.primary_key if k in data.column_names])   # a delete needs the key
+    columns = [c.strip() for c in args.columns.split(",")] if getattr(args, "columns", None) else None
+    rejected = 0
+    if mode == "collect":
+        res, rejected = _write_collecting(t, args.command, data, columns, collect_to)
+    else:
+        name = ignoring if mode == "ignore" and ignoring else args.command
+        fn = getattr(t, name)
+        res = fn(data, columns) if args.command in ("update", "upsert") else fn(data)
+    line = (f"{args.command}: version {res.version}, {data.num_rows} row(s) read, {res.inserted} inserted, "
+            f"{res.updated} updated, {res.deleted} deleted, {res.ignored} ignored")
+    if mode == "collect":
+        line += f", {rejected} rejected to {safe_uri(collect_to)}"
+    print(line)
+    return EXIT_OK
+
+
+def _write_collecting(t: tf.Table, command: str, data: pa.Table, columns, path: str):
+    """Skip the rows a strict operation rejects and write them to `path`; one commit."""
+    for _ in range(10):
+        snap = t.snapshot()
+        if command == "insert":
+            frag = snap.write_insert(data, "fail", report=True)
+            batch, rows = frag.rejected
+        else:
+            frag = snap.write_mutation(data, op=command, columns=columns, on_error="report",
+                                       operation=command.upper())
+            batch, rows, _ops = frag.rejected
+        try:
+            res = t.commit_fragments([frag], command.upper())
+        except tf.RestartRequired:
+            continue
+        if len(rows):
+            fmt = OUT_FORMATS[input_format(path, None) if any(path.lower().endswith(e) for e in FORMATS)
+                              else "parquet"]
+            bad = batch.take(pa.array(rows))
+            import contextlib
+            with contextlib.redirect_stdout(io.StringIO()):
+                emit(bad.schema, bad.to_batches(), fmt, path, None)
+        return res, len(rows)
+    raise tf.CommitConflictError(f"{command} restarted 10 times under concurrent writes; run it again")
+
+
+def cmd_inspect(args, opts) -> int:
+    from .values import parse_as_of
+    data = tf.open_table(args.uri, storage_options=options_for(args.uri, opts)).inspect(args.kind, as_of=parse_as_of(args.as_of))
+    if args.format == "table" and not args.output:
+        rows = [[_cell(v) for v in r.values()] for r in data.to_pylist()[:args.limit]]
+        print(grid([n.upper() for n in data.column_names], rows))
+        return EXIT_OK
+    if args.format == "json":                  # nested JSON: key ranges as objects, lists as arrays
+        text = "".join(json.dumps(r, default=str) + "\n" for r in data.to_pylist()[:args.limit])
+        if args.output:
+            import fsspec
+            with fsspec.open(args.output, "w") as f:
+                f.write(text)
+            print(f"wrote {min(data.num_rows, args.limit or data.num_rows)} row(s) to {safe_uri(args.output)} as json")
+        else:
+            sys.stdout.write(text)
+        return EXIT_OK
+    if args.format in ("csv", "table"):        # text cells: key ranges and column lists as strings
+        data = pa.table({n: pa.array([_cell(v) if v is not None else None for v in data.column(n).to_pylist()],
+                                     pa.string())
+                         if pa.types.is_struct(data.column(n).type) or pa.types.is_list(data.column(n).type)
+                         else data.column(n) for n in data.column_names})
+    emit(data.schema, data.to_batches(), args.format, args.output, args.limit)
+    return EXIT_OK
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    if isinstance(v, dict):
+        return "(" + ", ".join(str(x) for x in v.values()) + ")"
+    if isinstance(v, list):
+        return ",".join(map(str, v))
+    return str(v)
+
+
+def add_commands(cmd, output_options) -> None:
+    """Register the data commands and `inspect` on the parser (`parser.build_parser`)."""
+    from ..inspect import KINDS
+    for name, (_op, ignoring) in OPS.items():
+        s = cmd(name, cmd_write, f"{name} rows from a Parquet, CSV or JSON Lines file, in one commit",
+                "\n\nColumns are matched by name and parsed with the table's types. A bad file changes "
+                "nothing.\nPrints one line: version and counts.")
+        s.add_argument("--input", required=True, metavar="FILE", help="the input file or URI; - for stdin")
+        s.add_argument("--format", choices=["parquet", "csv", "jsonl"],
+                       help="the input format (default: from the extension: .parquet, .csv, .jsonl/.json)")
+        s.add_argument("--on-error", type=_on_error, default=("fail", None), metavar="fail|ignore|collect=PATH",
+                       help="rows a strict operation rejects (existing key on insert, missing key on update or "
+                            "delete): fail (default, nothing is written), ignore (skip and count), collect=PATH "
+                            "(skip and write them to PATH)")
+        if name in ("update", "upsert"):
+            s.add_argument("--columns", metavar="A,B", help="only these columns are updated (default: all given)")
+        s.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                       help="the progress bar on stderr (auto: on a terminal)")
+    s = cmd("inspect", cmd_inspect, "show a metadata table: " + ", ".join(KINDS),
+            "\n\nOne row per commit, tablet, rowset, delta file, live file or tag, from the log alone.")
+    s.add_argument("kind", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
+    s.add_argument("--as-of", metavar="V", help="a version, ts:<microseconds> or an ISO date-time")
+    output_options(s)

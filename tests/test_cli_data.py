@@ -1,0 +1,166 @@
+"""CLI data commands (insert/upsert/update/delete --input) and `inspect`, run as real processes."""
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+import tableformat as tf
+
+CLI = [sys.executable, "-m", "tableformat.cli"]
+
+
+def run(*args, code=0, stdin=None):
+    r = subprocess.run([*CLI, *map(str, args)], check=False, capture_output=True, text=True, timeout=120,
+                       input=stdin)
+    assert r.returncode == code, f"exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return r
+
+
+def one_line_error(r, cls):
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"error: {cls}: "), lines[0]
+    return lines[0]
+
+
+SCHEMA = tf.Schema([tf.Column("id", "int64"), tf.Column("name", "string", nullable=True),
+                    tf.Column("value", "double", nullable=True),
+                    tf.Column("ts", "unixtime_micros", nullable=True)], primary_key=["id"])
+
+
+def rows(n, start=0):
+    ids = list(range(start, start + n))
+    return pa.table({"id": pa.array(ids, pa.int64()), "name": [f"n{i}" for i in ids],
+                     "value": pa.array([i * 0.5 for i in ids], pa.float64()),
+                     "ts": pa.array([1_700_000_000_000_000 + i for i in ids], pa.timestamp("us", tz="UTC"))})
+
+
+@pytest.fixture
+def t(tmp_path):
+    return tf.create_table(str(tmp_path / "t"), SCHEMA, tf.PartitionSchema(hash=[tf.HashPartition(["id"], 2)]))
+
+
+def content(t):
+    return t.scan().to_arrow().sort_by("id")
+
+
+def write(tmp_path, data, fmt):
+    p = tmp_path / f"in.{fmt}"
+    if fmt == "parquet":
+        pq.write_table(data, p)
+    elif fmt == "csv":
+        pcsv.write_csv(data, p)
+    else:
+        p.write_text("".join(json.dumps({k: (v.isoformat() if hasattr(v, "isoformat") else v)
+                                         for k, v in r.items()}) + "\n" for r in data.to_pylist()))
+    return p
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_insert_each_format(t, tmp_path, fmt):
+    data = rows(500)
+    r = run("insert", t.uri, "--input", write(tmp_path, data, fmt))
+    assert r.stdout.strip() == f"insert: version 1, 500 row(s) read, 500 inserted, 0 updated, 0 deleted, 0 ignored"
+    assert content(t).equals(data.cast(content(t).schema))
+
+
+def test_upsert_from_stdin_and_partial_columns(t, tmp_path):
+    t.insert(rows(10))
+    csv = "id,value\n3,99.5\n42,1.0\n"
+    r = run("upsert", t.uri, "--input", "-", "--format", "csv", stdin=csv)
+    assert "1 inserted, 1 updated" in r.stdout
+    got = {x["id"]: x for x in content(t).to_pylist()}
+    assert got[3]["value"] == 99.5 and got[3]["name"] == "n3" and got[42]["name"] is None
+
+
+def test_update_and_delete_strict_ignore_and_collect(t, tmp_path):
+    t.insert(rows(10))
+    v = t.version
+    upd = write(tmp_path, pa.table({"id": pa.array([1, 50], pa.int64()), "value": [7.0, 7.0]}), "csv")
+    line = one_line_error(run("update", t.uri, "--input", upd, code=1), "KeyNotFoundError")
+    assert "50" in line and t.refresh().version == v
+    assert "1 updated, 0 deleted, 1 ignored" in run("update", t.uri, "--input", upd, "--on-error", "ignore").stdout
+    rej = tmp_path / "rejects.parquet"
+    dele = write(tmp_path, pa.table({"id": pa.array([2, 60, 61], pa.int64())}), "parquet")
+    r = run("delete", t.uri, "--input", dele, "--on-error", f"collect={rej}")
+    assert r.stdout.strip().endswith(f"1 deleted, 2 ignored, 2 rejected to {rej}")
+    assert sorted(pq.read_table(rej).column("id").to_pylist()) == [60, 61]
+    assert sorted(content(t).column("id").to_pylist()) == [0, 1, 3, 4, 5, 6, 7, 8, 9]
+    ins = write(tmp_path, pa.table({"id": pa.array([1, 70], pa.int64())}), "jsonl")
+    v = t.refresh().version
+    one_line_error(run("insert", t.uri, "--input", ins, code=1), "DuplicateKeyError")
+    assert t.refresh().version == v
+    r = run("insert", t.uri, "--input", ins, "--on-error", "ignore")
+    assert "1 inserted, 0 updated, 0 deleted, 1 ignored" in r.stdout
+
+
+@pytest.mark.parametrize("text,fmt,cls", [
+    ("id,name,bogus\n1,a,2\n", "csv", "SchemaMismatchError"),
+    ("id,value\n1,not-a-number\n", "csv", "SchemaMismatchError"),
+    ('{"id": 1, "value": "x"}\n', "jsonl", "SchemaMismatchError"),
+    ('{"id": 1}\n{"id": 2, "bogus": 3}\n', "jsonl", "SchemaMismatchError"),
+    ("name\nonly\n", "csv", "MissingColumnError"),
+])
+def test_bad_files_one_line_and_table_unchanged(t, tmp_path, text, fmt, cls):
+    t.insert(rows(5))
+    before = content(t)
+    p = tmp_path / f"bad.{fmt}"
+    p.write_text(text)
+    for cmd in ("insert", "upsert"):
+        one_line_error(run(cmd, t.uri, "--input", p, code=1), cls)
+    assert t.refresh().version == 1 and content(t).equals(before)
+
+
+def test_bad_rows_late_in_a_long_file_change_nothing(t, tmp_path):
+    lines = ["id,value"] + [f"{i},{i}.5" for i in range(200_000)] + ["x,1"]
+    p = tmp_path / "long.csv"
+    p.write_text("\n".join(lines) + "\n")
+    one_line_error(run("insert", t.uri, "--input", p, code=1), "SchemaMismatchError")
+    assert t.refresh().version == 0
+
+
+def test_usage_errors(t, tmp_path):
+    one_line_error(run("insert", t.uri, "--input", "-", code=1, stdin="id\n1\n"), "InvalidOptionError")
+    one_line_error(run("insert", t.uri, "--input", tmp_path / "nope.csv", code=1), "InvalidOptionError")
+    one_line_error(run("insert", t.uri, "--input", tmp_path / "x.txt", code=1), "InvalidOptionError")
+    r = run("insert", t.uri, "--input", "x.csv", "--on-error", "skip", code=2)
+    assert "fail, ignore or collect=PATH" in r.stderr
+
+
+def test_progress_bar_on_stderr(t, tmp_path):
+    p = write(tmp_path, rows(70_000), "parquet")
+    r = run("insert", t.uri, "--input", p, "--progress", "always")
+    assert "reading parquet" in r.stderr and "70.0k" in r.stderr
+    assert "70000 inserted" in r.stdout
+
+
+def test_sequence_column_from_the_shell(t, tmp_path):
+    t.insert(rows(3))
+    run("alter", t.uri, "--add-column", "lsn:int64=0", "--set-property", "sequence_column=lsn")
+    assert t.refresh().properties["sequence_column"] == "lsn"
+    p = write(tmp_path, pa.table({"id": pa.array([1, 1, 2], pa.int64()), "name": ["new", "old", "x"],
+                                  "lsn": pa.array([5, 3, 0], pa.int64())}), "csv")
+    r = run("upsert", t.uri, "--input", p)
+    assert "2 updated, 0 deleted, 1 ignored" in r.stdout
+    assert {x["id"]: x["name"] for x in content(t).to_pylist()}[1] == "new"
+    out = run("changes", t.uri, "--start", 2, "--skipped", "--format", "csv").stdout
+    got = list(pcsv.read_csv(pa.BufferReader(out.encode())).to_pylist())
+    assert [(x["_op"], x["id"], x["_reason"]) for x in got if x["_op"] == "skipped"] == [("skipped", 1, "stale_sequence")]
+
+
+def test_inspect_command(t, tmp_path):
+    t.insert(rows(100))
+    t.delete(rows(10).select(["id"]))
+    r = run("inspect", t.uri, "rowsets", "--format", "json")
+    got = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(got) == len(t.state.rowsets) and sum(x["deleted_rows"] for x in got) == 10
+    r = run("inspect", t.uri, "history")
+    assert r.stdout.splitlines()[0].split()[:3] == ["VERSION", "TIMESTAMP", "OPERATION"]
+    assert len(r.stdout.splitlines()) >= 4
+    r = run("inspect", t.uri, "snapshots", code=2)
+    assert "invalid choice" in r.stderr
