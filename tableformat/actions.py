@@ -138,6 +138,9 @@ class RemoveTag(Action):
 
     def to_json(self) -> dict:
         return {self.key: {"name": self.name}}
+
+
+@dataclass(frozen=True)
 class AddSkipped(Action):
     """Format 4: input rows a write skipped, and why (`sequence.STALE`), in a file the commit
     names. The table state is unchanged; `changes(skipped=True)` reads it."""
