@@ -171,6 +171,8 @@ class KeysAbsent(Requirement):
         if self.own_rowsets:
             mine = [a.rowset for a in ctx.own if isinstance(a, AddRowSet)]
             for r in added:
+                if r.history_only:
+                    continue                      # every row deleted: no key of it is live
                 ours = [o for o in mine if o.tablet == r.tablet and not (o.max_key < r.min_key or o.min_key > r.max_key)]
                 if not ours:
                     continue

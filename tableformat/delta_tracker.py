@@ -34,6 +34,17 @@ def _visible_redo(d: DeltaFileMeta, t: pa.Table, read_ts: int | None) -> pa.Tabl
     return t.filter(pc.less_equal(t.column("ts"), read_ts))
 
 
+def files_read(deltas: Sequence[DeltaFileMeta], column_ids: Sequence[int], read_ts: int | None) \
+        -> tuple[DeltaFileMeta, ...]:
+    """The delta files a read of `column_ids` as of `read_ts` needs: REDO files that change one
+    of the columns or delete/reinsert rows (none committed after `read_ts`), and, only for a
+    read as of an earlier time, UNDO files newer than it. A current read never needs UNDO."""
+    def matters(d: DeltaFileMeta) -> bool:
+        return bool(d.delete_count or d.reinsert_count) or any(d.updates(c) for c in column_ids)
+    redo = [d for d in deltas if d.kind == REDO and (read_ts is None or d.min_ts <= read_ts)]
+    return tuple(d for d in redo + _undo_files(deltas, read_ts) if matters(d))
+
+
 def _undo_files(deltas: Sequence[DeltaFileMeta], read_ts: int | None) -> list[DeltaFileMeta]:
     return [] if read_ts is None else [d for d in deltas if d.kind == UNDO and d.max_ts > read_ts]
 

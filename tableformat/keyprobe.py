@@ -92,7 +92,8 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
 
     A key is looked for in every rowset whose interval covers it. With
     `deltas_of`, rows deleted by a rowset's REDO deltas do not count: a key
-    deleted and inserted again has one live copy, in the newer rowset.
+    deleted and inserted again has one live copy, in the newer rowset; and a
+    history-only rowset (every row deleted) is not read at all.
     """
     n = len(keys)
     which = np.full(n, -1, dtype=np.int64)
@@ -103,6 +104,8 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
     kmin, kmax = mm["min"].as_py(), mm["max"].as_py()
     for i, rs in enumerate(rowsets):
         if rs.min_key > kmax or rs.max_key < kmin:  # the rowset-tree check, before any column work
+            continue
+        if deltas_of is not None and rs.history_only:
             continue
         inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
                          pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))

@@ -16,12 +16,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import arguments as arg
-from .delta_tracker import apply_deltas, updated_columns
+from .delta_tracker import apply_deltas, files_read, updated_columns
 from .diskrowset import read_base_columns
 from .errors import InvalidOptionError, UnknownScanColumnError
 from .keyprobe import seek
 from .parallel import pmap, pmap_iter
-from .metadata import RowSetMeta, TableState
+from .metadata import DeltaFileMeta, RowSetMeta, TableState
 from .predicate import Predicate, column_bounds, filter_table, hash_values, key_range, parse_filter, \
     stats_may_match
 from .storage import Storage
@@ -33,11 +33,13 @@ _ROWS = "__tableformat_rows"
 
 @dataclass(frozen=True)
 class ScanTask:
-    """One unit of scan work: rows [start, stop) of one rowset. A Spark partition later."""
+    """One unit of scan work: rows [start, stop) of one rowset, and the delta files the read
+    applies (none for a compacted rowset read as of now). A Spark partition later."""
 
     rowset: RowSetMeta
     start: int
     stop: int
+    deltas: tuple[DeltaFileMeta, ...] = ()
 
 
 def prune_tablets(state: TableState, bounds: dict) -> list[str]:
@@ -109,6 +111,8 @@ class Scanner:
                 continue
             if state.read_ts is not None and (rs.created_ts or 0) > state.read_ts:
                 continue                  # every row of it was inserted after the version read
+            if not rs.visible_at(state.read_ts):
+                continue                  # history-only: every row of it was deleted by then
             if lo is not None and rs.max_key < lo:
                 continue
             if hi is not None and rs.min_key >= hi:
@@ -120,14 +124,18 @@ class Scanner:
                 continue
             start, stop = (0, rs.num_rows) if lo is None and hi is None else seek(self.storage, rs, lo, hi)
             if start < stop:
-                tasks.append(ScanTask(rs, start, stop))
+                tasks.append(self._task(rs, start, stop))
         return tasks
+
+    def _task(self, rs: RowSetMeta, start: int, stop: int) -> ScanTask:
+        ids = [c.id for c in self._read_cols]
+        return ScanTask(rs, start, stop, files_read(self.state.deltas_of(rs.id), ids, self.state.read_ts))
 
     # execution -------------------------------------------------------------------------
     def run_task(self, task: ScanTask) -> pa.Table:
         arg.instance(task, "task", ScanTask, "a tf.ScanTask (from Scanner.plan or Scanner.task)")
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
-        deltas = self.state.deltas_of(task.rowset.id)
+        deltas = task.deltas
         live = None
         if deltas:
             arrays, live = apply_deltas(self.storage, task.rowset, deltas, self._read_cols, arrays,
@@ -159,7 +167,7 @@ class Scanner:
         n = self.state.rowsets[rowset_id].num_rows
         start = arg.integer(start, "start", 0, n)
         stop = arg.integer(stop, "stop", start, n)
-        return ScanTask(self.state.rowsets[rowset_id], start, stop)
+        return self._task(self.state.rowsets[rowset_id], start, stop)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         if self.ordered:

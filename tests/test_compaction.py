@@ -108,7 +108,10 @@ def test_merge_produces_non_overlapping_rowsets_and_drops_deleted_rows(tmp_path)
     t.compact(plan)
     st = t.state
     for tablet in {r.tablet for r in st.rowsets.values()}:
-        rs = sorted((r for r in st.rowsets.values() if r.tablet == tablet), key=lambda r: r.min_key)
+        # the rowsets current reads and key probes use (format 4 keeps deleted rows apart, in
+        # history-only rowsets that only reads of earlier versions open)
+        rs = sorted((r for r in st.rowsets.values() if r.tablet == tablet and not r.history_only),
+                    key=lambda r: r.min_key)
         assert all(a.max_key < b.min_key for a, b in zip(rs, rs[1:]))
     # rows deleted within the history are kept (with their REDO DELETE) so time travel can see them
     assert sum(r.num_rows for r in st.rowsets.values()) == 2000
