@@ -249,3 +249,27 @@ def test_history_only_rowset_in_the_policy_is_never_merged_again(tmp_path):
     before = every_version(t)
     t.compact(forced)                                            # merging it anyway keeps it history-only
     assert len(history_only(t)) == 1 and every_version(t, before) == before and t.check().ok
+
+
+def test_spark_reads_history_only_rowsets_as_of_earlier_versions(spark, tmp_path):
+    """The data source runs the engine's scan plan: a current read skips history-only rowsets,
+    a read as of a version before the deletes reads them (through UNDO, after a vacuum)."""
+    uri = str(tmp_path / "t")
+    t = kv(uri)
+    t.insert(pa.table({"key": [f"k{i:02d}" for i in range(30)], "val": list(range(30))}))
+    before_delete = t.version
+    t.delete(pa.table({"key": ["k03", "k04", "k17"]}))
+    t.update(pa.table({"key": ["k05"], "val": [500]}))
+    t.compact()
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert history_only(t) and t.state.history_horizon > before_delete
+
+    def spark_rows(as_of=None):
+        r = spark.read.format("tableformat")
+        if as_of is not None:
+            r = r.option("as_of", str(as_of))
+        return sorted((x["key"], x["val"]) for x in r.load(uri).collect())
+
+    assert spark_rows(before_delete) == [(f"k{i:02d}", i) for i in range(30)]
+    now = [(r["key"], r["val"]) for r in t.scan(ordered=True).to_arrow().to_pylist()]
+    assert spark_rows() == now and len(now) == 27 and ("k05", 500) in now
