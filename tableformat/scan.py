@@ -60,15 +60,17 @@ def prune_tablets(state: TableState, bounds: dict) -> list[str]:
 
 def drop_rows(t: pa.Table, live: np.ndarray) -> pa.Table:
     """Remove deleted rows. Few deletions keep the live runs as zero-copy slices
-    (a selection vector) instead of copying every column through a filter."""
+    (a selection vector) instead of copying every column through a filter; the runs
+    come from the deleted positions (one pass over the mask)."""
     n = len(live)
-    edges = np.flatnonzero(np.diff(np.r_[False, live, False].astype(np.int8)))
-    starts, stops = edges[0::2], edges[1::2]
-    if len(starts) > max(16, n // 256):
+    dead = np.flatnonzero(~live)
+    if len(dead) > max(16, n // 256):
         return t.filter(pa.array(live))
-    if not len(starts):
+    starts, stops = np.r_[0, dead + 1], np.r_[dead, n]
+    keep = stops > starts
+    if not keep.any():
         return t.slice(0, 0)
-    return pa.concat_tables([t.slice(int(a), int(b - a)) for a, b in zip(starts, stops)])
+    return pa.concat_tables([t.slice(int(a), int(b - a)) for a, b in zip(starts[keep], stops[keep])])
 
 
 class Scanner:
