@@ -34,12 +34,13 @@ _ROWS = "__tableformat_rows"
 @dataclass(frozen=True)
 class ScanTask:
     """One unit of scan work: rows [start, stop) of one rowset, and the delta files the read
-    applies (none for a compacted rowset read as of now). A Spark partition later."""
+    applies (none for a compacted rowset read as of now; None: all of the rowset's). A Spark
+    partition later."""
 
     rowset: RowSetMeta
     start: int
     stop: int
-    deltas: tuple[DeltaFileMeta, ...] = ()
+    deltas: tuple[DeltaFileMeta, ...] | None = None
 
 
 def prune_tablets(state: TableState, bounds: dict) -> list[str]:
@@ -137,7 +138,7 @@ class Scanner:
     def run_task(self, task: ScanTask) -> pa.Table:
         arg.instance(task, "task", ScanTask, "a tf.ScanTask (from Scanner.plan or Scanner.task)")
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
-        deltas = task.deltas
+        deltas = task.deltas if task.deltas is not None else self.state.deltas_of(task.rowset.id)
         live = None
         if deltas:
             arrays, live = apply_deltas(self.storage, task.rowset, deltas, self._read_cols, arrays,

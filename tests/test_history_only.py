@@ -273,3 +273,28 @@ def test_spark_reads_history_only_rowsets_as_of_earlier_versions(spark, tmp_path
     assert spark_rows(before_delete) == [(f"k{i:02d}", i) for i in range(30)]
     now = [(r["key"], r["val"]) for r in t.scan(ordered=True).to_arrow().to_pylist()]
     assert spark_rows() == now and len(now) == 27 and ("k05", 500) in now
+
+
+def test_changes_across_the_compaction_that_writes_history_only_rowsets(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b", "c"], "val": [1, 2, 3]}))
+    start = t.version
+    t.delete(pa.table({"key": ["b"]}))
+    t.compact()
+    assert history_only(t)
+    t.update(pa.table({"key": ["c"], "val": [30]}))
+    t.insert(pa.table({"key": ["b"], "val": [20]}))
+    ch = t.changes(start, t.version).select(["key", "_op", "val"]).to_pylist()
+    assert ch == [{"key": "b", "_op": "delete", "val": None}, {"key": "c", "_op": "update", "val": 30},
+                  {"key": "b", "_op": "insert", "val": 20}]
+
+
+def test_a_task_built_without_its_delta_list_applies_every_delta(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    t.delete(pa.table({"key": ["a"]}))
+    s = t.scan()
+    (rs,) = t.state.rowsets.values()
+    assert s.read_task(tf.ScanTask(rs, 0, 2)).column("key").to_pylist() == ["b"]
+    (planned,) = s.plan()
+    assert [d.kind for d in planned.deltas] == ["redo"]           # the delete mask, no UNDO
