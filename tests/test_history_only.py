@@ -298,3 +298,29 @@ def test_a_task_built_without_its_delta_list_applies_every_delta(tmp_path):
     assert s.read_task(tf.ScanTask(rs, 0, 2)).column("key").to_pylist() == ["b"]
     (planned,) = s.plan()
     assert [d.kind for d in planned.deltas] == ["redo"]           # the delete mask, no UNDO
+
+
+def test_a_format_3_table_reads_and_upgrades_at_its_compaction(tmp_path, monkeypatch):
+    import json
+    import tableformat.metadata as md
+    import tableformat.table as tb
+    import tableformat.txlog as tl
+    for mod in (md, tb, tl):
+        monkeypatch.setattr(mod, "FORMAT_VERSION", 3)
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": [f"k{i}" for i in range(8)], "val": list(range(8))}))
+    t.delete(pa.table({"key": ["k2"]}))
+    t.update(pa.table({"key": ["k3"], "val": [30]}))
+    v3_head = t.version
+    for mod in (md, tb, tl):
+        monkeypatch.setattr(mod, "FORMAT_VERSION", 4)
+    t = tf.open_table(str(tmp_path / "t"))
+    before = every_version(t)
+    assert len(before[v3_head]) == 7
+    t.compact()
+    assert history_only(t) and every_version(t, before) == before
+    assert_current_scan_is_clean(t)
+    log = tmp_path / "t" / "_log"
+    fvs = [json.loads((log / f"{v:020d}.json").read_text())["format_version"] for v in range(t.version + 1)]
+    assert fvs[:v3_head + 1] == [3] * (v3_head + 1) and set(fvs[v3_head + 1:]) == {4}
+    assert t.check().ok
