@@ -139,6 +139,17 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
                     missing.add(d.path)
             deltas = [d for d in st.deltas_of(rs.id) if d.kind == REDO and d.path not in missing]
             dead = deleted_mask(storage, rs, deltas)
+            if rs.history_only:
+                # current reads skip it by metadata alone: that is only right if no row of it is live
+                n_live = rs.num_rows if dead is None else int((~dead).sum())
+                if n_live:
+                    bad.append(f"rowset {rs.id}: history-only (live_until {rs.live_until}) but {n_live} "
+                               "row(s) of it are live")
+                last = max((d.max_ts for d in deltas if d.delete_count), default=0)
+                if last > rs.live_until:
+                    bad.append(f"rowset {rs.id}: history-only until {rs.live_until}, but a row of it was "
+                               f"deleted at {last}: reads between them would miss it")
+                continue
             live_keys.setdefault(rs.tablet, []).append(keys if dead is None else keys.filter(pa.array(~dead)))
         except TableFormatError as e:
             bad.append(f"rowset {rs.id}: {e}")

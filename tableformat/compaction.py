@@ -179,7 +179,11 @@ def _history_action(ahm: int | None) -> list[Action]:
 
 
 def prepare_undo_gc(st: TableState, rs: RowSetMeta, ahm: int | None) -> Prepared:
-    """Drop a rowset's UNDO files older than the ancient history mark (no data is read or written)."""
+    """Drop a rowset's UNDO files older than the ancient history mark (no data is read or written);
+    a history-only rowset whose rows were all deleted by then is history as a whole: it goes."""
+    floor = gc_floor(st, ahm)          # a tagged version older than live_until still sees its rows
+    if rs.history_only and floor is not None and rs.live_until <= floor:
+        return Prepared([RemoveRowSet(rs.id)] + _history_action(ahm), [], {rs.id})
     old = ancient_undo(st, rs.id, ahm)
     actions: list[Action] = [RemoveDelta(rs.id, d.path) for d in old]
     return Prepared(actions + (_history_action(ahm) if old else []), [], {rs.id})
@@ -306,16 +310,52 @@ def _load_input(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | Non
     return _Input(t, keys, rowids, delete_ts[rowids], undo)
 
 
+def _layers(tablet: str, keys: pa.Array, del_ts: np.ndarray) -> list:
+    """The merge's outputs as key-sorted batches of rows: first the live rows, then the ghosts
+    (rows deleted within the history) in layers, newest deletion of a key first, so no output
+    holds a key twice and the live rows share no rowset with a deleted one."""
+    from .writer import TabletBatch
+    ghost = del_ts >= 0
+    order = pc.sort_indices(pa.table({"g": pa.array(ghost), "k": keys, "r": pa.array(-del_ts)}),
+                            sort_keys=[("g", "ascending"), ("k", "ascending"), ("r", "ascending")]).to_numpy()
+    live_n = int((~ghost).sum())
+    batches = [TabletBatch(tablet, order[:live_n], keys.take(pa.array(order[:live_n])))] if live_n else []
+    g = order[live_n:]
+    if not len(g):
+        return batches
+    gk = keys.take(pa.array(g))
+    new_key = np.ones(len(g), bool)
+    new_key[1:] = pc.not_equal(gk.slice(1), gk.slice(0, len(g) - 1)).to_numpy(zero_copy_only=False)
+    layer = np.arange(len(g)) - np.maximum.accumulate(np.where(new_key, np.arange(len(g)), 0))
+    for lv in range(int(layer.max()) + 1):
+        sel = layer == lv
+        batches.append(TabletBatch(tablet, g[sel], gk.filter(pa.array(sel))))
+    return batches
+
+
+def _mark_history_only(outputs: list[RowSetMeta], out_idx: np.ndarray, del_ts: np.ndarray) -> list[RowSetMeta]:
+    """Outputs of deleted rows only become history-only rowsets: `live_until` is their newest
+    deletion, after which current reads and key probes skip them by metadata alone."""
+    if not len(out_idx):
+        return outputs
+    newest = np.full(len(outputs), -1, np.int64)
+    np.maximum.at(newest, out_idx, del_ts)
+    oldest = np.full(len(outputs), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(oldest, out_idx, del_ts)
+    return [replace(o, live_until=int(newest[j])) if oldest[j] >= 0 else o for j, o in enumerate(outputs)]
+
+
 def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], ahm: int | None = None) -> Prepared:
     """Rewrite rowsets as non-overlapping rowsets in key order, with their history.
 
-    Rows deleted after `ahm` are kept (with a REDO DELETE at their deletion time) so reads
-    as of earlier times still see them; rows deleted before it are dropped, reclaiming
-    their space. A key deleted and inserted again exists as several rows: the newest goes
-    to the main outputs, older ones to further non-overlapping "layers", so no rowset
-    holds a key twice. Every kept row's history becomes UNDO records of its output.
+    Live rows go to the main outputs. Rows deleted after `ahm` (ghosts) are kept, with a
+    REDO DELETE at their deletion time, in separate history-only outputs (`live_until`) that
+    current reads skip and reads as of earlier times still see; rows deleted before it are
+    dropped, reclaiming their space. A key deleted and inserted again exists as several
+    rows: each older one goes to a further non-overlapping "layer" of history-only outputs,
+    so no rowset holds a key twice. Every kept row's history becomes UNDO records of its output.
     """
-    from .writer import InsertPlan, TabletBatch, write_plan
+    from .writer import InsertPlan, write_plan
     inputs = [st.rowsets[r] for r in rowset_ids]
     loaded: list[_Input] = pmap(lambda rs: _load_input(storage, st, rs, ahm), inputs)
     data = pa.concat_tables([x.data for x in loaded]).combine_chunks()
@@ -323,21 +363,8 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     src_rs = np.concatenate([np.full(len(x.rowids), i) for i, x in enumerate(loaded)])
     src_row = np.concatenate([x.rowids for x in loaded])
     del_ts = np.concatenate([x.delete_ts for x in loaded])
-    # key order; for one key the live row first, then ghosts newest first
-    recency = np.where(del_ts < 0, np.iinfo(np.int64).max, del_ts)
-    order = pc.sort_indices(pa.table({"k": keys, "r": pa.array(-recency)}),
-                            sort_keys=[("k", "ascending"), ("r", "ascending")]).to_numpy()
-    sk = keys.take(pa.array(order))
-    new_key = np.ones(len(order), bool)
-    if len(order) > 1:
-        new_key[1:] = pc.not_equal(sk.slice(1), sk.slice(0, len(order) - 1)).to_numpy(zero_copy_only=False)
-    group_start = np.maximum.accumulate(np.where(new_key, np.arange(len(order)), 0))
-    layer = np.arange(len(order)) - group_start
     tablet = inputs[0].tablet
-    batches = []
-    for lv in range(int(layer.max()) + 1 if len(layer) else 0):
-        sel = layer == lv
-        batches.append(TabletBatch(tablet, order[sel], sk.filter(pa.array(sel))))
+    batches = _layers(tablet, keys, del_ts)
     written: list[str] = []
     outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written) if batches else []
     outputs = [replace(o, created_ts=0) for o in outputs]
@@ -346,6 +373,7 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     sizes = [o.num_rows for o in outputs]
     out_idx = np.repeat(np.arange(len(outputs)), sizes) if outputs else np.zeros(0, np.int64)
     new_rowid = np.concatenate([np.arange(n) for n in sizes]) if outputs else np.zeros(0, np.int64)
+    outputs = _mark_history_only(outputs, out_idx, del_ts[placed])
     remap = {}
     for i, rs in enumerate(inputs):
         sel = src_rs[placed] == i

@@ -3,8 +3,10 @@
 Candidates are scored as Kudu scores them: a merging compaction by how much it
 lowers the tablet's average rowset height (overlap in key space) plus a bonus
 for small rowsets; a major delta compaction by REDO bytes against base bytes;
-a minor one by the number of REDO files; rowsets full of deleted rows are
-rewritten alone (KUDU-1625); ancient UNDO files are dropped (UNDO GC). The
+a minor one by the number of REDO files; rowsets with deleted rows are
+rewritten alone (KUDU-1625), their deleted rows moving to history-only rowsets
+that current scans skip; ancient UNDO files and history-only rowsets are
+dropped (UNDO GC). The
 policy picks a 0/1 knapsack under a byte budget and returns a plan a person
 can print and read. Policies are pluggable: anything with `pick(state, budget,
 ahm) -> CompactionPlan`. See specs/format.md §12.
@@ -26,6 +28,10 @@ MIN_IMPROVEMENT = 0.01            # Kudu --compaction_minimum_improvement
 SUPPORT_ADJUST = 1.003            # Kudu kSupportAdjust
 MAJOR_MIN_RATIO = 0.1             # Kudu --tablet_delta_store_major_compact_min_ratio
 MINOR_FILES_FOR_FULL_SCORE = 20   # ours: Kudu's 1000 assumes memstore flushes, we get one file per commit
+# ours: what a delete mask costs a current scan whatever the number of rows it hides (reading the
+# REDO DELETE records, and filtering every column read instead of slicing it), as a fraction of
+# the scan (bench_compaction --only history measures the whole effect).
+DELETE_MASK_COST = 0.05
 
 
 @dataclass(frozen=True)
@@ -94,27 +100,48 @@ def _deleted_rows(st: TableState, rid: str, ahm: int | None = -1) -> int:
 
 def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ahm: int | None) \
         -> list[CompactionAction]:
-    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets full of deleted rows.
+    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets with deleted rows.
 
-    Rowsets whose rows are all deleted (history kept until `ahm` passes them) take no part in
-    overlap merges: merging would keep them as they are; the reclaim rule removes them later.
+    History-only rowsets take no part: no current read touches them, and UNDO GC drops them
+    once their rows' deletes pass `ahm`. Rowsets whose rows are all deleted (ghost layers of
+    format 3) take no part in overlap merges: the deleted-rows rule moves them to history.
     """
-    everything = rowsets
-    rowsets = [r for r in rowsets if _deleted_rows(st, r.id) < r.num_rows]
+    everything = [r for r in rowsets if not r.history_only]
+    rowsets = [r for r in everything if _deleted_rows(st, r.id) < r.num_rows]
     out: list[CompactionAction] = []
     if rowsets:
         out = _overlap_candidates(st, tablet, rowsets)
     in_merge = {x for a in out for x in a.rowsets}
-    # Deleted rows: rewrite a rowset alone to reclaim them (KUDU-1625), once past the history.
-    pct = st.properties.get("reclaim_deleted_pct", 20)
     for r in sorted(everything, key=lambda r: r.min_key):
-        dead = _deleted_rows(st, r.id, ahm)
-        if r.id not in in_merge and pct and dead and dead * 100 >= pct * r.num_rows:
-            out.append(CompactionAction("merge", tablet, (r.id,), dead / r.num_rows,
-                                        f"{dead} of {r.num_rows} rows were deleted before the history "
-                                        "retention: rewriting reclaims them",
-                                        r.size_bytes + _delta_bytes(st, r.id)))
+        if r.id not in in_merge:
+            out += _deleted_rows_candidate(st, tablet, r, ahm)
     return out
+
+
+def _deleted_rows_candidate(st: TableState, tablet: str, r: RowSetMeta, ahm: int | None) \
+        -> list[CompactionAction]:
+    """A rowset with deleted rows, rewritten alone (KUDU-1625), for the present and for space.
+
+    Every current scan of it reads the deleted rows, their REDO DELETE records and a filter
+    pass over each column it reads: the cost is the deleted fraction plus DELETE_MASK_COST,
+    and a merge ends it (rows deleted within the history move to history-only rowsets).
+    Rows deleted before `ahm` are also reclaimed: at `reclaim_deleted_pct` that alone is
+    worth the rewrite.
+    """
+    dead = _deleted_rows(st, r.id)
+    if dead <= 0:
+        return []
+    scan_cost = min(1.0, dead / r.num_rows + DELETE_MASK_COST)
+    old = _deleted_rows(st, r.id, ahm)
+    pct = st.properties.get("reclaim_deleted_pct", 20)
+    size = r.size_bytes + _delta_bytes(st, r.id)
+    if pct and old and old * 100 >= pct * r.num_rows:
+        return [CompactionAction("merge", tablet, (r.id,), max(scan_cost, old / r.num_rows),
+                                 f"{old} of {r.num_rows} rows were deleted before the history retention: "
+                                 "rewriting reclaims them", size)]
+    return [CompactionAction("merge", tablet, (r.id,), scan_cost,
+                             f"{dead} of {r.num_rows} rows are deleted: every current scan reads them and "
+                             "applies a delete mask; rewriting moves them to a history-only rowset", size)]
 
 
 def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) -> list[CompactionAction]:
@@ -196,7 +223,13 @@ def ancient_undo(st: TableState, rid: str, ahm: int | None) -> list[DeltaFileMet
 
 def _undo_gc_candidates(st: TableState, ahm: int | None) -> list[CompactionAction]:
     out = []
+    floor = gc_floor(st, ahm)          # a tagged version older than live_until still sees its rows
     for r in st.rowsets.values():
+        if r.history_only and floor is not None and r.live_until <= floor:
+            out.append(CompactionAction("undo_gc", r.tablet, (r.id,), min(1.0, MIN_IMPROVEMENT + r.num_rows / 1e6),
+                                        f"history-only rowset: its {r.num_rows} rows were all deleted before "
+                                        "history_max_age: delete it", 0))
+            continue
         old = ancient_undo(st, r.id, ahm)
         if old:
             size = sum(d.size for d in old)

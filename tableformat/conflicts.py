@@ -166,11 +166,13 @@ class KeysAbsent(Requirement):
         added = new_rowsets(ctx)
         if not added:
             return REBASE
-        deltas_of = added_deltas(ctx.winners)    # a merge's ghost rows carry their DELETE: not live
+        deltas_of = added_deltas(ctx.winners)    # ghost rows (format 3 merges) carry their DELETE: not live
         clashes: list[bytes] = []
         if self.own_rowsets:
             mine = [a.rowset for a in ctx.own if isinstance(a, AddRowSet)]
             for r in added:
+                if r.history_only:
+                    continue                      # every row deleted: no key of it is live
                 ours = [o for o in mine if o.tablet == r.tablet and not (o.max_key < r.min_key or o.min_key > r.max_key)]
                 if not ours:
                     continue
@@ -393,7 +395,7 @@ def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late
     """REDO files committed to a merge's inputs after its snapshot, rewritten onto its outputs.
 
     Delta records carry their row's key, so each finds its row in the outputs by key (the live
-    copy: the merge's own REDO DELETEs mark the ghosts). Rowids change; timestamps do not."""
+    copy, in a main output: history-only outputs are not probed). Rowids change; timestamps do not."""
     schema = snapshot.schema
     outputs = [a.rowset for a in own if isinstance(a, AddRowSet)]
     own_deltas = added_deltas([Commit(0, 0, "", tuple(own))])

@@ -141,7 +141,8 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
 
     A key is looked for in every rowset whose interval covers it. With
     `deltas_of`, rows deleted by a rowset's REDO deltas do not count: a key
-    deleted and inserted again has one live copy, in the newer rowset.
+    deleted and inserted again has one live copy, in the newer rowset; and a
+    history-only rowset (every row deleted) is not read at all.
     `read_ts` asks which rows were deleted as of that time (a read behind the horizon).
     """
     n = len(keys)
@@ -153,6 +154,8 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
     kmin, kmax = mm["min"].as_py(), mm["max"].as_py()
     for i, rs in enumerate(rowsets):
         if rs.min_key > kmax or rs.max_key < kmin:  # the rowset-tree check, before any column work
+            continue
+        if deltas_of is not None and not rs.visible_at(read_ts):
             continue
         inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
                          pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))
@@ -189,7 +192,7 @@ def probe_hashed(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array
     kmin, kmax = mm["min"].as_py(), mm["max"].as_py()
     h = None
     for i, rs in enumerate(rowsets):
-        if rs.min_key > kmax or rs.max_key < kmin:
+        if rs.min_key > kmax or rs.max_key < kmin or not rs.visible_at(read_ts):
             continue
         if hash_index_cached(storage, rs):
             h = murmur2_64(keys, _HASH_SEED) if h is None else h

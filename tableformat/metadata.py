@@ -18,7 +18,8 @@ from .schema import Schema
 # 3: checksums over whole commits and checkpoints, and a `crc32` of every data, index, bloom and
 #    delta file in the log (specs/format.md §8).
 # 4: tags (the `tag` and `untag` actions, `tags` in checkpoints; specs/format.md §8.2, §12); the
-#    `sequence_column` table property (a string) and the `skipped` action (§14). 1-3 are still read.
+#    `sequence_column` table property (a string) and the `skipped` action (§14); history-only
+#    rowsets (`live_until`, §8.2, §12). 1-3 are still read.
 FORMAT_VERSION = 4
 
 DEFAULT_PROPERTIES: dict[str, int] = {
@@ -120,6 +121,19 @@ class RowSetMeta:
     # When its rows were inserted: the adding commit's timestamp for an insert's rowset (filled in
     # at replay); 0 for a merging compaction's output, whose rows carry UNDO DELETE records instead.
     created_ts: int | None = None
+    # Format 4: set on a history-only rowset, one a merging compaction filled with rows deleted
+    # within the history only: the newest of their delete timestamps. From then on no row of it
+    # is live, so current reads and key probes skip it by this field alone.
+    live_until: int | None = None
+
+    @property
+    def history_only(self) -> bool:
+        return self.live_until is not None
+
+    def visible_at(self, read_ts: int | None) -> bool:
+        """Whether a read may see rows of this rowset: a read of a snapshot's own files
+        (`read_ts` None) or as of a time at or after `live_until` cannot."""
+        return self.live_until is None or (read_ts is not None and read_ts < self.live_until)
 
     @property
     def files(self) -> list[FileRef]:
@@ -142,14 +156,16 @@ class RowSetMeta:
                 "base": [f.to_json() for f in self.base], "pk_index": self.pk_index.to_json(),
                 "bloom": self.bloom.to_json(),
                 "stats": {str(k): dict(v) for k, v in self.stats.items()},
-                **({} if self.created_ts is None else {"created_ts": self.created_ts})}
+                **({} if self.created_ts is None else {"created_ts": self.created_ts}),
+                **({} if self.live_until is None else {"live_until": self.live_until})}
 
     @staticmethod
     def from_json(d: dict) -> "RowSetMeta":
         return RowSetMeta(d["id"], d["tablet"], d["num_rows"], bytes.fromhex(d["min_key"]),
                           bytes.fromhex(d["max_key"]), tuple(FileRef.from_json(f) for f in d["base"]),
                           FileRef.from_json(d["pk_index"]), FileRef.from_json(d["bloom"]),
-                          {int(k): v for k, v in d.get("stats", {}).items()}, d.get("created_ts"))
+                          {int(k): v for k, v in d.get("stats", {}).items()}, d.get("created_ts"),
+                          d.get("live_until"))
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import arguments as arg
-from .delta_tracker import apply_deltas, updated_columns
+from .delta_tracker import apply_deltas, files_read, updated_columns
 from .diskrowset import read_base_columns
 from .errors import InvalidOptionError, MissingDependencyError, UnknownScanColumnError
 from .keyprobe import seek
 from .parallel import pmap, pmap_iter
-from .metadata import RowSetMeta, TableState
+from .metadata import DeltaFileMeta, RowSetMeta, TableState
 from .predicate import Predicate, column_bounds, filter_table, hash_values, key_range, parse_filter, \
     stats_may_match
 from .storage import Storage
@@ -47,11 +47,14 @@ def _quote(name: str) -> str:
 
 @dataclass(frozen=True)
 class ScanTask:
-    """One unit of scan work: rows [start, stop) of one rowset. A Spark partition later."""
+    """One unit of scan work: rows [start, stop) of one rowset, and the delta files the read
+    applies (none for a compacted rowset read as of now; None: all of the rowset's). A Spark
+    partition later."""
 
     rowset: RowSetMeta
     start: int
     stop: int
+    deltas: tuple[DeltaFileMeta, ...] | None = None
 
 
 def prune_tablets(state: TableState, bounds: dict) -> list[str]:
@@ -70,17 +73,35 @@ def prune_tablets(state: TableState, bounds: dict) -> list[str]:
     return [part.tablet_id(r.id, combo) for r in ranges for combo in itertools.product(*allowed)]
 
 
+def _numeric(c: pa.ChunkedArray) -> bool:
+    return (pa.types.is_integer(c.type) or pa.types.is_floating(c.type)) and not c.null_count
+
+
 def drop_rows(t: pa.Table, live: np.ndarray) -> pa.Table:
-    """Remove deleted rows. Few deletions keep the live runs as zero-copy slices
-    (a selection vector) instead of copying every column through a filter."""
+    """Remove deleted rows. Numeric columns without NULLs by one numpy selection (measured 3x
+    faster than Arrow's filter); other columns, when few rows are deleted, keep the live runs as
+    zero-copy slices (a selection vector, runs found from the deleted positions), else filter."""
     n = len(live)
-    edges = np.flatnonzero(np.diff(np.r_[False, live, False].astype(np.int8)))
-    starts, stops = edges[0::2], edges[1::2]
-    if len(starts) > max(16, n // 256):
-        return t.filter(pa.array(live))
-    if not len(starts):
+    dead = np.flatnonzero(~live)
+    if len(dead) == n:
         return t.slice(0, 0)
-    return pa.concat_tables([t.slice(int(a), int(b - a)) for a, b in zip(starts, stops)])
+    runs = None
+    if len(dead) <= max(16, n // 256):
+        starts, stops = np.r_[0, dead + 1], np.r_[dead, n]
+        keep = stops > starts
+        runs = list(zip(starts[keep].tolist(), (stops[keep] - starts[keep]).tolist()))
+    mask = None
+    cols = []
+    for c in t.columns:
+        if _numeric(c):
+            a = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+            cols.append(pa.array(a.to_numpy()[live], c.type))
+        elif runs is not None:
+            cols.append(pa.chunked_array([c.slice(a, m) for a, m in runs], c.type))
+        else:
+            mask = pa.array(live) if mask is None else mask
+            cols.append(c.filter(mask))
+    return pa.Table.from_arrays(cols, schema=t.schema)
 
 
 class Scanner:
@@ -123,6 +144,8 @@ class Scanner:
                 continue
             if state.read_ts is not None and (rs.created_ts or 0) > state.read_ts:
                 continue                  # every row of it was inserted after the version read
+            if not rs.visible_at(state.read_ts):
+                continue                  # history-only: every row of it was deleted by then
             if lo is not None and rs.max_key < lo:
                 continue
             if hi is not None and rs.min_key >= hi:
@@ -134,14 +157,18 @@ class Scanner:
                 continue
             start, stop = (0, rs.num_rows) if lo is None and hi is None else seek(self.storage, rs, lo, hi)
             if start < stop:
-                tasks.append(ScanTask(rs, start, stop))
+                tasks.append(self._task(rs, start, stop))
         return tasks
+
+    def _task(self, rs: RowSetMeta, start: int, stop: int) -> ScanTask:
+        ids = [c.id for c in self._read_cols]
+        return ScanTask(rs, start, stop, files_read(self.state.deltas_of(rs.id), ids, self.state.read_ts))
 
     # execution -------------------------------------------------------------------------
     def run_task(self, task: ScanTask) -> pa.Table:
         arg.instance(task, "task", ScanTask, "a tf.ScanTask (from Scanner.plan or Scanner.task)")
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
-        deltas = self.state.deltas_of(task.rowset.id)
+        deltas = task.deltas if task.deltas is not None else self.state.deltas_of(task.rowset.id)
         live = None
         if deltas:
             arrays, live = apply_deltas(self.storage, task.rowset, deltas, self._read_cols, arrays,
@@ -173,7 +200,7 @@ class Scanner:
         n = self.state.rowsets[rowset_id].num_rows
         start = arg.integer(start, "start", 0, n)
         stop = arg.integer(stop, "stop", start, n)
-        return ScanTask(self.state.rowsets[rowset_id], start, stop)
+        return self._task(self.state.rowsets[rowset_id], start, stop)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         if self.ordered:
