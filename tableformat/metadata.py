@@ -17,7 +17,8 @@ from .schema import Schema
 # 2: UNDO delta files, rowset created_ts, the `history` action (specs/format.md §12).
 # 3: checksums over whole commits and checkpoints, and a `crc32` of every data, index, bloom and
 #    delta file in the log (specs/format.md §8). 1 and 2 are still read.
-FORMAT_VERSION = 3
+# 4: split-block bloom filters (specs/format.md §7). 1 to 3 are still read.
+FORMAT_VERSION = 4
 
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
