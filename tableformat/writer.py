@@ -132,11 +132,14 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         cuts = np.flatnonzero(np.diff(ordinal[by_tablet])) + 1
         groups = [g for g in np.split(by_tablet, cuts) if len(g)]
         del by_tablet
+    tablets = [tablet_ids[int(ordinal[g[0]])] for g in groups]
+    del ordinal                                    # memory: only what the rowsets need stays
 
     def sort_group(rows: np.ndarray):
         return sorted_tablet_keys(state, batch, rows)
 
     sorted_groups = pmap(sort_group, groups)
+    del groups
 
     batches, ignored = [], 0
     dup_rows = [rows[dup] for rows, _, dup in sorted_groups if dup.any()]
@@ -144,16 +147,17 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         raise duplicate_error(state, batch, np.concatenate(dup_rows), "appear more than once in the batch")
 
     def against_table(item):
-        rows, k, dup = item
+        tablet, (rows, k, dup) = item
         if dup.any():
             rows, k = rows[~dup], k.filter(pa.array(~dup))
-        tablet = tablet_ids[int(ordinal[rows[0]])]
-        if not check_existing:
+        existing = state.rowsets_in(tablet) if check_existing else []
+        if not existing:                           # a new or empty tablet: nothing to probe
             return tablet, rows, k, np.zeros(len(rows), dtype=bool), int(dup.sum())
-        which, _ = probe(storage, state.rowsets_in(tablet), k, state.deltas_of)
+        which, _ = probe(storage, existing, k, state.deltas_of)
         return tablet, rows, k, which >= 0, int(dup.sum())
 
-    checked = pmap(against_table, sorted_groups)
+    checked = pmap(against_table, list(zip(tablets, sorted_groups)))
+    del sorted_groups
     exists = [rows[ex] for _, rows, _, ex, _ in checked if ex.any()]
     if exists and not ignore:
         raise duplicate_error(state, batch, np.concatenate(exists), "already exist")
@@ -239,7 +243,8 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
         by_tablet: dict[str, list[pa.Array]] = {}
         for b in plan.batches:
             by_tablet.setdefault(b.tablet, []).append(b.keys)
-        keys = KeysAbsent({t: pa.concat_arrays(v) for t, v in by_tablet.items()}, on_clash=on_clash)
+        keys = KeysAbsent({t: v[0] if len(v) == 1 else pa.concat_arrays(v) for t, v in by_tablet.items()},
+                          on_clash=on_clash)
     frag.actions = [AddRowSet(r) for r in rowsets]
     frag.files = written
     frag.requirements = [DefinitionUnchanged(Outcome.RESTART), keys] + \
