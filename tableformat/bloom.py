@@ -132,15 +132,13 @@ class SplitBlockBloomFilter:
     words: np.ndarray  # uint32, num_blocks * 8, little-endian on disk
 
     @staticmethod
-    def build(keys: pa.Array, hashes: np.ndarray | None = None) -> "SplitBlockBloomFilter":
-        """`hashes`, if given, are `murmur2_64(keys, SEED)` computed already."""
-        n = len(keys) if hashes is None else len(hashes)
+    def build(keys: pa.Array) -> "SplitBlockBloomFilter":
+        n = len(keys)
         num_blocks = max(1, -(-n * SBBF_BITS_PER_KEY // 256))
         bitmap = np.zeros(num_blocks * 256, dtype=bool)     # one byte per bit: a plain scatter
         itype = np.int32 if num_blocks < 1 << 23 else np.int64
         for start in range(0, n, _SBBF_CHUNK):
-            h = hashes[start:start + _SBBF_CHUNK] if hashes is not None else \
-                murmur2_64(keys.slice(start, _SBBF_CHUNK), SEED)
+            h = murmur2_64(keys.slice(start, _SBBF_CHUNK), SEED)
             block, bits = _sbbf_block_and_bits(h, num_blocks)
             pos = bits.astype(itype)
             pos += _WORD_BITS.astype(itype)

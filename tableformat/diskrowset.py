@@ -100,9 +100,8 @@ def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: p
 
 
 def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, properties: dict,
-                      written: list[str], hashes: np.ndarray | None = None) -> tuple[FileRef, FileRef]:
-    """A rowset's PK index and bloom filter, from its sorted encoded keys (`hashes`: their
-    `murmur2_64(keys, bloom.SEED)`, if the caller has them)."""
+                      written: list[str]) -> tuple[FileRef, FileRef]:
+    """A rowset's PK index and bloom filter, from its sorted encoded keys."""
     block = properties["pk_index_block_rows"]
     first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64)))
     idx_schema = pa.schema([pa.field("key", pa.binary(), nullable=False)],
@@ -116,7 +115,7 @@ def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, propert
     written.append(idx_path)
     del idx_buf
 
-    bloom = SplitBlockBloomFilter.build(keys, hashes)
+    bloom = SplitBlockBloomFilter.build(keys)
     bloom_path = f"{rowset_dir}/bloom.bin"
     bloom_bytes = bloom.to_bytes()
     storage.write(bloom_path, bloom_bytes)
@@ -131,8 +130,7 @@ def rowset_meta(rowset_id: str, tablet: str, keys: pa.Array, base: FileRef, stat
 
 
 def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, keys: pa.Array,
-                 properties: dict, written: list[str], rowset_id: str | None = None,
-                 hashes: np.ndarray | None = None) -> RowSetMeta:
+                 properties: dict, written: list[str], rowset_id: str | None = None) -> RowSetMeta:
     """Write a batch already sorted by key as one DiskRowSet. Appends each path to `written`.
 
     Base data and keys are written side by side on the worker pool (inline on a worker)."""
@@ -140,7 +138,7 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
     rowset_dir = f"tablets/{tablet}/{rowset_id}"
     (base, stats), (pk_index, bloom) = pmap(lambda part: part(), [
         lambda: write_rowset_data(storage, schema, rowset_dir, data, properties, written),
-        lambda: write_rowset_keys(storage, rowset_dir, keys, properties, written, hashes)])
+        lambda: write_rowset_keys(storage, rowset_dir, keys, properties, written)])
     return rowset_meta(rowset_id, tablet, keys, base, stats, pk_index, bloom)
 
 
