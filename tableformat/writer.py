@@ -71,8 +71,7 @@ def route(state: TableState, batch: pa.Table) -> np.ndarray:
     """Tablet ordinal of every row, in chunks over the worker threads."""
     parts = pmap(lambda start: state.partitioning.assign(state.schema, batch.slice(start, _ROUTE_CHUNK))[0],
                  range(0, max(batch.num_rows, 1), _ROUTE_CHUNK))
-    ordinal = np.concatenate(parts)
-    return ordinal.astype(np.int32) if len(state.partitioning.tablet_ids()) < 1 << 31 else ordinal
+    return np.concatenate(parts).astype(np.int32)      # at most MAX_TABLETS tablets
 
 
 def sorted_tablet_keys(state: TableState, batch: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
