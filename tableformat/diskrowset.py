@@ -89,11 +89,16 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
     return FileRef(path, size, tuple(c.id for c in columns), zlib.crc32(buf))
 
 
+def _one_array(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array; a single chunk as it is (combine_chunks would copy it)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
 def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: pa.Table, properties: dict,
                       written: list[str]) -> tuple[FileRef, dict]:
     """A rowset's base data (rows already in key order): its base file and column statistics."""
     cols = list(schema.columns)
-    arrays = [data.column(c.name).combine_chunks() for c in cols]
+    arrays = [_one_array(data.column(c.name)) for c in cols]
     base = write_base_file(storage, rowset_dir, cols, arrays, properties["row_group_rows"])
     written.append(base.path)
     return base, {c.id: column_stats(c, a) for c, a in zip(cols, arrays)}
