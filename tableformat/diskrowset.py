@@ -126,11 +126,13 @@ def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, propert
     storage.write(bloom_path, bloom_bytes)
     written.append(bloom_path)
     FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes, len(bloom_bytes))
-    return FileRef(idx_path, idx_size, crc32=idx_crc), FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes))
+    return (FileRef(idx_path, idx_size, crc32=idx_crc),
+            FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes)))
 
 
 def rowset_meta(rowset_id: str, tablet: str, keys: pa.Array, base: FileRef, stats: dict,
                 pk_index: FileRef, bloom: FileRef) -> RowSetMeta:
+    """The descriptor of a rowset whose data and key files are written."""
     return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,), pk_index, bloom, stats)
 
 
