@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .bloom import BloomFilter
+from .bloom import read_bloom
 from .delta_tracker import deleted_mask
 from .deltafile import REDO, read_delta
 from .cfile_set import FILE_CACHE, parquet_file, read_verified
@@ -121,7 +121,7 @@ def check(storage: Storage, log: TransactionLog, st: TableState, deep: bool = Tr
             if (first, last) != (rs.min_key, rs.max_key):
                 bad.append(f"rowset {rs.id}: key range in the log does not match its PK index")
             del kl
-            bloom = BloomFilter.from_bytes(read_verified(storage, rs.bloom, "bloom filter file"), rs.bloom.path)
+            bloom = read_bloom(read_verified(storage, rs.bloom, "bloom filter file"), rs.bloom.path)
             if not bloom.may_contain(keys).all():
                 bad.append(f"rowset {rs.id}: bloom filter misses keys of its PK index")
             for d in st.deltas_of(rs.id):

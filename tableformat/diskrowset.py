@@ -19,11 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .bloom import BloomFilter
+from .bloom import BloomFilter, SplitBlockBloomFilter, read_bloom
 from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, parquet_file, prefetch_columns,
                         to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
+from .parallel import pmap
 from .schema import Column, Schema
 from .storage import Storage
 
@@ -88,16 +89,24 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
     return FileRef(path, size, tuple(c.id for c in columns), zlib.crc32(buf))
 
 
-def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, keys: pa.Array,
-                 properties: dict, written: list[str]) -> RowSetMeta:
-    """Write a batch already sorted by key as one DiskRowSet. Appends each path to `written`."""
-    rowset_id = uuid.uuid4().hex
-    rowset_dir = f"tablets/{tablet}/{rowset_id}"
+def _one_array(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array; a single chunk as it is (combine_chunks would copy it)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
+def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: pa.Table, properties: dict,
+                      written: list[str]) -> tuple[FileRef, dict]:
+    """A rowset's base data (rows already in key order): its base file and column statistics."""
     cols = list(schema.columns)
-    arrays = [data.column(c.name).combine_chunks() for c in cols]
+    arrays = [_one_array(data.column(c.name)) for c in cols]
     base = write_base_file(storage, rowset_dir, cols, arrays, properties["row_group_rows"])
     written.append(base.path)
+    return base, {c.id: column_stats(c, a) for c, a in zip(cols, arrays)}
 
+
+def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, properties: dict,
+                      written: list[str]) -> tuple[FileRef, FileRef]:
+    """A rowset's PK index and bloom filter, from its sorted encoded keys."""
     block = properties["pk_index_block_rows"]
     first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64)))
     idx_schema = pa.schema([pa.field("key", pa.binary(), nullable=False)],
@@ -109,23 +118,40 @@ def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, 
     idx_size = storage.write(idx_path, idx_buf)
     idx_crc = zlib.crc32(idx_buf)
     written.append(idx_path)
+    del idx_buf
 
-    bloom = BloomFilter.build(keys)
+    bloom = SplitBlockBloomFilter.build(keys)
     bloom_path = f"{rowset_dir}/bloom.bin"
     bloom_bytes = bloom.to_bytes()
     storage.write(bloom_path, bloom_bytes)
     written.append(bloom_path)
     FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes, len(bloom_bytes))
+    return (FileRef(idx_path, idx_size, crc32=idx_crc),
+            FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes)))
 
-    stats = {c.id: column_stats(c, a) for c, a in zip(cols, arrays)}
-    return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,),
-                      FileRef(idx_path, idx_size, crc32=idx_crc),
-                      FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes)), stats)
+
+def rowset_meta(rowset_id: str, tablet: str, keys: pa.Array, base: FileRef, stats: dict,
+                pk_index: FileRef, bloom: FileRef) -> RowSetMeta:
+    """The descriptor of a rowset whose data and key files are written."""
+    return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,), pk_index, bloom, stats)
+
+
+def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, keys: pa.Array,
+                 properties: dict, written: list[str], rowset_id: str | None = None) -> RowSetMeta:
+    """Write a batch already sorted by key as one DiskRowSet. Appends each path to `written`.
+
+    Base data and keys are written side by side on the worker pool (inline on a worker)."""
+    rowset_id = rowset_id or uuid.uuid4().hex
+    rowset_dir = f"tablets/{tablet}/{rowset_id}"
+    (base, stats), (pk_index, bloom) = pmap(lambda part: part(), [
+        lambda: write_rowset_data(storage, schema, rowset_dir, data, properties, written),
+        lambda: write_rowset_keys(storage, rowset_dir, keys, properties, written)])
+    return rowset_meta(rowset_id, tablet, keys, base, stats, pk_index, bloom)
 
 
 # --- reading -----------------------------------------------------------------------------
 
-def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
+def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter | SplitBlockBloomFilter:
     b = FILE_CACHE.get(storage, rowset.bloom.path, rowset.bloom.size)
     if b is None:
         try:
@@ -133,7 +159,7 @@ def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter:
         except OSError as e:
             raise wrap_read_error(rowset.bloom.path, e) from None
         verify_file_bytes(rowset.bloom, data, "bloom filter file")
-        b = BloomFilter.from_bytes(data, rowset.bloom.path)
+        b = read_bloom(data, rowset.bloom.path)
         FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes, rowset.bloom.size)
     return b
 

@@ -30,16 +30,22 @@ def _binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _gather_words(padded: np.ndarray, pos: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """The little-endian uint64 starting at each byte position, without a per-byte index array."""
-    rem = pos & 7
-    if not rem.any():
-        np.take(padded[: 8 * (len(padded) // 8)].view("<u8"), pos >> 3, out=out)
-        return out
-    for o in range(8):
-        sel = np.flatnonzero(rem == o)
-        if len(sel):
-            view = padded[o: o + 8 * ((len(padded) - o) // 8)].view("<u8")
-            out[sel] = view[(pos[sel] - o) >> 3]
+    """The little-endian uint64 starting at each byte position: the two aligned words around it,
+    shifted together (a few whole-array passes, whatever the mix of alignments). `padded` has
+    at least 16 bytes after the last position."""
+    aligned = padded[: 8 * (len(padded) // 8)].view("<u8")
+    q = pos >> 3
+    lo_shift = ((pos & 7) << 3).astype(np.uint64)
+    np.take(aligned, q, out=out)
+    np.right_shift(out, lo_shift, out=out)
+    q += 1
+    hi = np.take(aligned, q)
+    # hi << (64 - lo_shift), as (hi << 1) << (63 - lo_shift): 0 for an aligned position, and
+    # every shift count stays below 64
+    np.left_shift(hi, np.uint64(1), out=hi)
+    np.subtract(np.uint64(63), lo_shift, out=lo_shift)
+    np.left_shift(hi, lo_shift, out=hi)
+    np.bitwise_or(out, hi, out=out)
     return out
 
 

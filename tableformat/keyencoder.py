@@ -46,9 +46,13 @@ def _has_nul(b: pa.Array) -> bool:
 
 
 def _matrix_to_binary(m: np.ndarray) -> pa.Array:
+    """Rows of a (n, w) byte matrix as a binary array, sharing the matrix's memory."""
     n, w = m.shape
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(np.ascontiguousarray(m))])
-    return fixed.cast(pa.binary())
+    if n * w >= 1 << 31:
+        fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(np.ascontiguousarray(m))])
+        return fixed.cast(pa.binary())
+    offsets = np.arange(0, n * w + 1, w, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(m))])
 
 
 def encode_keys(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], terminal: bool = True) -> pa.Array:

@@ -19,7 +19,7 @@ from .schema import Schema
 #    delta file in the log (specs/format.md §8).
 # 4: tags (the `tag` and `untag` actions, `tags` in checkpoints; specs/format.md §8.2, §12); the
 #    `sequence_column` table property (a string) and the `skipped` action (§14); history-only
-#    rowsets (`live_until`, §8.2, §12). 1-3 are still read.
+#    rowsets (`live_until`, §8.2, §12); split-block bloom filters (§7). 1-3 are still read.
 FORMAT_VERSION = 4
 
 DEFAULT_PROPERTIES: dict[str, int] = {

@@ -25,6 +25,9 @@ from .schema import Schema, value_from_json, value_to_json
 MAX_TABLETS = 10_000
 
 
+_SAMPLE = 4096   # values looked at to decide whether a hash level's values repeat
+
+
 @dataclass(frozen=True)
 class HashPartition:
     """One hash level: `buckets` buckets over a subset of the key columns."""
@@ -147,6 +150,10 @@ class Partitioning:
     def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel) -> np.ndarray:
         cols = [schema.by_id(i) for i in level.column_ids]
         enc = encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
+        if len(enc) >= 4 * _SAMPLE and len(pc.unique(enc.slice(0, _SAMPLE))) * 4 <= _SAMPLE:
+            # Hash columns repeat (hosts, tenants): hash each distinct value once.
+            d = pc.dictionary_encode(enc)
+            return (murmur2_64(d.dictionary, level.seed) % np.uint64(level.buckets))[d.indices.to_numpy()]
         return murmur2_64(enc, level.seed) % np.uint64(level.buckets)
 
     def range_keys(self, schema: Schema, table: pa.Table) -> pa.Array:

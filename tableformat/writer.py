@@ -7,6 +7,7 @@ that is the rebase that makes concurrent inserts of one key fail exactly once.
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 from .actions import AddRowSet
 from .batch import prepare
 from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
-from .diskrowset import write_rowset
+from .diskrowset import rowset_meta, write_rowset_data, write_rowset_keys
 from .errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
 from .fragment import WriteFragment
 from .keyencoder import encode_keys
@@ -66,13 +67,34 @@ def encoded_keys(state: TableState, batch: pa.Table) -> pa.Array:
 _ROUTE_CHUNK = 1 << 17
 
 
-def route(state: TableState, batch: pa.Table) -> tuple[pa.Array, np.ndarray]:
-    """Encoded key and tablet ordinal of every row, in chunks over the worker threads."""
-    def one(start: int):
-        part = batch.slice(start, _ROUTE_CHUNK)
-        return encoded_keys(state, part), state.partitioning.assign(state.schema, part)[0]
-    parts = pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK))
-    return pa.chunked_array([p[0] for p in parts], pa.binary()), np.concatenate([p[1] for p in parts])
+def route(state: TableState, batch: pa.Table) -> np.ndarray:
+    """Tablet ordinal of every row, in chunks over the worker threads."""
+    parts = pmap(lambda start: state.partitioning.assign(state.schema, batch.slice(start, _ROUTE_CHUNK))[0],
+                 range(0, max(batch.num_rows, 1), _ROUTE_CHUNK))
+    return np.concatenate(parts).astype(np.int32)      # at most MAX_TABLETS tablets
+
+
+def sorted_tablet_keys(state: TableState, batch: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """One tablet's rows (ascending batch row numbers) in key order, their encoded keys, and which
+    repeat the key before them.
+
+    Keys are encoded here, per tablet, and only once: the same array is sorted, checked for
+    duplicates, probed, and becomes the PK index and bloom filter of the written rowsets.
+    A stable sort keeps batch order among equal keys, so the first one wins.
+    """
+    kcols = [c.name for c in state.schema.key_columns]
+    whole = len(rows) == batch.num_rows and (len(rows) == 0 or (rows[0] == 0 and rows[-1] == len(rows) - 1))
+    sub = batch.select(kcols) if whole else batch.select(kcols).take(pa.array(rows))
+    k = encoded_keys(state, sub)
+    dup = np.zeros(len(rows), dtype=bool)
+    if len(k) < 2:
+        return rows, k, dup
+    if pc.all(pc.less(k.slice(0, len(k) - 1), k.slice(1))).as_py():
+        return rows, k, dup           # already in key order (a load of sorted data): no sort, no take
+    order = pc.array_sort_indices(k)
+    rows, k = rows[order.to_numpy()], k.take(order)
+    dup[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
+    return rows, k, dup
 
 
 def describe_keys(state: TableState, batch: pa.Table, rows: np.ndarray, limit: int = 3) -> str:
@@ -100,23 +122,23 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
 
     check_existing=False is for rows already known to be new (a mutation's inserts).
     """
-    keys, ordinal = route(state, batch)
+    ordinal = route(state, batch)
     tablet_ids = state.partitioning.tablet_ids()
-    by_tablet = np.argsort(ordinal.astype(np.int16 if len(tablet_ids) < 32768 else np.int64), kind="stable")
-    cuts = np.flatnonzero(np.diff(ordinal[by_tablet])) + 1
-    groups = [g for g in np.split(by_tablet, cuts) if len(g)]
+    if len(tablet_ids) == 1:
+        groups = [np.arange(batch.num_rows)] if batch.num_rows else []
+    else:
+        by_tablet = np.argsort(ordinal.astype(np.int16) if len(tablet_ids) < 32768 else ordinal, kind="stable")
+        cuts = np.flatnonzero(np.diff(ordinal[by_tablet])) + 1
+        groups = [g for g in np.split(by_tablet, cuts) if len(g)]
+        del by_tablet
+    tablets = [tablet_ids[int(ordinal[g[0]])] for g in groups]
+    del ordinal                                    # memory: only what the rowsets need stays
 
     def sort_group(rows: np.ndarray):
-        # Stable sort by key keeps batch order among equal keys: the first one wins.
-        order = pc.array_sort_indices(keys.take(pa.array(rows)).combine_chunks())
-        rows = rows[order.to_numpy()]
-        k = keys.take(pa.array(rows)).combine_chunks()
-        dup = np.zeros(len(rows), dtype=bool)
-        if len(rows) > 1:
-            dup[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
-        return rows, k, dup
+        return sorted_tablet_keys(state, batch, rows)
 
     sorted_groups = pmap(sort_group, groups)
+    del groups
 
     batches, ignored = [], 0
     dup_rows = [rows[dup] for rows, _, dup in sorted_groups if dup.any()]
@@ -124,16 +146,17 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         raise duplicate_error(state, batch, np.concatenate(dup_rows), "appear more than once in the batch")
 
     def against_table(item):
-        rows, k, dup = item
+        tablet, (rows, k, dup) = item
         if dup.any():
             rows, k = rows[~dup], k.filter(pa.array(~dup))
-        tablet = tablet_ids[int(ordinal[rows[0]])]
-        if not check_existing:
+        existing = state.rowsets_in(tablet) if check_existing else []
+        if not existing:                           # a new or empty tablet: nothing to probe
             return tablet, rows, k, np.zeros(len(rows), dtype=bool), int(dup.sum())
-        which, _ = probe(storage, state.rowsets_in(tablet), k, state.deltas_of)
+        which, _ = probe(storage, existing, k, state.deltas_of)
         return tablet, rows, k, which >= 0, int(dup.sum())
 
-    checked = pmap(against_table, sorted_groups)
+    checked = pmap(against_table, list(zip(tablets, sorted_groups)))
+    del sorted_groups
     exists = [rows[ex] for _, rows, _, ex, _ in checked if ex.any()]
     if exists and not ignore:
         raise duplicate_error(state, batch, np.concatenate(exists), "already exist")
@@ -147,23 +170,35 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
 
 
 def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str]) -> list[RowSetMeta]:
-    """Write each tablet's rows as rowsets, rolling at the target size."""
+    """Write each tablet's rows as rowsets, rolling at the target size.
+
+    A rowset's base data and its keys (PK index + bloom filter) are separate tasks on the
+    worker pool, so even one rowset keeps two cores busy; rows are taken from the batch only
+    inside a running task, so at most one rowset's data per worker is in memory at a time.
+    """
     target = state.properties["rowset_target_bytes"]
     row_bytes = plan.batch.nbytes / max(1, plan.batch.num_rows)
+    props = dict(state.properties)
     jobs = []
     for b in plan.batches:
         n = b.num_rows
         pieces = max(1, int(-(-(n * row_bytes) // target)))
         step = -(-n // pieces)
         for start in range(0, n, step):
-            jobs.append((b.tablet, b.rows[start:start + step], b.keys.slice(start, step)))
+            jobs.append((b.tablet, b.rows[start:start + step], b.keys.slice(start, step), uuid.uuid4().hex))
 
-    def write(job):
-        tablet, rows, keys = job
-        data = plan.batch.take(pa.array(rows))
-        return write_rowset(storage, state.schema, tablet, data, keys, dict(state.properties), written)
+    def run(task):
+        kind, (tablet, rows, keys, rowset_id) = task
+        rowset_dir = f"tablets/{tablet}/{rowset_id}"
+        if kind == "keys":
+            return write_rowset_keys(storage, rowset_dir, keys, props, written)
+        whole = len(rows) == plan.batch.num_rows and np.array_equal(rows, np.arange(len(rows)))
+        data = plan.batch if whole else plan.batch.take(pa.array(rows))
+        return write_rowset_data(storage, state.schema, rowset_dir, data, props, written)
 
-    return pmap(write, jobs)
+    done = pmap(run, [(kind, job) for job in jobs for kind in ("data", "keys")])
+    return [rowset_meta(rowset_id, tablet, keys, *done[2 * i], *done[2 * i + 1])
+            for i, (tablet, _, keys, rowset_id) in enumerate(jobs)]
 
 
 ON_DUPLICATE = ("fail", "ignore")
@@ -207,7 +242,8 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
         by_tablet: dict[str, list[pa.Array]] = {}
         for b in plan.batches:
             by_tablet.setdefault(b.tablet, []).append(b.keys)
-        keys = KeysAbsent({t: pa.concat_arrays(v) for t, v in by_tablet.items()}, on_clash=on_clash)
+        keys = KeysAbsent({t: v[0] if len(v) == 1 else pa.concat_arrays(v) for t, v in by_tablet.items()},
+                          on_clash=on_clash)
     frag.actions = [AddRowSet(r) for r in rowsets]
     frag.files = written
     frag.requirements = [DefinitionUnchanged(Outcome.RESTART), keys] + \

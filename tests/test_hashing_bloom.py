@@ -55,3 +55,109 @@ def test_bloom_round_trip_and_corruption():
         BloomFilter.from_bytes(data[:-3], "x.bin")
     with pytest.raises(tf.CorruptFileError):
         BloomFilter.from_bytes(b"garbage" * 10, "x.bin")
+
+
+# --- split-block bloom filter (format version 4, spec §7) -------------------------------------
+
+from tableformat.bloom import (SBBF_SALT, SEED, SplitBlockBloomFilter, read_bloom,  # noqa: E402
+                               sbbf_expected_fp_rate)
+
+
+def _spec_bits(key: bytes, num_blocks: int) -> set[int]:
+    """The bits spec §7 says a key sets, from its text alone (scalar, no numpy)."""
+    h = murmur2_64_bytes(key, 0x2B7E151628AED2A6)
+    block = ((h >> 32) * num_blocks) >> 32
+    salts = [0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31]
+    return {block * 256 + i * 32 + (((h & 0xFFFFFFFF) * s) % 2**32 >> 27) for i, s in enumerate(salts)}
+
+
+def test_split_block_layout_is_the_spec():
+    keys = [b"k%d" % i for i in range(40)]
+    bf = SplitBlockBloomFilter.build(pa.array(keys, pa.binary()))
+    assert bf.num_blocks == -(-40 * 27 // 256) == 5
+    data = bf.to_bytes()
+    assert data[:8] == b"TFBLOOM2" and int.from_bytes(data[8:16], "little") == 5
+    assert int.from_bytes(data[16:24], "little") == SEED and len(data) == 24 + 32 * 5
+    words = np.frombuffer(data, "<u4", offset=24)
+    on = {w * 32 + b for w in range(len(words)) for b in range(32) if int(words[w]) >> b & 1}
+    assert on == set().union(*(_spec_bits(k, 5) for k in keys))
+    assert SBBF_SALT.tolist()[0] == 0x47B6137B
+
+
+def test_split_block_no_false_negatives_and_fp_within_the_spec_bound():
+    rng = np.random.default_rng(3)
+    keys = pa.array([rng.bytes(int(n)) for n in rng.integers(1, 40, 100_000)], pa.binary())
+    bf = SplitBlockBloomFilter.build(keys)
+    assert bf.may_contain(keys).all()                     # every inserted key, one vectorized probe
+    assert bf.num_blocks == -(-100_000 * 27 // 256)
+    others = pa.array([b"\xff" + rng.bytes(24) for _ in range(1_000_000)], pa.binary())
+    fp = bf.may_contain(others).mean()
+    expected = sbbf_expected_fp_rate()
+    assert 8.7e-5 < expected < 8.9e-5 < 1e-4                 # spec §7: about 8.8e-5, under Kudu's 0.0001
+    assert fp <= 1.5e-4                                    # 1M probes: expected ~88, this allows ~150
+
+
+def test_split_block_over_several_build_chunks_and_empty():
+    keys = pa.array([b"x%06d" % i for i in range(150_000)], pa.binary())   # over two build chunks
+    bf = SplitBlockBloomFilter.build(keys)
+    assert bf.may_contain(keys).all() and bf.num_blocks == -(-150_000 * 27 // 256)
+    assert SplitBlockBloomFilter.build(pa.array([], pa.binary())).num_blocks == 1
+    assert not SplitBlockBloomFilter.build(pa.array([], pa.binary())).may_contain(keys).any()
+
+
+def test_split_block_round_trip_and_corruption():
+    bf = SplitBlockBloomFilter.build(pa.array([b"a", b"b"]))
+    data = bf.to_bytes()
+    again = read_bloom(data)
+    assert isinstance(again, SplitBlockBloomFilter) and again.may_contain(pa.array([b"a", b"b"])).all()
+    with pytest.raises(tf.CorruptFileError, match="truncated"):
+        read_bloom(data[:-3], "x.bin")
+    with pytest.raises(tf.CorruptFileError, match="truncated"):
+        read_bloom(data[:20], "x.bin")
+    with pytest.raises(tf.CorruptFileError, match="x.bin"):
+        read_bloom(data[:16] + (1).to_bytes(8, "little") + data[24:], "x.bin")      # wrong seed
+    with pytest.raises(tf.CorruptFileError, match="x.bin"):
+        read_bloom(data[:8] + (0).to_bytes(8, "little") + data[16:24], "x.bin")     # no blocks
+    classic = BloomFilter.build(pa.array([b"a", b"b"]))
+    assert isinstance(read_bloom(classic.to_bytes()), BloomFilter)                  # told apart by the magic
+
+
+def _kv(root):
+    s = tf.Schema([tf.Column("k", "string"), tf.Column("v", "int64", nullable=True)], ["k"])
+    return tf.create_table(str(root), s)
+
+
+def _rows(ids):
+    return pa.table({"k": [f"k{i:05d}" for i in ids], "v": list(ids)})
+
+
+def test_tables_write_split_block_filters(tmp_path):
+    t = _kv(tmp_path / "t")
+    t.insert(_rows(range(1000)))
+    (rs,) = t.state.rowsets.values()
+    assert (tmp_path / "t" / rs.bloom.path).read_bytes()[:8] == b"TFBLOOM2"
+    assert rs.bloom.size == 24 + 32 * -(-1000 * 27 // 256)
+
+
+def test_version_3_classic_blooms_still_read(tmp_path, monkeypatch):
+    """Rowsets written by the classic (format 1-3) filter keep answering key checks and check()."""
+    import tableformat.diskrowset as drs
+    from tableformat.cfile_set import FILE_CACHE
+    root = tmp_path / "t"
+    t = _kv(root)
+    class Classic:                                                # the version-3 writer's filter
+        @staticmethod
+        def build(keys):
+            return BloomFilter.build(keys)
+    with monkeypatch.context() as m:
+        m.setattr(drs, "SplitBlockBloomFilter", Classic)
+        t.insert(_rows(range(0, 2000, 2)))
+    (rs,) = t.state.rowsets.values()
+    assert (root / rs.bloom.path).read_bytes()[:8] == b"TFBLOOM1"
+    FILE_CACHE.clear()
+    t2 = tf.open_table(str(root))
+    with pytest.raises(tf.DuplicateKeyError):
+        t2.insert(_rows([10, 11]))
+    assert t2.insert(_rows([11, 13])).inserted == 2                # absent keys pass the classic filter
+    assert t2.insert_ignore(_rows([12, 15])).inserted == 1
+    assert t2.check().ok and t2.scan().count() == 1003

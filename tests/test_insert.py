@@ -241,3 +241,22 @@ def test_decimal_of_every_precision_round_trips_and_is_range_checked(tmp_path, p
         with pytest.raises(tf.DecimalOutOfRangeError):
             t.insert(pa.table({"k": [4], "d": pa.array([too_big], pa.decimal128(38, scale))}))
     assert t.version == 1
+
+
+def test_key_ordered_input_with_and_without_repeats(tmp_path):
+    """Input already in key order skips the sort; a repeated key in it is still caught, the first kept."""
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "string", nullable=True)], ["k"])
+    t = tf.create_table(str(tmp_path / "t"), s)
+    t.insert(pa.table({"k": pa.array(np.arange(0, 5000, 2)), "v": [f"a{i}" for i in range(2500)]}))
+    ordered = pa.table({"k": pa.array([1, 3, 3, 5], pa.int64()), "v": ["x", "first", "second", "y"]})
+    with pytest.raises(tf.DuplicateKeyError, match=r"1 key\(s\) appear more than once") as e:
+        t.insert(ordered)
+    assert e.value.count == 1 and t.version == 1
+    res = t.insert_ignore(ordered)
+    assert (res.inserted, res.ignored) == (3, 1)
+    got = t.scan(filter=[("k", "<", 7)]).to_arrow().sort_by("k").to_pylist()
+    assert got == [{"k": 0, "v": "a0"}, {"k": 1, "v": "x"}, {"k": 2, "v": "a1"}, {"k": 3, "v": "first"},
+                   {"k": 4, "v": "a2"}, {"k": 5, "v": "y"}, {"k": 6, "v": "a3"}]
+    with pytest.raises(tf.DuplicateKeyError, match=r"2 key\(s\) already exist"):
+        t.insert(pa.table({"k": pa.array([7, 8, 9, 10], pa.int64()), "v": ["p", "q", "r", "s"]}))
+    assert t.check().ok and t.scan().count() == 2503

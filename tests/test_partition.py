@@ -91,3 +91,20 @@ def test_metrics_table_spreads_rows_over_tablets(metrics_table):
     # each tablet's rows really belong there
     for r in st.rowsets.values():
         assert r.tablet.startswith("r")
+
+
+@pytest.mark.parametrize("distinct", [40, 30_000])
+def test_buckets_of_repeating_and_distinct_values_match_the_scalar_hash(distinct):
+    """Large batches whose hash columns repeat hash each distinct value once; the buckets are the same."""
+    s = schema()
+    p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a", "b"], 7, seed=3)]), s)
+    rng = np.random.default_rng(5)
+    n = 20_000
+    t = pa.table({"a": [f"k{x}" for x in rng.integers(0, distinct, n)],
+                  "b": pa.array(rng.integers(-3, 3, n), pa.int32()),
+                  "c": pa.array(np.arange(n), pa.int64()), "v": pa.nulls(n, pa.float64())})
+    got = p.bucket_of(s, t, p.hash_levels[0])
+    at, bt = s.column("a").type, s.column("b").type
+    pairs = {(a, b) for a, b in zip(t["a"].to_pylist(), t["b"].to_pylist())}
+    want = {k: murmur2_64_bytes(encode_key(list(k), [at, bt]), 3) % 7 for k in pairs}
+    assert got.tolist() == [want[(a, b)] for a, b in zip(t["a"].to_pylist(), t["b"].to_pylist())]
