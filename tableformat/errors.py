@@ -148,3 +148,9 @@ class KeyColumnUpdateError(TableFormatError, ValueError):
 
 class HistoryExpiredError(TableFormatError):
     """Time travel to before the retained history (history_max_age)."""
+
+
+class NativeReadUnavailableError(TableFormatError):
+    """A native (JVM Parquet) read was required but some rowset cannot be read that way:
+    the JVM cannot open the table's URI scheme, or the version needs UNDO records. Use
+    path="auto" to fall back to the Python data source for those rowsets."""

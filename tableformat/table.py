@@ -32,6 +32,7 @@ from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_propertie
 from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
 from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
+from .rowset_plan import ReadPlan, read_plan
 from .scan import Scanner
 from .schema import Schema, validate_identifier
 from .storage import Storage
@@ -98,6 +99,12 @@ class Snapshot:
         """Rows of this snapshot: `columns` (a list of names; one string is one name; None: all),
         `filter` terms ANDed, `ordered` in primary-key order."""
         return Scanner(self.storage, self.state, columns, filter, ordered)
+
+    def read_plan(self, columns: Sequence[str] | None = None, filter: Any = None) -> ReadPlan:
+        """What a foreign reader (Spark's Parquet reader, a JVM connector) reads for this scan:
+        per rowset its base files, the REDO files to apply and whether UNDO records are needed
+        (specs/format.md §9.3)."""
+        return read_plan(self.storage, self.state, columns, filter)
 
     # --- planning writes: files written now, committed later ---------------------------
     def write_insert(self, data: Any, on_duplicate: str = "fail", report: bool = False, distributed: bool = False,

@@ -1,0 +1,262 @@
+"""Native reads: a table as an ordinary Spark DataFrame, read by Spark's own Parquet reader.
+
+    from spark_jobs.read import read_table, register_view
+    df = read_table(spark, "/data/metrics", as_of=None)
+    register_view(spark, "metrics", "/data/metrics")
+    spark.sql("SELECT host, avg(value) FROM metrics GROUP BY host")
+
+Base files are a plain `spark.read.parquet` of the exact files the snapshot references
+(column pruning, filter pushdown, vectorized decoding), with `c<id>` renamed to the column
+names. Rowsets with pending REDO records get them applied inside the JVM, the way Delta
+applies deletion vectors and Hudi merges by position: the REDO files are read by the same
+reader and joined to base rows on (rowset, `_metadata.row_index`); the newest change per
+(rowset, rowid, column) wins and deleted rows are dropped. Rowsets without deltas are never
+joined. The rules are specs/format.md §9.3; the engine gives the recipe (`Snapshot.read_plan`).
+
+Where the JVM cannot do it, single rowsets fall back to the Python data source
+(`datasource.py`), and one log line says why: a URI scheme the JVM cannot open (only local
+paths and `file://` are assumed readable; declare others with `jvm_schemes`), or a version
+behind the history horizon that needs UNDO records. `path="native"` refuses to fall back
+(NativeReadUnavailableError); `path="python"` reads everything through the data source.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any, Iterable, Sequence
+
+import tableformat as tf
+
+from .snapshots import open_snapshot, parse_as_of, spark_schema, spark_type
+
+log = logging.getLogger(__name__)
+
+PATHS = ("auto", "native", "python")
+_RS, _ROW = "__tf_rowset", "__tf_row"
+_DELETE, _REINSERT = 2, 3
+# page CRCs are part of the format (specs/format.md §5): the JVM reader checks them too
+_VERIFY_CONF = "parquet.page.verify-checksum.enabled"
+
+
+def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | None = None,
+               columns: Sequence[str] | None = None, filter: Any = None, path: str = "auto",
+               jvm_schemes: Iterable[str] = ()) -> Any:
+    """The table (as of a version, Timestamp, datetime or ISO string) as a DataFrame.
+
+    `columns` (names; None: all) and `filter` (the engine's (column, op, value) terms, ANDed)
+    narrow the read: the engine prunes tablets and rowsets, Spark evaluates the terms with the
+    same semantics (specs/format.md §13). `path`: "auto" (native where possible), "native"
+    or "python". `jvm_schemes`: URI schemes the cluster's JVM can read (e.g. {"s3a", "hdfs"}).
+    """
+    if path not in PATHS:
+        raise tf.InvalidOptionError(f"path must be one of {PATHS}, got {path!r}")
+    if isinstance(jvm_schemes, str):
+        jvm_schemes = [jvm_schemes]
+    snap = open_snapshot(uri, storage_options, parse_as_of(as_of))
+    schema = snap.schema
+    names = list(snap.scan(columns, filter).columns)   # the engine's checks of columns and filter
+    terms = [filter] if isinstance(filter, tuple) else list(filter or [])
+    read_names = names + [t[0] for t in terms if t[0] not in names]
+    read_names = list(dict.fromkeys(read_names))
+    plan = snap.read_plan(read_names, filter)
+    storage = tf.Storage(uri, storage_options)
+    scheme_reason = _jvm_unreadable(storage, jvm_schemes)
+    native, fallback, reasons = [], [], Counter()
+    for rs in plan.rowsets:
+        why = "path='python' was asked for" if path == "python" else scheme_reason or rs.reason
+        if why:
+            fallback.append(rs)
+            reasons[why] += 1
+        else:
+            native.append(rs)
+    if fallback and path == "native":
+        raise tf.NativeReadUnavailableError(
+            f"{len(fallback)} of {len(plan.rowsets)} rowsets of {uri!r} version {plan.version} cannot be read "
+            f"natively: {'; '.join(reasons)}; use path='auto' to read them through the Python data source")
+    parts = _native_parts(spark, storage, plan, native) if native else []
+    if fallback:
+        log.warning("read_table %s version %d: %d of %d rowsets read through the Python data source (%s)",
+                    storage, plan.version, len(fallback), len(plan.rowsets),
+                    "; ".join(f"{n}: {r}" for r, n in reasons.items()))
+        parts.append(_python_part(spark, uri, storage_options, plan, [r.id for r in fallback], read_names))
+    if not parts:
+        df = spark.createDataFrame([], spark_schema(schema, read_names))
+    else:
+        df = parts[0]
+        for p in parts[1:]:
+            df = df.unionByName(p)
+    cond = _spark_filter(schema, terms)
+    if cond is not None:
+        df = df.filter(cond)
+    return df.select(*[_col(n) for n in names])
+
+
+def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
+    """read_table(spark, uri, **options) as the temporary view `name` (replaced if it exists).
+    The view is fixed at the version read now: register it again to see later commits."""
+    df = read_table(spark, uri, **options)
+    df.createOrReplaceTempView(name)
+    return df
+
+
+# --- where the JVM can read -----------------------------------------------------------
+
+def _jvm_unreadable(storage: tf.Storage, jvm_schemes: Iterable[str]) -> str | None:
+    """Why Spark's own reader cannot open the table's files (None: it can)."""
+    if storage.is_local:
+        return None
+    scheme = storage.uri.split("://", 1)[0].lower() if "://" in storage.uri else storage.protocol
+    if scheme in {s.lower() for s in jvm_schemes}:
+        return None
+    return (f"the JVM is not known to read {scheme}:// URIs (declare it with jvm_schemes=[{scheme!r}] when "
+            "the cluster has its Hadoop file system)")
+
+
+def _jvm_path(storage: tf.Storage, rel: str) -> str:
+    if storage.is_local:
+        return "file://" + storage.path(rel)
+    return storage.uri.rstrip("/") + "/" + rel
+
+
+def _col(name: str):
+    from pyspark.sql import functions as F
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+# --- the native part ------------------------------------------------------------------
+
+def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> list:
+    """One DataFrame per rowset shape (which file provides which column, which columns are
+    missing, with or without deltas): rowsets alike are read by one Parquet scan per file."""
+    hconf = spark.sparkContext._jsc.hadoopConfiguration()
+    if hconf.get(_VERIFY_CONF) is None:
+        hconf.set(_VERIFY_CONF, "true")
+    groups: dict[tuple, list] = {}
+    for rs in rowsets:
+        shape = (tuple(tuple(i for i, _ in b.columns) for b in rs.base), rs.missing, rs.clean)
+        groups.setdefault(shape, []).append(rs)
+    return [_read_group(spark, storage, plan, shape, members) for shape, members in groups.items()]
+
+
+def _file_key(file_path_col, segment: int):
+    """The rowset id (segment -2: the directory holding the file, specs §1) or the file name (-1)."""
+    from pyspark.sql import functions as F
+    return F.element_at(F.split(file_path_col, "/"), segment)
+
+
+def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, rowsets: list):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+    positions, missing, clean = shape
+    schema = plan.schema
+    keyed = len(positions) > 1 or not clean
+    base = None
+    for pos, ids in enumerate(positions):
+        fields = StructType([StructField(f"c{i}", spark_type(schema.by_id(i).type), True) for i in ids])
+        df = spark.read.schema(fields).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
+        if keyed:
+            df = df.select(*[f"c{i}" for i in ids], _file_key(F.col("_metadata.file_path"), -2).alias(_RS),
+                           F.col("_metadata.row_index").alias(_ROW))
+        base = df if base is None else base.join(df, [_RS, _ROW])   # column groups: same rowset, same row
+    cols = {}
+    for c in plan.read_columns:
+        if c.id in missing:   # rows written before the column was added
+            cols[c.id] = F.lit(c.read_default).cast(spark_type(c.type))
+        else:
+            cols[c.id] = F.col(f"c{c.id}")
+    if not clean:
+        deltas, updated = _delta_changes(spark, storage, plan, rowsets)
+        base = base.join(deltas, [_RS, _ROW], "left").filter(~F.coalesce(F.col("__deleted"), F.lit(False)))
+        for cid in updated:
+            cols[cid] = F.when(F.col(f"__u{cid}"), F.col(f"__v{cid}")).otherwise(cols[cid])
+    return base.select(*[cols[c.id].alias(c.name) for c in plan.read_columns])
+
+
+def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
+    """Per (rowset, rowid): for each updated column the newest value and whether it changed,
+    and whether the row is deleted. Newest = greatest (file order, record timestamp)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, ByteType, IntegerType, LongType, StringType, StructField, StructType
+    read_ids = {c.id for c in plan.read_columns}
+    updated = sorted({u for rs in rowsets for d in rs.redo for u in d.updates} & read_ids)
+    fields = [StructField("rowid", LongType(), True), StructField("op", ByteType(), True),
+              StructField("ts", LongType(), True)]
+    for cid in updated:
+        fields += [StructField(f"u{cid}", BooleanType(), True),
+                   StructField(f"c{cid}", spark_type(plan.schema.by_id(cid).type), True)]
+    files = [(rs.id, d) for rs in rowsets for d in rs.redo]
+    info = spark.createDataFrame(
+        [(rid, d.path.rsplit("/", 1)[-1], d.order, d.max_ts) for rid, d in files],
+        StructType([StructField(_RS, StringType(), False), StructField("__file", StringType(), False),
+                    StructField("__order", IntegerType(), False), StructField("__max_ts", LongType(), False)]))
+    d = spark.read.schema(StructType(fields)).parquet(*[_jvm_path(storage, x.path) for _, x in files])
+    d = d.select("*", _file_key(F.col("_metadata.file_path"), -2).alias(_RS),
+                 _file_key(F.col("_metadata.file_path"), -1).alias("__file"))
+    d = d.join(F.broadcast(info), [_RS, "__file"])
+    ts = F.coalesce(F.col("ts"), F.col("__max_ts"))   # a commit's REDO file: every record at its commit time
+    if plan.read_ts is not None:
+        d = d.filter(ts <= F.lit(plan.read_ts))
+    order = F.struct(F.col("__order"), ts)
+    op = F.col("op")
+    aggs = [(F.max_by(op, F.when(op.isin(_DELETE, _REINSERT), order)) == F.lit(_DELETE)).alias("__deleted")]
+    for cid in updated:
+        changes = F.coalesce(F.col(f"u{cid}"), F.lit(False)) & (op != F.lit(_DELETE))
+        aggs += [F.max(F.when(changes, F.lit(True))).alias(f"__u{cid}"),
+                 F.max_by(F.col(f"c{cid}"), F.when(changes, order)).alias(f"__v{cid}")]
+    out = d.groupBy(F.col(_RS), F.col("rowid").alias(_ROW)).agg(*aggs)
+    for cid in updated:
+        out = out.withColumn(f"__u{cid}", F.coalesce(F.col(f"__u{cid}"), F.lit(False)))
+    return out, updated
+
+
+# --- the Python fallback --------------------------------------------------------------
+
+def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPlan, rowset_ids: list,
+                 names: list):
+    """Just these rowsets of the same version through the `tableformat` data source."""
+    import json
+    from .datasource import NAME, register
+    register(spark)
+    # the data source's reader defines pushFilters, which Spark refuses unless this is on
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    r = (spark.read.format(NAME).schema(spark_schema(plan.schema, names))
+         .option("as_of", str(plan.version)).option("rowsets", ",".join(rowset_ids)))
+    if storage_options:
+        r = r.option("storage_options", json.dumps(storage_options))
+    return r.load(uri)
+
+
+# --- filters ----------------------------------------------------------------------------
+
+def _literal(ctype, value):
+    from pyspark.sql import functions as F
+    if isinstance(value, int) and not isinstance(value, bool):
+        if ctype.kind == "unixtime_micros":
+            return F.timestamp_micros(F.lit(value))
+        if ctype.kind == "date":
+            return F.date_from_unix_date(F.lit(value))
+    if hasattr(value, "as_py"):   # an Arrow scalar
+        return _literal(ctype, value.as_py())
+    return F.lit(value)
+
+
+def _spark_filter(schema: tf.Schema, terms: list):
+    """The engine's filter terms as one Spark condition. Spark compares as the engine does
+    (NULL matches nothing; NaN = NaN and above every number; -0.0 = 0.0), specs/format.md §13."""
+    cond = None
+    for t in terms:
+        name, op = t[0], str(t[1]).strip().lower().replace("_", " ")
+        c, ctype = _col(name), schema.column(name).type
+        if op == "is null":
+            e = c.isNull()
+        elif op == "is not null":
+            e = c.isNotNull()
+        elif op == "in":
+            vals = [v for v in t[2] if v is not None]
+            e = c.isin(*[_literal(ctype, v) for v in vals]) if vals else c.isNull() & c.isNotNull()
+        else:
+            v = _literal(ctype, t[2])
+            e = {"=": c == v, "==": c == v, "!=": c != v, "<>": c != v, "<": c < v, "<=": c <= v,
+                 ">": c > v, ">=": c >= v}[op]
+        cond = e if cond is None else cond & e
+    return cond
