@@ -240,9 +240,32 @@ def _literal(ctype, value):
     return F.lit(value)
 
 
+def _is_nan(v) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def _compare(c, ctype, op: str, value):
+    """One comparison. On float columns Parquet statistics leave NaN out, so a pushed-down
+    `>`, `>=` or `!=` could skip a row group holding only matching NaN rows: those terms are
+    written so Spark keeps them out of the scan (`OR isnan`), and NaN literals become isnan."""
+    from pyspark.sql import functions as F
+    op = {"==": "=", "<>": "!="}.get(op, op)
+    if ctype.kind in ("float", "double"):
+        if _is_nan(value):
+            nan, notnull = F.isnan(c), c.isNotNull()
+            return {"=": nan, ">=": nan, ">": F.lit(False), "<": notnull & ~nan, "<=": notnull,
+                    "!=": notnull & ~nan}[op]
+        if op in (">", ">=", "!="):
+            v = F.lit(value)
+            return ((c > v) if op == ">" else (c >= v) if op == ">=" else (c != v)) | F.isnan(c)
+    v = _literal(ctype, value)
+    return {"=": c == v, "!=": c != v, "<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v}[op]
+
+
 def _spark_filter(schema: tf.Schema, terms: list):
     """The engine's filter terms as one Spark condition. Spark compares as the engine does
     (NULL matches nothing; NaN = NaN and above every number; -0.0 = 0.0), specs/format.md §13."""
+    from pyspark.sql import functions as F
     cond = None
     for t in terms:
         name, op = t[0], str(t[1]).strip().lower().replace("_", " ")
@@ -254,9 +277,9 @@ def _spark_filter(schema: tf.Schema, terms: list):
         elif op == "in":
             vals = [v for v in t[2] if v is not None]
             e = c.isin(*[_literal(ctype, v) for v in vals]) if vals else c.isNull() & c.isNotNull()
+            if ctype.kind in ("float", "double") and any(_is_nan(v) for v in vals):
+                e = e | F.isnan(c)
         else:
-            v = _literal(ctype, t[2])
-            e = {"=": c == v, "==": c == v, "!=": c != v, "<>": c != v, "<": c < v, "<=": c <= v,
-                 ">": c > v, ">=": c >= v}[op]
+            e = _compare(c, ctype, op, t[2])
         cond = e if cond is None else cond & e
     return cond
