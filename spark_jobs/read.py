@@ -128,9 +128,8 @@ def _col(name: str):
 def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> list:
     """One DataFrame per rowset shape (which file provides which column, which columns are
     missing, with or without deltas): rowsets alike are read by one Parquet scan per file."""
-    hconf = spark.sparkContext._jsc.hadoopConfiguration()
-    if hconf.get(_VERIFY_CONF) is None:
-        hconf.set(_VERIFY_CONF, "true")
+    if spark.conf.get(_VERIFY_CONF, None) is None:     # session confs reach the readers' Hadoop conf
+        spark.conf.set(_VERIFY_CONF, "true")
     groups: dict[tuple, list] = {}
     for rs in rowsets:
         shape = (tuple(tuple(i for i, _ in b.columns) for b in rs.base), rs.missing, rs.clean)
