@@ -6,7 +6,7 @@ connector) does that work itself, so it needs the recipe as plain data: each
 rowset's base files with the column IDs each one provides, the delta files in
 the order they apply, the timestamp cut of a read behind the history horizon,
 and whether the rowset can be read without UNDO records at all. The rules a
-reader follows are in specs/format.md §9.2 ("Applying deltas outside the
+reader follows are in specs/format.md §9.3 ("Applying deltas outside the
 engine"); the engine's own reader is `delta_tracker`.
 """
 from __future__ import annotations
