@@ -137,10 +137,10 @@ def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) 
     return [_read_group(spark, storage, plan, shape, members) for shape, members in groups.items()]
 
 
-def _file_key(file_path_col, segment: int):
-    """The rowset id (segment -2: the directory holding the file, specs §1) or the file name (-1)."""
+def _rowset_of(file_path):
+    """The rowset id of a base or delta file: the name of the directory holding it (specs §1)."""
     from pyspark.sql import functions as F
-    return F.element_at(F.split(file_path_col, "/"), segment)
+    return F.substring_index(F.substring_index(file_path, "/", -2), "/", 1)
 
 
 def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, rowsets: list):
@@ -154,7 +154,10 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         fields = StructType([StructField(f"c{i}", spark_type(schema.by_id(i).type), True) for i in ids])
         df = spark.read.schema(fields).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
         if keyed:
-            df = df.select(*[f"c{i}" for i in ids], _file_key(F.col("_metadata.file_path"), -2).alias(_RS),
+            # one column group: the file itself is the rowset (no per-row string work);
+            # several: their rows meet on the rowset id, the directory they share
+            fp = F.col("_metadata.file_path")
+            df = df.select(*[f"c{i}" for i in ids], (_rowset_of(fp) if len(positions) > 1 else fp).alias(_RS),
                            F.col("_metadata.row_index").alias(_ROW))
         base = df if base is None else base.join(df, [_RS, _ROW])   # column groups: same rowset, same row
     cols = {}
@@ -164,16 +167,18 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         else:
             cols[c.id] = F.col(f"c{c.id}")
     if not clean:
-        deltas, updated = _delta_changes(spark, storage, plan, rowsets)
+        deltas, updated = _delta_changes(spark, storage, plan, rowsets, by_rowset_id=len(positions) > 1)
         base = base.join(deltas, [_RS, _ROW], "left").filter(~F.coalesce(F.col("__deleted"), F.lit(False)))
         for cid in updated:
             cols[cid] = F.when(F.col(f"__u{cid}"), F.col(f"__v{cid}")).otherwise(cols[cid])
     return base.select(*[cols[c.id].alias(c.name) for c in plan.read_columns])
 
 
-def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
+def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list, by_rowset_id: bool):
     """Per (rowset, rowid): for each updated column the newest value and whether it changed,
-    and whether the row is deleted. Newest = greatest (file order, record timestamp)."""
+    and whether the row is deleted. Newest = greatest (file order, record timestamp).
+    The rowset is named as the base side names it: its id, or the path of its base file as
+    Spark spells it (the delta file's directory, which it shares, plus the base file's name)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, ByteType, IntegerType, LongType, StringType, StructField, StructType
     read_ids = {c.id for c in plan.read_columns}
@@ -184,14 +189,18 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
         fields += [StructField(f"u{cid}", BooleanType(), True),
                    StructField(f"c{cid}", spark_type(plan.schema.by_id(cid).type), True)]
     files = [(rs.id, d) for rs in rowsets for d in rs.redo]
+    base_name = {rs.id: rs.base[0].path.rsplit("/", 1)[-1] for rs in rowsets}
     info = spark.createDataFrame(
-        [(rid, d.path.rsplit("/", 1)[-1], d.order, d.max_ts) for rid, d in files],
-        StructType([StructField(_RS, StringType(), False), StructField("__file", StringType(), False),
-                    StructField("__order", IntegerType(), False), StructField("__max_ts", LongType(), False)]))
+        [(rid, d.path.rsplit("/", 1)[-1], d.order, d.max_ts, base_name[rid]) for rid, d in files],
+        StructType([StructField("__rowset_id", StringType(), False), StructField("__file", StringType(), False),
+                    StructField("__order", IntegerType(), False), StructField("__max_ts", LongType(), False),
+                    StructField("__base", StringType(), False)]))
     d = spark.read.schema(StructType(fields)).parquet(*[_jvm_path(storage, x.path) for _, x in files])
-    d = d.select("*", _file_key(F.col("_metadata.file_path"), -2).alias(_RS),
-                 _file_key(F.col("_metadata.file_path"), -1).alias("__file"))
-    d = d.join(F.broadcast(info), [_RS, "__file"])
+    fp = F.col("_metadata.file_path")
+    d = d.select("*", _rowset_of(fp).alias("__rowset_id"), F.substring_index(fp, "/", -1).alias("__file"),
+                 F.regexp_extract(fp, "^(.*/)[^/]*$", 1).alias("__dir"))
+    d = d.join(F.broadcast(info), ["__rowset_id", "__file"])
+    d = d.withColumn(_RS, F.col("__rowset_id") if by_rowset_id else F.concat(F.col("__dir"), F.col("__base")))
     ts = F.coalesce(F.col("ts"), F.col("__max_ts"))   # a commit's REDO file: every record at its commit time
     if plan.read_ts is not None:
         d = d.filter(ts <= F.lit(plan.read_ts))
