@@ -36,6 +36,8 @@ _RS, _ROW = "__tf_rowset", "__tf_row"
 _DELETE, _REINSERT = 2, 3
 # page CRCs are part of the format (specs/format.md §5): the JVM reader checks them too
 _VERIFY_CONF = "parquet.page.verify-checksum.enabled"
+# REDO files up to this size (compressed, as the log records them) are broadcast to the base scan
+_BROADCAST_DELTA_BYTES = 32 << 20
 
 
 def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | None = None,
@@ -88,7 +90,7 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     cond = _spark_filter(schema, terms)
     if cond is not None:
         df = df.filter(cond)
-    return df.select(*[_col(n) for n in names])
+    return df.selectExpr(*[_q(n) for n in names])
 
 
 def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
@@ -137,84 +139,82 @@ def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) 
     return [_read_group(spark, storage, plan, shape, members) for shape, members in groups.items()]
 
 
-def _rowset_of(file_path):
-    """The rowset id of a base or delta file: the name of the directory holding it (specs §1)."""
-    from pyspark.sql import functions as F
-    return F.substring_index(F.substring_index(file_path, "/", -2), "/", 1)
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _rowset_of(file_path: str) -> str:
+    """SQL: the rowset id of a base or delta file, the name of its directory (specs §1)."""
+    return f"substring_index(substring_index({file_path}, '/', -2), '/', 1)"
 
 
 def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, rowsets: list):
+    """Expressions are SQL text: each py4j call costs a millisecond or more on a busy driver."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
     positions, missing, clean = shape
     schema = plan.schema
     keyed = len(positions) > 1 or not clean
     base = None
     for pos, ids in enumerate(positions):
-        fields = StructType([StructField(f"c{i}", spark_type(schema.by_id(i).type), True) for i in ids])
-        df = spark.read.schema(fields).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
+        ddl = ", ".join(f"c{i} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
+        df = spark.read.schema(ddl).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
         if keyed:
             # one column group: the file itself is the rowset (no per-row string work);
             # several: their rows meet on the rowset id, the directory they share
-            fp = F.col("_metadata.file_path")
-            df = df.select(*[f"c{i}" for i in ids], (_rowset_of(fp) if len(positions) > 1 else fp).alias(_RS),
-                           F.col("_metadata.row_index").alias(_ROW))
+            fp = "_metadata.file_path"
+            df = df.selectExpr(*[f"c{i}" for i in ids], f"{_rowset_of(fp) if len(positions) > 1 else fp} AS {_RS}",
+                               f"_metadata.row_index AS {_ROW}")
         base = df if base is None else base.join(df, [_RS, _ROW])   # column groups: same rowset, same row
-    cols = {}
-    for c in plan.read_columns:
-        if c.id in missing:   # rows written before the column was added
-            cols[c.id] = F.lit(c.read_default).cast(spark_type(c.type))
-        else:
-            cols[c.id] = F.col(f"c{c.id}")
+    cols = {c.id: f"c{c.id}" for c in plan.read_columns if c.id not in missing}
     if not clean:
         deltas, updated = _delta_changes(spark, storage, plan, rowsets, by_rowset_id=len(positions) > 1)
-        base = base.join(deltas, [_RS, _ROW], "left").filter(~F.coalesce(F.col("__deleted"), F.lit(False)))
-        for cid in updated:
-            cols[cid] = F.when(F.col(f"__u{cid}"), F.col(f"__v{cid}")).otherwise(cols[cid])
-    return base.select(*[cols[c.id].alias(c.name) for c in plan.read_columns])
+        if sum(f.size for rs in rowsets for f in rs.redo) <= _BROADCAST_DELTA_BYTES:
+            deltas = F.broadcast(deltas)     # base rows stay where they are: no shuffle of the big side
+        base = base.join(deltas, [_RS, _ROW], "left").where("NOT coalesce(__deleted, false)")
+    else:
+        updated = []
+    if missing:   # rows written before the column was added: its read default
+        base = base.select("*", *[F.lit(c.read_default).cast(spark_type(c.type)).alias(f"c{c.id}")
+                                  for c in plan.read_columns if c.id in missing])
+        cols.update({i: f"c{i}" for i in missing})
+    for cid in updated:
+        cols[cid] = f"CASE WHEN __u{cid} THEN __v{cid} ELSE {cols[cid]} END"
+    return base.selectExpr(*[f"{cols[c.id]} AS {_q(c.name)}" for c in plan.read_columns])
 
 
 def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list, by_rowset_id: bool):
     """Per (rowset, rowid): for each updated column the newest value and whether it changed,
-    and whether the row is deleted. Newest = greatest (file order, record timestamp).
+    and whether the row is deleted. Newest = greatest (file rank, record timestamp).
     The rowset is named as the base side names it: its id, or the path of its base file as
     Spark spells it (the delta file's directory, which it shares, plus the base file's name)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType, ByteType, IntegerType, LongType, StringType, StructField, StructType
     read_ids = {c.id for c in plan.read_columns}
     updated = sorted({u for rs in rowsets for d in rs.redo for u in d.updates} & read_ids)
-    fields = [StructField("rowid", LongType(), True), StructField("op", ByteType(), True),
-              StructField("ts", LongType(), True)]
+    ddl = ["rowid bigint", "op tinyint", "ts bigint"]
     for cid in updated:
-        fields += [StructField(f"u{cid}", BooleanType(), True),
-                   StructField(f"c{cid}", spark_type(plan.schema.by_id(cid).type), True)]
-    files = [(rs.id, d) for rs in rowsets for d in rs.redo]
-    base_name = {rs.id: rs.base[0].path.rsplit("/", 1)[-1] for rs in rowsets}
-    info = spark.createDataFrame(
-        [(rid, d.path.rsplit("/", 1)[-1], d.order, d.max_ts, base_name[rid]) for rid, d in files],
-        StructType([StructField("__rowset_id", StringType(), False), StructField("__file", StringType(), False),
-                    StructField("__order", IntegerType(), False), StructField("__max_ts", LongType(), False),
-                    StructField("__base", StringType(), False)]))
-    d = spark.read.schema(StructType(fields)).parquet(*[_jvm_path(storage, x.path) for _, x in files])
-    fp = F.col("_metadata.file_path")
-    d = d.select("*", _rowset_of(fp).alias("__rowset_id"), F.substring_index(fp, "/", -1).alias("__file"),
-                 F.regexp_extract(fp, "^(.*/)[^/]*$", 1).alias("__dir"))
-    d = d.join(F.broadcast(info), ["__rowset_id", "__file"])
-    d = d.withColumn(_RS, F.col("__rowset_id") if by_rowset_id else F.concat(F.col("__dir"), F.col("__base")))
-    ts = F.coalesce(F.col("ts"), F.col("__max_ts"))   # a commit's REDO file: every record at its commit time
+        ddl += [f"u{cid} boolean", f"c{cid} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
+    files = [f for rs in rowsets for f in rs.redo]
+    d = spark.read.schema(", ".join(ddl)).parquet(*[_jvm_path(storage, f.path) for f in files])
+    # each file's rank, commit time and its rowset's base file name, by "<rowset id>/<file name>"
+    # (ids and names are hex and fixed words: safe in SQL text)
+    info = "map(" + ", ".join(
+        f"'{rs.id}/{f.path.rsplit('/', 1)[-1]}', named_struct('o', {f.order}, 'm', {f.max_ts}L, "
+        f"'b', '{rs.base[0].path.rsplit('/', 1)[-1]}')" for rs in rowsets for f in rs.redo) + ")"
+    fp = "_metadata.file_path"
+    d = d.selectExpr("rowid", "op", "ts", *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
+                     f"element_at({info}, substring_index({fp}, '/', -2)) AS i",
+                     f"{_rowset_of(fp)} AS rowset_id", f"regexp_extract({fp}, '^(.*/)[^/]*$', 1) AS dir")
+    key = "rowset_id" if by_rowset_id else "concat(dir, i.b)"
+    # a commit's REDO file has no ts column: every record is at its commit time
+    d = d.selectExpr("*", f"{key} AS {_RS}", "rowid AS " + _ROW, "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
     if plan.read_ts is not None:
-        d = d.filter(ts <= F.lit(plan.read_ts))
-    order = F.struct(F.col("__order"), ts)
-    op = F.col("op")
-    aggs = [(F.max_by(op, F.when(op.isin(_DELETE, _REINSERT), order)) == F.lit(_DELETE)).alias("__deleted")]
+        d = d.where(f"rank.t <= {int(plan.read_ts)}L")
+    aggs = [f"max_by(op, CASE WHEN op IN ({_DELETE}, {_REINSERT}) THEN rank END) = {_DELETE} AS __deleted"]
     for cid in updated:
-        changes = F.coalesce(F.col(f"u{cid}"), F.lit(False)) & (op != F.lit(_DELETE))
-        aggs += [F.max(F.when(changes, F.lit(True))).alias(f"__u{cid}"),
-                 F.max_by(F.col(f"c{cid}"), F.when(changes, order)).alias(f"__v{cid}")]
-    out = d.groupBy(F.col(_RS), F.col("rowid").alias(_ROW)).agg(*aggs)
-    for cid in updated:
-        out = out.withColumn(f"__u{cid}", F.coalesce(F.col(f"__u{cid}"), F.lit(False)))
-    return out, updated
+        changes = f"coalesce(u{cid}, false) AND op != {_DELETE}"
+        aggs += [f"coalesce(max(CASE WHEN {changes} THEN true END), false) AS __u{cid}",
+                 f"max_by(c{cid}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
+    from pyspark.sql import functions as F
+    return d.groupBy(_RS, _ROW).agg(*[F.expr(a) for a in aggs]), updated
 
 
 # --- the Python fallback --------------------------------------------------------------

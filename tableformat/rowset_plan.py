@@ -39,6 +39,7 @@ class DeltaFilePlan:
     REINSERT records. A file without a `ts` column takes `max_ts` for every record."""
 
     path: str
+    size: int                              # bytes, as the log records
     kind: str                              # "redo" or "undo"
     order: int
     min_ts: int
@@ -90,7 +91,7 @@ class ReadPlan:
 
 
 def _delta_plan(d: DeltaFileMeta, order: int, wanted: set[int]) -> DeltaFilePlan:
-    return DeltaFilePlan(d.path, d.kind, order, d.min_ts, d.max_ts, d.has_ts_column,
+    return DeltaFilePlan(d.path, d.size, d.kind, order, d.min_ts, d.max_ts, d.has_ts_column,
                          tuple(sorted(c for c in wanted if d.updates(c))), bool(d.delete_count or d.reinsert_count))
 
 
