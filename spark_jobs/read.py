@@ -90,7 +90,7 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     cond = _spark_filter(schema, terms)
     if cond is not None:
         df = df.filter(cond)
-    return df.selectExpr(*[_q(n) for n in names])
+    return df if list(df.columns) == names else df.selectExpr(*[_q(n) for n in names])
 
 
 def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
@@ -208,6 +208,12 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list,
     d = d.selectExpr("*", f"{key} AS {_RS}", "rowid AS " + _ROW, "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
     if plan.read_ts is not None:
         d = d.where(f"rank.t <= {int(plan.read_ts)}L")
+    if all(len(rs.redo) == 1 and not rs.redo[0].has_ts_column for rs in rowsets):
+        # one commit's REDO file per rowset holds at most one record per row (§9): the records
+        # are the changes, no aggregation (and no shuffle) needed
+        return d.selectExpr(_RS, _ROW, f"op = {_DELETE} AS __deleted",
+                            *[f"coalesce(u{cid}, false) AND op != {_DELETE} AS __u{cid}" for cid in updated],
+                            *[f"c{cid} AS __v{cid}" for cid in updated]), updated
     aggs = [f"max_by(op, CASE WHEN op IN ({_DELETE}, {_REINSERT}) THEN rank END) = {_DELETE} AS __deleted"]
     for cid in updated:
         changes = f"coalesce(u{cid}, false) AND op != {_DELETE}"

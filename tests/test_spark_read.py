@@ -67,6 +67,7 @@ def test_current_read_with_updates_deletes_and_reinserts_matches_the_engine(spar
     assert any(r.clean for r in plan.rowsets) and any(not r.clean for r in plan.rowsets)
     df = read_table(spark, t.uri)
     assert "FileScan parquet" in plan_text(df) and PYTHON_SCAN not in plan_text(df)
+    assert "max_by" in plan_text(df)     # several REDO files per rowset: the newest change wins
     same(df, t.scan().to_arrow())
     same(read_table(spark, t.uri, columns=["value", "host"]), t.scan(["value", "host"]).to_arrow())
     assert read_table(spark, t.uri).count() == t.scan().count()
@@ -163,6 +164,7 @@ def test_compacted_table_is_a_plain_parquet_scan(spark, tmp_path):
     text = plan_text(read_table(spark, t.uri))
     assert text.count("Join") == 1 and "BroadcastHashJoin" in text   # the updated rowset's rows with its changes
     assert "Union" in text                                            # ... beside the clean rowsets' plain scan
+    assert "max_by" not in text          # one commit's REDO file: its records are the changes, no aggregation
     same(read_table(spark, t.uri), t.scan().to_arrow())
 
 
