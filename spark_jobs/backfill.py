@@ -1,8 +1,8 @@
 """Time-travel backfill: read a table as of a version or timestamp and write a derived output.
 
 Downstream data can be recomputed exactly as it would have been then. The
-table is read through the `tableformat` data source (partitioned reads on the
-executors), exposed as the temporary view `source`, transformed by a SQL
+table is read by `read_table` (Spark's Parquet reader where it can open the
+files, else the `tableformat` data source on the executors), exposed as the temporary view `source`, transformed by a SQL
 query (default: every row) and written as Parquet.
 
     python -m spark_jobs.backfill --table /data/metrics --as-of 12 --output /out/daily \\
@@ -14,21 +14,14 @@ import argparse
 import json
 from typing import Any, Callable
 
-import tableformat as tf
-
 from .common import get_spark
+from .read import read_table
 
 
 def read_as_of(spark: Any, uri: str, as_of: Any = None, storage_options: dict | None = None,
                columns: list[str] | None = None):
-    r = spark.read.format("tableformat")
-    if as_of is not None:
-        r = r.option("as_of", f"ts:{int(as_of)}" if isinstance(as_of, tf.Timestamp) else str(as_of))
-    if storage_options:
-        r = r.option("storage_options", json.dumps(storage_options))
-    if columns:
-        r = r.option("columns", ",".join(columns))
-    return r.load(uri)
+    """The table as of a version or timestamp: read_table (native where Spark can read the files)."""
+    return read_table(spark, uri, as_of, storage_options, columns=columns or None)
 
 
 def time_travel_backfill(spark: Any, uri: str, as_of: Any, output: str, sql: str | None = None,

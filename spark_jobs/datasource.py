@@ -15,6 +15,7 @@ Column pruning: the API gives readers no pruning hook, so the reader reads the
 columns of the schema Spark asks for. Give a narrower schema to read fewer
 columns: `.schema("value double")`, `.option("columns", "value")`, or in SQL
 `CREATE TEMPORARY VIEW v (value DOUBLE) USING tableformat OPTIONS (...)`.
+Option `rowsets` (comma-separated rowset ids) restricts the read to those rowsets.
 Filters are pushed when `spark.sql.python.filterPushdown.enabled` is true.
 """
 from __future__ import annotations
@@ -100,6 +101,9 @@ class TableFormatReader(DataSourceReader):
         self.as_of = parse_as_of(options.get("as_of"))
         self.columns = [f.name for f in schema.fields]
         self.filters: list[tuple] = []
+        # `rowsets`: comma-separated rowset ids; only those are read (read_table's per-rowset fallback)
+        raw = options.get("rowsets")
+        self.rowsets = None if raw is None else {r for r in raw.split(",") if r}
         snap = open_snapshot(self.uri, self.storage_options, self.as_of)
         self.version = snap.version
         self.table_id = snap.state.table_id
@@ -115,6 +119,8 @@ class TableFormatReader(DataSourceReader):
     def partitions(self):
         snap = open_snapshot(self.uri, self.storage_options, self.version, self.table_id)
         tasks = snap.scan(self.columns, self.filters or None).plan()
+        if self.rowsets is not None:
+            tasks = [t for t in tasks if t.rowset.id in self.rowsets]
         opts = json.dumps(self.storage_options)
         parts = [ScanPartition(self.uri, opts, self.version, t.rowset.id, t.start, t.stop, self.table_id)
                  for t in tasks]

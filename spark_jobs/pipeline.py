@@ -23,6 +23,7 @@ from .compaction import compact_table
 from .export import change_export
 from .insert import partitioned_insert
 from .merge import mutation_merge
+from .read import register_view
 
 T0 = "2026-01-01 00:00:00"
 
@@ -85,7 +86,7 @@ def main(argv=None) -> None:
     res = mutation_merge(spark, new.drop("tag"), uri, op_column="op")
     step(f"upsert of new points: {res.inserted:,} inserted -> version {res.version}")
 
-    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW metrics USING tableformat OPTIONS (path '{uri}')")
+    register_view(spark, "metrics", uri)
     top = spark.sql("SELECT metric, count(*) AS n, round(avg(value), 2) AS avg_value FROM metrics "
                     "WHERE host = 'host-007' GROUP BY metric ORDER BY metric").collect()
     step("Spark SQL on host-007: " + ", ".join(f"{r.metric}={r.n}/{r.avg_value}" for r in top))

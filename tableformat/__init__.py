@@ -12,6 +12,7 @@ from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo
 from .mvcc import Timestamp, parse_as_of
 from .partition import HashPartition, PartitionSchema, RangePartition
+from .rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
 from .scan import Scanner, ScanTask
 from .schema import Column, Schema
 from .storage import Storage
@@ -22,5 +23,6 @@ from .vacuum import VacuumPlan, VacuumResult
 __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSchema", "Table", "Snapshot",
            "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION",
            "WriteFragment", "CommitProperties", "CompactionAction", "CompactionPlan", "CompactionPolicy",
-           "KuduPolicy", "Scanner", "ScanTask", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
+           "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan", "DeltaFilePlan",
+           "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
 __version__ = "0.1.0"

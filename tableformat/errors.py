@@ -178,3 +178,8 @@ class InvalidTagNameError(InvalidOptionError):
 class RestoreError(TableFormatError):
     """A restore that cannot be done (e.g. the schema changed since the version restored)."""
 
+
+class NativeReadUnavailableError(TableFormatError):
+    """A native (JVM Parquet) read was required but some rowset cannot be read that way:
+    the JVM cannot open the table's URI scheme, or the version needs UNDO records. Use
+    path="auto" to fall back to the Python data source for those rowsets."""

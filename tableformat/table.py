@@ -36,6 +36,7 @@ from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
 from .restore import check_restorable, restore_keys, write_restore
 from .inspect import KINDS as INSPECT_KINDS, inspect as run_inspect
+from .rowset_plan import ReadPlan, read_plan
 from .scan import Scanner
 from .sequence import check_sequence_column
 from .schema import Schema, validate_identifier
@@ -111,6 +112,12 @@ class Snapshot:
         columns = arg.names(columns, "columns")
         arg.choice(missing, "missing", ("omit", "null"))
         return run_lookup(self.storage, self.state, keys, columns, missing)
+
+    def read_plan(self, columns: Sequence[str] | None = None, filter: Any = None) -> ReadPlan:
+        """What a foreign reader (Spark's Parquet reader, a JVM connector) reads for this scan:
+        per rowset its base files, the REDO files to apply and whether UNDO records are needed
+        (specs/format.md §9.4)."""
+        return read_plan(self.storage, self.state, columns, filter)
 
     # --- planning writes: files written now, committed later ---------------------------
     def write_insert(self, data: Any, on_duplicate: str = "fail", report: bool = False, distributed: bool = False,

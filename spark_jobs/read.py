@@ -1,0 +1,299 @@
+"""Native reads: a table as an ordinary Spark DataFrame, read by Spark's own Parquet reader.
+
+    from spark_jobs.read import read_table, register_view
+    df = read_table(spark, "/data/metrics", as_of=None)
+    register_view(spark, "metrics", "/data/metrics")
+    spark.sql("SELECT host, avg(value) FROM metrics GROUP BY host")
+
+Base files are a plain `spark.read.parquet` of the exact files the snapshot references
+(column pruning, filter pushdown, vectorized decoding), with `c<id>` renamed to the column
+names. Rowsets with pending REDO records get them applied inside the JVM, the way Delta
+applies deletion vectors and Hudi merges by position: the REDO files are read by the same
+reader and joined to base rows on (rowset, `_metadata.row_index`); the newest change per
+(rowset, rowid, column) wins and deleted rows are dropped. Rowsets without deltas are never
+joined. The rules are specs/format.md §9.4; the engine gives the recipe (`Snapshot.read_plan`).
+
+Where the JVM cannot do it, single rowsets fall back to the Python data source
+(`datasource.py`), and one log line says why: a URI scheme the JVM cannot open (only local
+paths and `file://` are assumed readable; declare others with `jvm_schemes`), or a version
+behind the history horizon that needs UNDO records. `path="native"` refuses to fall back
+(NativeReadUnavailableError); `path="python"` reads everything through the data source.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any, Iterable, Sequence
+
+import tableformat as tf
+
+from .snapshots import open_snapshot, parse_as_of, spark_schema, spark_type
+
+log = logging.getLogger(__name__)
+
+PATHS = ("auto", "native", "python")
+_RS, _ROW = "__tf_rowset", "__tf_row"
+_DELETE, _REINSERT = 2, 3
+# page CRCs are part of the format (specs/format.md §5): the JVM reader checks them too
+_VERIFY_CONF = "parquet.page.verify-checksum.enabled"
+# REDO files up to this size (compressed, as the log records them) are broadcast to the base scan
+_BROADCAST_DELTA_BYTES = 32 << 20
+
+
+def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | None = None,
+               columns: Sequence[str] | None = None, filter: Any = None, path: str = "auto",
+               jvm_schemes: Iterable[str] = ()) -> Any:
+    """The table (as of a version, Timestamp, datetime or ISO string) as a DataFrame.
+
+    `columns` (names; None: all) and `filter` (the engine's (column, op, value) terms, ANDed)
+    narrow the read: the engine prunes tablets and rowsets, Spark evaluates the terms with the
+    same semantics (specs/format.md §13). `path`: "auto" (native where possible), "native"
+    or "python". `jvm_schemes`: URI schemes the cluster's JVM can read (e.g. {"s3a", "hdfs"}).
+    """
+    if path not in PATHS:
+        raise tf.InvalidOptionError(f"path must be one of {PATHS}, got {path!r}")
+    if isinstance(jvm_schemes, str):
+        jvm_schemes = [jvm_schemes]
+    snap = open_snapshot(uri, storage_options, parse_as_of(as_of))
+    schema = snap.schema
+    names = list(snap.scan(columns, filter).columns)   # the engine's checks of columns and filter
+    terms = [filter] if isinstance(filter, tuple) else list(filter or [])
+    read_names = names + [t[0] for t in terms if t[0] not in names]
+    read_names = list(dict.fromkeys(read_names))
+    plan = snap.read_plan(read_names, filter)
+    storage = tf.Storage(uri, storage_options)
+    scheme_reason = _jvm_unreadable(storage, jvm_schemes)
+    native, fallback, reasons = [], [], Counter()
+    for rs in plan.rowsets:
+        why = "path='python' was asked for" if path == "python" else scheme_reason or rs.reason
+        if why:
+            fallback.append(rs)
+            reasons[why] += 1
+        else:
+            native.append(rs)
+    if fallback and path == "native":
+        raise tf.NativeReadUnavailableError(
+            f"{len(fallback)} of {len(plan.rowsets)} rowsets of {uri!r} version {plan.version} cannot be read "
+            f"natively: {'; '.join(reasons)}; use path='auto' to read them through the Python data source")
+    parts = _native_parts(spark, storage, plan, native) if native else []
+    if fallback:
+        log.warning("read_table %s version %d: %d of %d rowsets read through the Python data source (%s)",
+                    storage, plan.version, len(fallback), len(plan.rowsets),
+                    "; ".join(f"{n}: {r}" for r, n in reasons.items()))
+        parts.append(_python_part(spark, uri, storage_options, plan, [r.id for r in fallback], read_names))
+    if not parts:
+        df = spark.createDataFrame([], spark_schema(schema, read_names))
+    else:
+        df = parts[0]
+        for p in parts[1:]:
+            df = df.unionByName(p)
+    cond = _spark_filter(schema, terms)
+    if cond is not None:
+        df = df.filter(cond)
+    return df if list(df.columns) == names else df.selectExpr(*[_q(n) for n in names])
+
+
+def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
+    """read_table(spark, uri, **options) as the temporary view `name` (replaced if it exists).
+    The view is fixed at the version read now: register it again to see later commits."""
+    df = read_table(spark, uri, **options)
+    df.createOrReplaceTempView(name)
+    return df
+
+
+# --- where the JVM can read -----------------------------------------------------------
+
+def _jvm_unreadable(storage: tf.Storage, jvm_schemes: Iterable[str]) -> str | None:
+    """Why Spark's own reader cannot open the table's files (None: it can)."""
+    if storage.is_local:
+        return None
+    scheme = storage.uri.split("://", 1)[0].lower() if "://" in storage.uri else storage.protocol
+    if scheme in {s.lower() for s in jvm_schemes}:
+        return None
+    return (f"the JVM is not known to read {scheme}:// URIs (declare it with jvm_schemes=[{scheme!r}] when "
+            "the cluster has its Hadoop file system)")
+
+
+def _jvm_path(storage: tf.Storage, rel: str) -> str:
+    if storage.is_local:
+        return "file://" + storage.path(rel)
+    return storage.uri.rstrip("/") + "/" + rel
+
+
+def _col(name: str):
+    from pyspark.sql import functions as F
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+# --- the native part ------------------------------------------------------------------
+
+def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> list:
+    """One DataFrame per rowset shape (which file provides which column, which columns are
+    missing, with or without deltas): rowsets alike are read by one Parquet scan per file."""
+    if spark.conf.get(_VERIFY_CONF, None) is None:     # session confs reach the readers' Hadoop conf
+        spark.conf.set(_VERIFY_CONF, "true")
+    groups: dict[tuple, list] = {}
+    for rs in rowsets:
+        shape = (tuple(tuple(i for i, _ in b.columns) for b in rs.base), rs.missing, rs.clean)
+        groups.setdefault(shape, []).append(rs)
+    return [_read_group(spark, storage, plan, shape, members) for shape, members in groups.items()]
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _rowset_of(file_path: str) -> str:
+    """SQL: the rowset id of a base or delta file, the name of its directory (specs §1)."""
+    return f"substring_index(substring_index({file_path}, '/', -2), '/', 1)"
+
+
+def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, rowsets: list):
+    """Expressions are SQL text: each py4j call costs a millisecond or more on a busy driver."""
+    from pyspark.sql import functions as F
+    positions, missing, clean = shape
+    schema = plan.schema
+    keyed = len(positions) > 1 or not clean
+    base = None
+    for pos, ids in enumerate(positions):
+        ddl = ", ".join(f"c{i} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
+        df = spark.read.schema(ddl).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
+        if keyed:
+            # one column group: the file itself is the rowset (no per-row string work);
+            # several: their rows meet on the rowset id, the directory they share
+            fp = "_metadata.file_path"
+            df = df.selectExpr(*[f"c{i}" for i in ids], f"{_rowset_of(fp) if len(positions) > 1 else fp} AS {_RS}",
+                               f"_metadata.row_index AS {_ROW}")
+        base = df if base is None else base.join(df, [_RS, _ROW])   # column groups: same rowset, same row
+    cols = {c.id: f"c{c.id}" for c in plan.read_columns if c.id not in missing}
+    if not clean:
+        deltas, updated = _delta_changes(spark, storage, plan, rowsets, by_rowset_id=len(positions) > 1)
+        if sum(f.size for rs in rowsets for f in rs.redo) <= _BROADCAST_DELTA_BYTES:
+            deltas = F.broadcast(deltas)     # base rows stay where they are: no shuffle of the big side
+        base = base.join(deltas, [_RS, _ROW], "left").where("NOT coalesce(__deleted, false)")
+    else:
+        updated = []
+    if missing:   # rows written before the column was added: its read default
+        base = base.select("*", *[F.lit(c.read_default).cast(spark_type(c.type)).alias(f"c{c.id}")
+                                  for c in plan.read_columns if c.id in missing])
+        cols.update({i: f"c{i}" for i in missing})
+    for cid in updated:
+        cols[cid] = f"CASE WHEN __u{cid} THEN __v{cid} ELSE {cols[cid]} END"
+    return base.selectExpr(*[f"{cols[c.id]} AS {_q(c.name)}" for c in plan.read_columns])
+
+
+def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list, by_rowset_id: bool):
+    """Per (rowset, rowid): for each updated column the newest value and whether it changed,
+    and whether the row is deleted. Newest = greatest (file rank, record timestamp).
+    The rowset is named as the base side names it: its id, or the path of its base file as
+    Spark spells it (the delta file's directory, which it shares, plus the base file's name)."""
+    read_ids = {c.id for c in plan.read_columns}
+    updated = sorted({u for rs in rowsets for d in rs.redo for u in d.updates} & read_ids)
+    ddl = ["rowid bigint", "op tinyint", "ts bigint"]
+    for cid in updated:
+        ddl += [f"u{cid} boolean", f"c{cid} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
+    files = [f for rs in rowsets for f in rs.redo]
+    d = spark.read.schema(", ".join(ddl)).parquet(*[_jvm_path(storage, f.path) for f in files])
+    # each file's rank, commit time and its rowset's base file name, by "<rowset id>/<file name>"
+    # (ids and names are hex and fixed words: safe in SQL text)
+    info = "map(" + ", ".join(
+        f"'{rs.id}/{f.path.rsplit('/', 1)[-1]}', named_struct('o', {f.order}, 'm', {f.max_ts}L, "
+        f"'b', '{rs.base[0].path.rsplit('/', 1)[-1]}')" for rs in rowsets for f in rs.redo) + ")"
+    fp = "_metadata.file_path"
+    d = d.selectExpr("rowid", "op", "ts", *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
+                     f"element_at({info}, substring_index({fp}, '/', -2)) AS i",
+                     f"{_rowset_of(fp)} AS rowset_id", f"regexp_extract({fp}, '^(.*/)[^/]*$', 1) AS dir")
+    key = "rowset_id" if by_rowset_id else "concat(dir, i.b)"
+    # a commit's REDO file has no ts column: every record is at its commit time
+    d = d.selectExpr("*", f"{key} AS {_RS}", "rowid AS " + _ROW, "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
+    if plan.read_ts is not None:
+        d = d.where(f"rank.t <= {int(plan.read_ts)}L")
+    if all(len(rs.redo) == 1 and not rs.redo[0].has_ts_column for rs in rowsets):
+        # one commit's REDO file per rowset holds at most one record per row (§9): the records
+        # are the changes, no aggregation (and no shuffle) needed
+        return d.selectExpr(_RS, _ROW, f"op = {_DELETE} AS __deleted",
+                            *[f"coalesce(u{cid}, false) AND op != {_DELETE} AS __u{cid}" for cid in updated],
+                            *[f"c{cid} AS __v{cid}" for cid in updated]), updated
+    aggs = [f"max_by(op, CASE WHEN op IN ({_DELETE}, {_REINSERT}) THEN rank END) = {_DELETE} AS __deleted"]
+    for cid in updated:
+        changes = f"coalesce(u{cid}, false) AND op != {_DELETE}"
+        aggs += [f"coalesce(max(CASE WHEN {changes} THEN true END), false) AS __u{cid}",
+                 f"max_by(c{cid}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
+    from pyspark.sql import functions as F
+    return d.groupBy(_RS, _ROW).agg(*[F.expr(a) for a in aggs]), updated
+
+
+# --- the Python fallback --------------------------------------------------------------
+
+def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPlan, rowset_ids: list,
+                 names: list):
+    """Just these rowsets of the same version through the `tableformat` data source."""
+    import json
+    from .datasource import NAME, register
+    register(spark)
+    # the data source's reader defines pushFilters, which Spark refuses unless this is on
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    r = (spark.read.format(NAME).schema(spark_schema(plan.schema, names))
+         .option("as_of", str(plan.version)).option("rowsets", ",".join(rowset_ids)))
+    if storage_options:
+        r = r.option("storage_options", json.dumps(storage_options))
+    return r.load(uri)
+
+
+# --- filters ----------------------------------------------------------------------------
+
+def _literal(ctype, value):
+    from pyspark.sql import functions as F
+    if isinstance(value, int) and not isinstance(value, bool):
+        if ctype.kind == "unixtime_micros":
+            return F.timestamp_micros(F.lit(value))
+        if ctype.kind == "date":
+            return F.date_from_unix_date(F.lit(value))
+    if hasattr(value, "as_py"):   # an Arrow scalar
+        return _literal(ctype, value.as_py())
+    return F.lit(value)
+
+
+def _is_nan(v) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def _compare(c, ctype, op: str, value):
+    """One comparison. On float columns Parquet statistics leave NaN out, so a pushed-down
+    `>`, `>=` or `!=` could skip a row group holding only matching NaN rows: those terms are
+    written so Spark keeps them out of the scan (`OR isnan`), and NaN literals become isnan."""
+    from pyspark.sql import functions as F
+    op = {"==": "=", "<>": "!="}.get(op, op)
+    if ctype.kind in ("float", "double"):
+        if _is_nan(value):
+            nan, notnull = F.isnan(c), c.isNotNull()
+            return {"=": nan, ">=": nan, ">": F.lit(False), "<": notnull & ~nan, "<=": notnull,
+                    "!=": notnull & ~nan}[op]
+        if op in (">", ">=", "!="):
+            v = F.lit(value)
+            return ((c > v) if op == ">" else (c >= v) if op == ">=" else (c != v)) | F.isnan(c)
+    v = _literal(ctype, value)
+    return {"=": c == v, "!=": c != v, "<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v}[op]
+
+
+def _spark_filter(schema: tf.Schema, terms: list):
+    """The engine's filter terms as one Spark condition. Spark compares as the engine does
+    (NULL matches nothing; NaN = NaN and above every number; -0.0 = 0.0), specs/format.md §13."""
+    from pyspark.sql import functions as F
+    cond = None
+    for t in terms:
+        name, op = t[0], str(t[1]).strip().lower().replace("_", " ")
+        c, ctype = _col(name), schema.column(name).type
+        if op == "is null":
+            e = c.isNull()
+        elif op == "is not null":
+            e = c.isNotNull()
+        elif op == "in":
+            vals = [v for v in t[2] if v is not None]
+            e = c.isin(*[_literal(ctype, v) for v in vals]) if vals else c.isNull() & c.isNotNull()
+            if ctype.kind in ("float", "double") and any(_is_nan(v) for v in vals):
+                e = e | F.isnan(c)
+        else:
+            e = _compare(c, ctype, op, t[2])
+        cond = e if cond is None else cond & e
+    return cond
