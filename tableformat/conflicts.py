@@ -467,14 +467,17 @@ class TagPresent(Requirement):
 class HistoryKept(Requirement):
     """The history a new tag needs is still there: no winner garbage-collected history (a
     compaction's UNDO GC, a vacuum passing an aged-out ALTER) at or after the time until which
-    the tagged version was valid (-1: the tagged version is the newest, always kept)."""
+    the tagged version was valid (-1: it was the newest when planned, valid until the first winner)."""
 
     valid_until: int = -1
     kind: ClassVar[str] = "history_kept"
 
     def check(self, ctx: Context) -> Verdict:
         gc = max((a.gc_before_ts or 0 for a in ctx.winner_actions if isinstance(a, SetHistory)), default=0)
-        if self.valid_until >= 0 and gc >= self.valid_until:
+        # a tagged version that was the newest stopped being valid at the first winner's commit
+        until = self.valid_until if self.valid_until >= 0 else \
+            min((c.timestamp for c in ctx.winners), default=-1)
+        if until >= 0 and gc >= until:
             return Verdict(Outcome.FAIL, "the history the tag needs was garbage-collected concurrently",
                            HistoryExpiredError("the history the tagged version needs was garbage-collected "
                                                "concurrently (history_max_age passed it)"))

@@ -465,14 +465,18 @@ class Table:
         mvcc.validate_tag_name(name)
         snap = self.snapshot(as_of)              # refuses a version whose history has expired
         v = snap.version
-        history = self._history
-        ts = history[v].timestamp
-        valid_until = history[v + 1].timestamp if v + 1 < len(history) else -1
+        ts = self._history[v].timestamp
 
         def plan(s: Snapshot) -> WriteFragment:
             if name in s.state.tags:
                 raise TagExistsError(f"tag {name!r} already names version {s.state.tags[name][0]}; untag it "
                                      "first or pick another name")
+            # when the version stopped being the newest (-1: it still is); history GC since then
+            # may have dropped what a read of it needs
+            valid_until = self._history[v + 1].timestamp if v < s.version else -1
+            if 0 <= valid_until <= s.state.history_gc_ts:
+                raise HistoryExpiredError(f"version {v} can no longer be tagged: the history it needs was "
+                                          "garbage-collected (history_max_age passed it)")
             return WriteFragment("TAG", s.version, [AddTag(name, v, ts)], [], {"version": v},
                                  [TagAbsent(name), HistoryKept(valid_until)], data_change=False,
                                  table_id=s.state.table_id)
