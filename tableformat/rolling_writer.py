@@ -159,11 +159,13 @@ class RollingRowSetWriter:
         frag = WriteFragment(operation, self.state.version, counts={"inserted": self.inserted,
                                                                     "ignored": self.ignored},
                              table_id=self.state.table_id)
-        if self.aborted or not self.rowsets:
+        if self.aborted:
             return frag
-        frag.actions = [AddRowSet(r) for r in self.rowsets]
-        frag.files = list(self.written)
-        frag.requirements = [DefinitionUnchanged(Outcome.RESTART),
-                             KeysAbsent(own_rowsets=True, on_clash=Outcome.RESTART if self.ignore else Outcome.FAIL)] \
-            + ([SkippedKeysStillLive()] if self.ignored and self.ignore else [])
+        # keys skipped as existing must still be live at commit, even when nothing was written
+        frag.requirements = [SkippedKeysStillLive()] if self.ignored and self.ignore else []
+        if self.rowsets:
+            frag.actions = [AddRowSet(r) for r in self.rowsets]
+            frag.files = list(self.written)
+            frag.requirements[:0] = [DefinitionUnchanged(Outcome.RESTART), KeysAbsent(
+                own_rowsets=True, on_clash=Outcome.RESTART if self.ignore else Outcome.FAIL)]
         return frag
