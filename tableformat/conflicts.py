@@ -328,6 +328,13 @@ class RowsLive(Requirement):
         return Verdict(Outcome.REBASE, "REDO records remapped by key onto a compaction's outputs",
                        extra=extra, dropped=mine)
 
+    def _body(self) -> dict:
+        return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}}
+
+    @classmethod
+    def _from_body(cls, d: dict) -> "RowsLive":
+        return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()})
+
 @dataclass(frozen=True)
 class NoRowsInTablets(Requirement):
     """No winner added rows to these tablets (an ALTER dropping their range partitions)."""
