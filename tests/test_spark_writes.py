@@ -131,8 +131,8 @@ def test_merge_equals_the_engine_and_keeps_each_keys_order(spark, tmp_path):
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "7")
     try:
         # one input partition keeps the input order the engine sees
-        res = mutation_merge(spark, spark.createDataFrame(rows.to_pandas()).coalesce(1), b.uri, op_column="op",
-                             partitions=5)
+        df = spark.createDataFrame(rows.to_pylist(), "key string, n long, val long, op string").coalesce(1)
+        res = mutation_merge(spark, df, b.uri, op_column="op", partitions=5)
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     assert_same_rows(tf.open_table(b.uri).to_arrow(), a.to_arrow(), keys=("key", "n"))
@@ -189,8 +189,7 @@ def test_a_merge_that_loses_to_a_compaction_rebases_and_runs_once(spark, tmp_pat
         counts[name] = len(os.listdir(d))
     assert counts["raced"] == counts["quiet"]                 # no second run of the job
     raced = tf.open_table(raced.uri)
-    assert [h.operation for h in raced.history()][-2:] == ["COMPACT MERGE", "MERGE"] or \
-        raced.history()[-2].operation.startswith("COMPACT")
+    assert [h.operation for h in raced.history()][-2:] == ["COMPACT MERGE", "MERGE"]
     assert len(raced.state.rowsets) == 1                      # the merge's REDOs sit on the output
     assert_same_rows(raced.to_arrow(), model.to_arrow(), keys=("key", "n"))
     assert raced.check().ok
