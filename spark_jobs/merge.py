@@ -28,7 +28,7 @@ import tableformat as tf
 
 from .session import get_spark
 from .snapshots import open_snapshot
-from .writes import KEY_COL, SEQ_COL, TABLET_COL, RejectedRows, collect_rows, commit_fragments, result_batch, run_job
+from .writes import KEY_COL, LAYOUT_COLS, TABLET_COL, RejectedRows, collect_rows, commit_fragments, result_batch, run_job
 
 RESULT_SCHEMA = ("fragment string, files string, inserted long, updated long, deleted long, ignored long, "
                  "missing long, duplicate long, sample string")
@@ -82,7 +82,7 @@ def merge_task(uri: str, storage_options: dict | None, version: int, table_id: s
 
         def plan(chunks):
             data = pa.concat_tables(chunks)
-            data = data.drop([c for c in (TABLET_COL, KEY_COL, SEQ_COL) if c in data.column_names])
+            data = data.drop([c for c in LAYOUT_COLS if c in data.column_names])
             if not data.num_rows:
                 return
             frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import tableformat as tf
 
@@ -24,6 +25,8 @@ from .snapshots import open_snapshot
 TABLET_COL = "_tf_tablet"
 KEY_COL = "_tf_key"
 SEQ_COL = "_tf_seq"
+PART_COL = "_tf_part"
+LAYOUT_COLS = (TABLET_COL, KEY_COL, SEQ_COL, PART_COL)
 
 
 def write_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None,
@@ -88,16 +91,62 @@ def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_
 
 
 def key_and_tablet(uri: str, storage_options: dict | None, version: int, strict: bool = True,
-                   table_id: str | None = None):
+                   table_id: str | None = None, bounds: list | None = None, slots: list | None = None):
     """A mapInArrow function adding each row's tablet ordinal (-1: in no range partition) and
-    encoded primary key (binary: Spark orders it as memcmp, the engine's key order)."""
+    encoded primary key (binary: Spark orders it as memcmp, the engine's key order). With
+    `bounds` ((tablet, key) cut points) it also adds the write partition's slot (`PART_COL`)."""
     def fn(batches):
         snap = open_snapshot(uri, storage_options, version, table_id)
         for b in batches:
             ordinal, keys = snap.route_keys(b, strict=strict)
-            yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ordinal, pa.int32()), keys],
-                                             names=list(b.schema.names) + [TABLET_COL, KEY_COL])
+            cols = list(b.columns) + [pa.array(ordinal, pa.int32()), keys]
+            names = list(b.schema.names) + [TABLET_COL, KEY_COL]
+            if bounds is not None:
+                cols.append(pa.array(np.asarray(slots, np.int32)[range_of(ordinal, keys, bounds)], pa.int32()))
+                names.append(PART_COL)
+            yield pa.RecordBatch.from_arrays(cols, names=names)
     return fn
+
+
+def range_of(ordinal: np.ndarray, keys: pa.Array, bounds: list) -> np.ndarray:
+    """The range each (tablet, key) falls in: how many cut points are at or below it."""
+    out = np.zeros(len(ordinal), np.int64)
+    for tablet, key in bounds:
+        at_or_above = pc.greater_equal(keys, pa.scalar(key, pa.binary())).to_numpy(zero_copy_only=False)
+        out += (ordinal > tablet) | ((ordinal == tablet) & at_or_above)
+    return out
+
+
+def range_bounds(spark: Any, df: Any, uri: str, storage_options: dict | None, version: int, strict: bool,
+                 table_id: str | None, n: int) -> list:
+    """n-1 (tablet, key) cut points from a sample of the input (about 100 rows per range): what
+    Spark's range partitioner computes, but sampling before the key pass so the input crosses
+    into Python once."""
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+    total = df.count()
+    if n <= 1 or total == 0:
+        return []
+    sample = df.sample(fraction=min(1.0, 100.0 * n / total), seed=7)
+    pairs = sample.mapInArrow(key_and_tablet(uri, storage_options, version, strict, table_id),
+                              StructType(sample.schema.fields + [StructField(TABLET_COL, IntegerType(), False),
+                                                                 StructField(KEY_COL, BinaryType(), False)])) \
+        .select(TABLET_COL, KEY_COL).collect()
+    points = sorted((int(r[0]), bytes(r[1])) for r in pairs)
+    if not points:
+        return []
+    cuts = [points[len(points) * i // n] for i in range(1, n)]
+    return sorted(set(cuts))
+
+
+def partition_slots(spark: Any, n: int) -> list[int]:
+    """For each partition p < n, an int v with Spark's pmod(hash(v), n) == p: repartition(n, col)
+    then sends the rows of range p to partition p exactly."""
+    rows = spark.range(0, 64 * n + 64).selectExpr("cast(id as int) as v", f"pmod(hash(cast(id as int)), {n}) as p") \
+        .groupBy("p").min("v").collect()
+    slot = {int(r[0]): int(r[1]) for r in rows}
+    if len(slot) < n:
+        raise tf.InvalidOptionError(f"could not find hash slots for {n} partitions")
+    return [slot[p] for p in range(n)]
 
 
 def sorted_by_key(spark: Any, df: Any, uri: str, storage_options: dict | None, version: int, strict: bool,
@@ -105,17 +154,22 @@ def sorted_by_key(spark: Any, df: Any, uri: str, storage_options: dict | None, v
     """The write layout: rows with their tablet and encoded key, range-partitioned on (tablet, key)
     so a tablet may span several tasks while every key meets its duplicates in one, then sorted
     within each partition by Spark's external sort (it spills; Python never holds a tablet).
-    keep_order adds the input position as a last sort key, so a key's rows keep their order."""
+    The ranges come from a sample (`range_bounds`), so the full input makes one pass through
+    Python. keep_order adds the input position as a last sort key, so a key's rows keep their
+    order."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
     if keep_order:
         df = df.withColumn(SEQ_COL, F.monotonically_increasing_id())
-    routed = df.mapInArrow(key_and_tablet(uri, storage_options, version, strict, table_id),
+    n = max(1, partitions or int(spark.conf.get("spark.sql.shuffle.partitions")))
+    bounds = range_bounds(spark, df, uri, storage_options, version, strict, table_id, n)
+    slots = partition_slots(spark, n)
+    routed = df.mapInArrow(key_and_tablet(uri, storage_options, version, strict, table_id, bounds, slots),
                            StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType(), False),
-                                                          StructField(KEY_COL, BinaryType(), False)]))
-    n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+                                                          StructField(KEY_COL, BinaryType(), False),
+                                                          StructField(PART_COL, IntegerType(), False)]))
     order = [TABLET_COL, KEY_COL] + ([SEQ_COL] if keep_order else [])
-    return routed.repartitionByRange(max(1, n), TABLET_COL, KEY_COL).sortWithinPartitions(*order)
+    return routed.repartition(n, PART_COL).sortWithinPartitions(*order)
 
 
 def table_runs(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.Table, pa.Array]]:
@@ -124,7 +178,7 @@ def table_runs(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.Table, pa.Array]
     t = pa.Table.from_batches([batch])
     tab = t.column(TABLET_COL).to_numpy()
     keys = t.column(KEY_COL).combine_chunks()
-    data = t.drop([c for c in (TABLET_COL, KEY_COL, SEQ_COL) if c in t.column_names])
+    data = t.drop([c for c in LAYOUT_COLS if c in t.column_names])
     cuts = [0] + (np.flatnonzero(np.diff(tab)) + 1).tolist() + [len(tab)]
     for s, e in zip(cuts, cuts[1:]):
         yield int(tab[s]), data.slice(s, e - s), keys.slice(s, e - s)

@@ -132,7 +132,7 @@ class RollingRowSetWriter:
         """Write the buffered rows as one rowset and drop them."""
         if not self._buf:
             return
-        data = pa.concat_tables([b for b, _ in self._buf]).combine_chunks()
+        data = pa.concat_tables([b for b, _ in self._buf])      # write_rowset combines per column
         keys = pa.concat_arrays([k for _, k in self._buf])
         self._buf, self._buf_bytes = [], 0
         try:
