@@ -1,10 +1,13 @@
 """Partitioned insert: a DataFrame into a table, with the primary key enforced.
 
-Rows are assigned to tablets and shuffled by tablet, so every key meets its
-duplicates in one task. Each task plans its rows on the job's snapshot with the
-engine (`Snapshot.write_insert`): it sorts them, checks keys and writes rowsets,
-and returns a write fragment. The driver commits the fragments once
-(`Table.commit_fragments`), with the engine's key-level requirements.
+Spark sorts, Python streams: each row gets its tablet and encoded key, Spark
+range-partitions on (tablet, key) and sorts within partitions, so every key
+meets its duplicates (adjacent) in one task and a tablet may span several tasks.
+Each task streams its sorted batches through the engine's rowset writer
+(`Snapshot.rowset_writer`): keys checked batch by batch, rowsets rolled at the
+target size, so a worker holds a batch and one rowset's buffers, whatever the
+input size. The driver commits the fragments once (`Table.commit_fragments`),
+with the engine's key-level requirements.
 Duplicates fail the job, are skipped and counted, or are written to an error
 path: the caller picks.
 
@@ -19,27 +22,29 @@ from typing import Any
 import tableformat as tf
 
 from .session import get_spark
-from .writes import (TABLET_COL, collect_rows, commit_fragments, commit_rowsets, route_by_tablet, run_job,
-                     write_partition)
+from .writes import (TABLET_COL, collect_rows, commit_fragments, commit_rowsets, insert_task, run_job,
+                     sorted_by_key, write_partition)
 
 # the executor and driver halves live in `writes`; these names stay importable from here
 __all__ = ["partitioned_insert", "main", "TABLET_COL", "collect_rows", "commit_fragments", "commit_rowsets",
-           "route_by_tablet", "write_partition"]
+           "sorted_by_key", "write_partition"]
 RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, sample string"
 
 
 def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail", error_path: str | None = None,
-                       storage_options: dict | None = None, max_restarts: int = 3) -> tf.WriteResult:
+                       storage_options: dict | None = None, max_restarts: int = 3,
+                       partitions: int | None = None) -> tf.WriteResult:
     """Insert a DataFrame into a table in one commit. on_duplicate: 'fail', 'ignore' or 'collect'.
 
     A commit that concurrent writers invalidate (an ALTER; with 'ignore', a key of ours inserted
-    or a skipped key deleted meanwhile) runs the job again on the new snapshot."""
+    or a skipped key deleted meanwhile) runs the job again on the new snapshot. `partitions`:
+    the number of write tasks (default spark.sql.shuffle.partitions), independent of tablets."""
     if on_duplicate not in ("fail", "ignore", "collect"):
         raise tf.InvalidOptionError(f"on_duplicate must be fail, ignore or collect, got {on_duplicate!r}")
     if on_duplicate == "collect" and not error_path:
         raise tf.InvalidOptionError("on_duplicate='collect' needs error_path")
-    def partition(version, table_id, data):
-        return write_partition(uri, storage_options, version, data, on_duplicate, error_path, table_id)
+    def make_task(version, table_id):
+        return insert_task(uri, storage_options, version, table_id, on_duplicate, error_path)
 
     def finish(table, version, results):
         dups = sum(r["duplicates"] for r in results)
@@ -51,7 +56,8 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         operation = "INSERT" if on_duplicate == "fail" else "INSERT_IGNORE"
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], operation,
                                 {"inserted": sum(r["rows"] for r in results), "ignored": dups})
-    return run_job(spark, df, uri, storage_options, True, partition, RESULT_SCHEMA, finish, max_restarts, "insert")
+    return run_job(spark, df, uri, storage_options, True, make_task, RESULT_SCHEMA, finish, max_restarts, "insert",
+                   partitions)
 
 
 def main(argv=None) -> None:
@@ -62,12 +68,13 @@ def main(argv=None) -> None:
     ap.add_argument("--on-duplicate", default="fail", choices=["fail", "ignore", "collect"])
     ap.add_argument("--error-path", help="where duplicates go with --on-duplicate collect")
     ap.add_argument("--storage-options", help="JSON fsspec storage options for the table")
+    ap.add_argument("--partitions", type=int, help="write tasks (default: spark.sql.shuffle.partitions)")
     ap.add_argument("--master", help="Spark master (default: local[2], or what spark-submit sets)")
     args = ap.parse_args(argv)
     spark = get_spark("tableformat-insert", args.master)
     opts = json.loads(args.storage_options) if args.storage_options else None
     res = partitioned_insert(spark, spark.read.parquet(args.input), args.table, args.on_duplicate,
-                             args.error_path, opts)
+                             args.error_path, opts, partitions=args.partitions)
     print(f"inserted {res.inserted} rows, ignored {res.ignored}, version {res.version}")
 
 

@@ -1,13 +1,16 @@
 """Mutation merge: a DataFrame of updates, deletes and upserts (or mixed, with an op column) into REDO deltas.
 
-Rows are routed by tablet and shuffled, so each tablet (and so each rowset)
-is planned by exactly one task: each plans its rows on the job's snapshot with
-the engine (`Snapshot.write_mutation`), which looks keys up to (rowset, rowid),
-writes one REDO delta file per touched rowset and the new rowsets of inserted
-keys, and returns a write fragment. The driver commits the fragments once, with
-the engine's key-level requirements. Missing keys (update, delete) and existing
-keys (insert) fail the job, are skipped and counted, or are written to an
-error path.
+The write layout of the insert: rows get their tablet and encoded key, Spark
+range-partitions on (tablet, key) and sorts within partitions (by input position
+last), so a key's rows are adjacent and in input order in one task. Each task
+streams its sorted batches into the engine's mutation planner
+(`Snapshot.write_mutation`) in chunks of at most the target rowset size, never
+splitting a key's rows: it looks keys up to (rowset, rowid), writes REDO delta
+files and the rowsets of inserted keys, and returns a write fragment. The driver
+commits the fragments once, with the engine's key-level requirements; a merge
+that loses to a compaction of its rowsets is remapped by key, not re-run.
+Missing keys (update, delete) and existing keys (insert) fail the job, are
+skipped and counted, or are written to an error path.
 
     python -m spark_jobs.merge --table /data/metrics --input /data/changes.parquet --op-column op
 """
@@ -17,13 +20,15 @@ import argparse
 import json
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import tableformat as tf
 
 from .session import get_spark
 from .snapshots import open_snapshot
-from .writes import TABLET_COL, collect_rows, commit_fragments, run_job
+from .writes import KEY_COL, LAYOUT_COLS, TABLET_COL, RejectedRows, collect_rows, commit_fragments, result_batch, run_job
 
 RESULT_SCHEMA = ("fragment string, files string, inserted long, updated long, deleted long, ignored long, "
                  "missing long, duplicate long, sample string")
@@ -56,17 +61,90 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
     return out
 
 
+COUNTS = ("inserted", "updated", "deleted", "ignored", "missing", "duplicate")
+
+
+def merge_task(uri: str, storage_options: dict | None, version: int, table_id: str | None, op: str | None,
+               op_column: str | None, update_columns: Sequence[str] | None, on_error: str,
+               error_path: str | None):
+    """A mapInArrow function over one partition of the write layout: sorted batches gathered
+    into chunks of at most the target rowset size (a key's rows never split between chunks),
+    each planned with the engine's `write_mutation`. Yields one row: the task's fragment and
+    counts. With on_error='fail', a failed row deletes the task's files; later chunks only count."""
+    def fn(batches):
+        snap = open_snapshot(uri, storage_options, version, table_id)
+        limit = int(snap.state.properties["rowset_target_bytes"])
+        out = {"fragment": None, "files": [], **{k: 0 for k in COUNTS}, "sample": ""}
+        frags: list[tf.WriteFragment] = []
+        errors = RejectedRows(error_path if on_error == "collect" else None)
+        pending: list[pa.Table] = []
+        state = {"bytes": 0, "failed": False}
+
+        def plan(chunks):
+            data = pa.concat_tables(chunks)
+            data = data.drop([c for c in LAYOUT_COLS if c in data.column_names])
+            if not data.num_rows:
+                return
+            frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE")
+            batch, failed, _ops = frag.rejected
+            for k in COUNTS:
+                out[k] += frag.counts.get(k, 0)
+            if len(failed):
+                if not out["sample"]:
+                    out["sample"] = snap.describe_rows(batch, failed)
+                errors.add(batch, failed)
+                if on_error == "fail" and not state["failed"]:
+                    state["failed"] = True
+                    snap.storage.delete_quietly([p for f in frags for p in f.files])
+                    frags.clear()
+            if state["failed"]:
+                snap.storage.delete_quietly(frag.files)
+            elif not frag.empty:
+                frags.append(frag)
+
+        try:
+            for b in batches:
+                if not b.num_rows:
+                    continue
+                t = pa.Table.from_batches([b])
+                keys = t.column(KEY_COL).combine_chunks()
+                # rows of the last key may continue in the next batch: hold them back
+                last = pc.equal(keys, keys[len(keys) - 1]).to_numpy(zero_copy_only=False)
+                cut = int(np.argmax(last))
+                if cut:
+                    pending.append(t.slice(0, cut))
+                    state["bytes"] += pending[-1].nbytes
+                    if state["bytes"] >= limit:
+                        plan(pending)
+                        pending, state["bytes"] = [], 0
+                pending.append(t.slice(cut))
+                state["bytes"] += pending[-1].nbytes
+            if pending:
+                plan(pending)
+            errors.flush()
+        except BaseException:
+            snap.storage.delete_quietly([p for f in frags for p in f.files])
+            raise
+        if frags:
+            frag = tf.WriteFragment.combine(frags)
+            out.update(fragment=frag.to_json(), files=list(frag.files))
+        yield result_batch(out)
+    return fn
+
+
 def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_column: str | None = None,
                    on_error: str = "fail", error_path: str | None = None,
                    update_columns: Sequence[str] | None = None, storage_options: dict | None = None,
-                   max_restarts: int = 3) -> tf.WriteResult:
+                   max_restarts: int = 3, partitions: int | None = None) -> tf.WriteResult:
     """Apply a DataFrame of row operations in one commit.
 
     Give `op` (update, delete, upsert, ...) for a uniform batch, or `op_column`
     for a mixed one. on_error: 'fail', 'ignore' (skip and count) or 'collect'
     (skip and write the rows to error_path). The commit checks the engine's key-level
     requirements: a concurrent delete of a row it changes, or insert of a key it found
-    absent, runs the job again on the new snapshot; other concurrent changes rebase.
+    absent, runs the job again on the new snapshot; other concurrent changes rebase (a
+    compaction that rewrote its rowsets too: its REDO records are remapped by key).
+    `partitions`: the number of write tasks (default spark.sql.shuffle.partitions).
     """
     if (op is None) == (op_column is None):
         raise tf.InvalidOptionError("give exactly one of op and op_column")
@@ -74,9 +152,9 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         raise tf.InvalidOptionError(f"op must be one of {OPS}, got {op!r}")
     if on_error not in ("fail", "ignore", "collect") or (on_error == "collect" and not error_path):
         raise tf.InvalidOptionError("on_error must be fail, ignore or collect (collect needs error_path)")
-    def partition(version, table_id, data):
-        return merge_partition(uri, storage_options, version, data, op, op_column, update_columns, on_error,
-                               error_path, table_id)
+    def make_task(version, table_id):
+        return merge_task(uri, storage_options, version, table_id, op, op_column, update_columns, on_error,
+                          error_path)
 
     def finish(table, version, results):
         missing, dup = sum(r["missing"] for r in results), sum(r["duplicate"] for r in results)
@@ -91,7 +169,8 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         counts = {k: sum(r[k] for r in results) for k in ("inserted", "updated", "deleted", "ignored")}
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], "MERGE",
                                 counts)
-    return run_job(spark, df, uri, storage_options, False, partition, RESULT_SCHEMA, finish, max_restarts, "merge")
+    return run_job(spark, df, uri, storage_options, False, make_task, RESULT_SCHEMA, finish, max_restarts, "merge",
+                   partitions, keep_order=True)
 
 
 def main(argv=None) -> None:

@@ -1,23 +1,32 @@
 """The two halves of a distributed write: executors write fragments, the driver commits them.
 
-Executors plan their rows on the job's snapshot with the engine (`Snapshot.write_insert`),
-write rowsets and return a write fragment (JSON); the driver commits all fragments at once
-with `Table.commit_fragments`, which checks the engine's own requirements.
+Spark sorts, Python streams. A first pass computes each row's tablet and encoded key; Spark
+range-partitions on (tablet, key) and sorts within partitions (its external sort spills), so
+a tablet may span several tasks and a key's duplicates are adjacent in one. Each task streams
+its sorted batches through the engine (`Snapshot.rowset_writer` for inserts,
+`Snapshot.write_mutation` for merges), holding a batch and one rowset's buffers at most, and
+returns a write fragment (JSON); the driver commits all fragments at once with
+`Table.commit_fragments`, which checks the engine's own requirements.
 """
 from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import tableformat as tf
 
 from .snapshots import open_snapshot
 
 TABLET_COL = "_tf_tablet"
+KEY_COL = "_tf_key"
+SEQ_COL = "_tf_seq"
+PART_COL = "_tf_part"
+LAYOUT_COLS = (TABLET_COL, KEY_COL, SEQ_COL, PART_COL)
 
 
 def write_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None,
@@ -55,8 +64,9 @@ def commit_fragments(uri: str, storage_options: dict | None, fragments: list[dic
     (a key inserted concurrently fails it; a job planned on a definition since changed restarts).
     `counts` are the job's totals; with nothing to commit, nothing is."""
     table = tf.open_table(uri, storage_options=storage_options)
-    frags = [f for f in (tf.WriteFragment.from_json(d) for d in fragments) if not f.empty]
-    if not frags:
+    # fragments without actions still count: their requirements (keys skipped as existing) hold
+    frags = [tf.WriteFragment.from_json(d) for d in fragments]
+    if all(f.empty for f in frags):
         st = table.state
         return tf.WriteResult(st.version, tf.Timestamp(st.timestamp), operation,
                               **{k: counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored")})
@@ -80,45 +90,190 @@ def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_
     return commit_fragments(uri, storage_options, [frag], operation, counts)
 
 
-def tablet_of(uri: str, storage_options: dict | None, version: int, strict: bool = True,
-              table_id: str | None = None):
-    """A mapInArrow function adding each row's tablet ordinal (-1: in no range partition)."""
+def key_and_tablet(uri: str, storage_options: dict | None, version: int, strict: bool = True,
+                   table_id: str | None = None, bounds: list | None = None, slots: list | None = None):
+    """A mapInArrow function adding each row's tablet ordinal (-1: in no range partition) and
+    encoded primary key (binary: Spark orders it as memcmp, the engine's key order). With
+    `bounds` ((tablet, key) cut points) it also adds the write partition's slot (`PART_COL`)."""
     def fn(batches):
         snap = open_snapshot(uri, storage_options, version, table_id)
         for b in batches:
-            ordinal = snap.route(pa.Table.from_batches([b]), strict=strict)
-            yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.array(ordinal, pa.int32())],
-                                             names=list(b.schema.names) + [TABLET_COL])
+            ordinal, keys = snap.route_keys(b, strict=strict)
+            cols = list(b.columns) + [pa.array(ordinal, pa.int32()), keys]
+            names = list(b.schema.names) + [TABLET_COL, KEY_COL]
+            if bounds is not None:
+                cols.append(pa.array(np.asarray(slots, np.int32)[range_of(ordinal, keys, bounds)], pa.int32()))
+                names.append(PART_COL)
+            yield pa.RecordBatch.from_arrays(cols, names=names)
     return fn
 
 
-def route_by_tablet(spark: Any, df: Any, table: Any, uri: str, storage_options: dict | None, version: int,
-                    strict: bool):
-    """The DataFrame with each row's tablet, shuffled so every tablet is in exactly one partition."""
-    from pyspark.sql.types import IntegerType, StructField, StructType
-    ntablets = len(table.snapshot(version).tablet_ids)
-    routed = df.mapInArrow(tablet_of(uri, storage_options, version, strict, table.table_id),
-                           StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType())]))
-    return routed.repartition(max(1, min(ntablets, int(spark.conf.get("spark.sql.shuffle.partitions")))),
-                              TABLET_COL)
+def range_of(ordinal: np.ndarray, keys: pa.Array, bounds: list) -> np.ndarray:
+    """The range each (tablet, key) falls in: how many cut points are at or below it."""
+    out = np.zeros(len(ordinal), np.int64)
+    for tablet, key in bounds:
+        at_or_above = pc.greater_equal(keys, pa.scalar(key, pa.binary())).to_numpy(zero_copy_only=False)
+        out += (ordinal > tablet) | ((ordinal == tablet) & at_or_above)
+    return out
+
+
+def range_bounds(spark: Any, df: Any, uri: str, storage_options: dict | None, version: int, strict: bool,
+                 table_id: str | None, n: int) -> list:
+    """n-1 (tablet, key) cut points from a sample of the input (about 100 rows per range): what
+    Spark's range partitioner computes, but sampling before the key pass so the input crosses
+    into Python once."""
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+    total = df.count()
+    if n <= 1 or total == 0:
+        return []
+    sample = df.sample(fraction=min(1.0, 100.0 * n / total), seed=7)
+    pairs = sample.mapInArrow(key_and_tablet(uri, storage_options, version, strict, table_id),
+                              StructType(sample.schema.fields + [StructField(TABLET_COL, IntegerType(), False),
+                                                                 StructField(KEY_COL, BinaryType(), False)])) \
+        .select(TABLET_COL, KEY_COL).collect()
+    points = sorted((int(r[0]), bytes(r[1])) for r in pairs)
+    if not points:
+        return []
+    cuts = [points[len(points) * i // n] for i in range(1, n)]
+    return sorted(set(cuts))
+
+
+def partition_slots(spark: Any, n: int) -> list[int]:
+    """For each partition p < n, an int v with Spark's pmod(hash(v), n) == p: repartition(n, col)
+    then sends the rows of range p to partition p exactly."""
+    rows = spark.range(0, 64 * n + 64).selectExpr("cast(id as int) as v", f"pmod(hash(cast(id as int)), {n}) as p") \
+        .groupBy("p").min("v").collect()
+    slot = {int(r[0]): int(r[1]) for r in rows}
+    if len(slot) < n:
+        raise tf.InvalidOptionError(f"could not find hash slots for {n} partitions")
+    return [slot[p] for p in range(n)]
+
+
+def sorted_by_key(spark: Any, df: Any, uri: str, storage_options: dict | None, version: int, strict: bool,
+                  table_id: str | None = None, partitions: int | None = None, keep_order: bool = False):
+    """The write layout: rows with their tablet and encoded key, range-partitioned on (tablet, key)
+    so a tablet may span several tasks while every key meets its duplicates in one, then sorted
+    within each partition by Spark's external sort (it spills; Python never holds a tablet).
+    The ranges come from a sample (`range_bounds`), so the full input makes one pass through
+    Python. keep_order adds the input position as a last sort key, so a key's rows keep their
+    order."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+    if keep_order:
+        df = df.withColumn(SEQ_COL, F.monotonically_increasing_id())
+    n = max(1, partitions or int(spark.conf.get("spark.sql.shuffle.partitions")))
+    bounds = range_bounds(spark, df, uri, storage_options, version, strict, table_id, n)
+    slots = partition_slots(spark, n)
+    routed = df.mapInArrow(key_and_tablet(uri, storage_options, version, strict, table_id, bounds, slots),
+                           StructType(df.schema.fields + [StructField(TABLET_COL, IntegerType(), False),
+                                                          StructField(KEY_COL, BinaryType(), False),
+                                                          StructField(PART_COL, IntegerType(), False)]))
+    order = [TABLET_COL, KEY_COL] + ([SEQ_COL] if keep_order else [])
+    return routed.repartition(n, PART_COL).sortWithinPartitions(*order)
+
+
+def table_runs(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.Table, pa.Array]]:
+    """A sorted batch as runs of one tablet each: (tablet ordinal, rows without the layout
+    columns, encoded keys)."""
+    t = pa.Table.from_batches([batch])
+    tab = t.column(TABLET_COL).to_numpy()
+    keys = t.column(KEY_COL).combine_chunks()
+    data = t.drop([c for c in LAYOUT_COLS if c in t.column_names])
+    cuts = [0] + (np.flatnonzero(np.diff(tab)) + 1).tolist() + [len(tab)]
+    for s, e in zip(cuts, cuts[1:]):
+        yield int(tab[s]), data.slice(s, e - s), keys.slice(s, e - s)
+
+
+class RejectedRows:
+    """Rejected rows of one task for the error path, written in parts of bounded size."""
+
+    LIMIT = 32 << 20
+
+    def __init__(self, error_path: str | None):
+        self.error_path, self.parts, self.nbytes = error_path, [], 0
+
+    def add(self, batch: pa.Table, rows: np.ndarray) -> None:
+        if self.error_path is None or not len(rows):
+            return
+        self.parts.append(batch.take(pa.array(rows)))
+        self.nbytes += self.parts[-1].nbytes
+        if self.nbytes >= self.LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            t = pa.concat_tables(self.parts, promote_options="permissive")
+            collect_rows(self.error_path, t, np.arange(t.num_rows))
+            self.parts, self.nbytes = [], 0
+
+
+def insert_task(uri: str, storage_options: dict | None, version: int, table_id: str | None, on_duplicate: str,
+                error_path: str | None):
+    """A mapInArrow function over one partition of the write layout: each tablet's sorted rows
+    stream through the engine's rowset writer (rolled at the target size, keys checked batch
+    by batch). Yields one row: the task's fragment and counts. With on_duplicate='fail', the
+    first duplicate deletes the task's files; later rows are only checked, to count."""
+    def fn(batches):
+        snap = open_snapshot(uri, storage_options, version, table_id)
+        tablets = snap.tablet_ids
+        out = {"fragment": None, "files": [], "rows": 0, "duplicates": 0, "sample": ""}
+        frags: list[tf.WriteFragment] = []
+        errors = RejectedRows(error_path if on_duplicate == "collect" else None)
+        writer, current, failed = None, None, False
+        try:
+            for b in batches:
+                for ordinal, data, keys in table_runs(b):
+                    if ordinal != current:
+                        if writer is not None:
+                            frags.append(writer.finish())
+                        writer, current = snap.rowset_writer(tablets[ordinal], on_duplicate="ignore"), ordinal
+                        if failed:
+                            writer.abort()
+                    rejected = writer.write(data, keys)
+                    if len(rejected):
+                        out["duplicates"] += len(rejected)
+                        if not out["sample"]:
+                            out["sample"] = snap.describe_rows(data, rejected)
+                        errors.add(data, rejected)
+                        if on_duplicate == "fail" and not failed:
+                            failed = True
+                            writer.abort()
+                            snap.storage.delete_quietly([p for f in frags for p in f.files])
+                            frags = []
+            if writer is not None:
+                frags.append(writer.finish())
+            errors.flush()
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            snap.storage.delete_quietly([p for f in frags for p in f.files])
+            raise
+        frags = [f for f in frags if not f.empty or f.requirements]
+        if frags and not failed:
+            frag = tf.WriteFragment.combine(frags)
+            out.update(fragment=frag.to_json(), files=list(frag.files), rows=frag.counts.get("inserted", 0))
+        yield result_batch(out)
+    return fn
+
+
+def result_batch(r: dict) -> pa.RecordBatch:
+    """One task's result as the one-row batch the driver collects (fragment and files as JSON)."""
+    return pa.RecordBatch.from_pylist([{**r, "fragment": json.dumps(r["fragment"]), "files": json.dumps(r["files"])}])
 
 
 def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict: bool,
-            partition: Callable, result_schema: str, finish: Callable, max_restarts: int, what: str):
-    """A distributed write: plan on a fresh snapshot, shuffle by tablet, run `partition(version,
-    table_id, rows)` per task (its dict, with the fragment and files as JSON, is one result row),
-    then `finish(table, version, results)` commits. RestartRequired runs the job again."""
+            make_task: Callable, result_schema: str, finish: Callable, max_restarts: int, what: str,
+            partitions: int | None = None, keep_order: bool = False):
+    """A distributed write: plan on a fresh snapshot, lay the rows out sorted by (tablet, key)
+    (`sorted_by_key`), run `make_task(version, table_id)` over each partition (one result row
+    each, fragment and files as JSON), then `finish(table, version, results)` commits.
+    RestartRequired runs the job again."""
     for _attempt in range(max_restarts + 1):
         table = tf.open_table(uri, storage_options=storage_options)
         version, table_id = table.version, table.table_id
-        shuffled = route_by_tablet(spark, df, table, uri, storage_options, version, strict)
-
-        def task(batches, version=version, table_id=table_id):
-            tables = [pa.Table.from_batches([b]) for b in batches]
-            r = partition(version, table_id, pa.concat_tables(tables) if tables else None)
-            yield pa.RecordBatch.from_pylist([{**r, "fragment": json.dumps(r["fragment"]),
-                                               "files": json.dumps(r["files"])}])
-        rows = shuffled.mapInArrow(task, result_schema).collect()       # metadata only: one row per task
+        laid_out = sorted_by_key(spark, df, uri, storage_options, version, strict, table_id, partitions,
+                                 keep_order)
+        rows = laid_out.mapInArrow(make_task(version, table_id), result_schema).collect()   # one row per task
         results = [{**r.asDict(), "fragment": json.loads(r["fragment"]), "files": json.loads(r["files"])}
                    for r in rows]
         try:

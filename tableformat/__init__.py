@@ -11,6 +11,7 @@ from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolic
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo
 from .mvcc import Timestamp, parse_as_of
+from .rolling_writer import RollingRowSetWriter
 from .partition import HashPartition, PartitionSchema, RangePartition
 from .rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
 from .scan import Scanner, ScanTask
@@ -22,7 +23,7 @@ from .vacuum import VacuumPlan, VacuumResult
 
 __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSchema", "Table", "Snapshot",
            "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION",
-           "WriteFragment", "CommitProperties", "CompactionAction", "CompactionPlan", "CompactionPolicy",
-           "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan", "DeltaFilePlan",
-           "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
+           "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
+           "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
+           "DeltaFilePlan", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
 __version__ = "0.1.0"

@@ -52,7 +52,7 @@ MATRIX: dict[str, dict[str, Outcome]] = {
     #                insert ins_ign mutation alter minor major merge undo_gc vacuum sp_ins sp_merge
     "insert":        dict(zip(OPERATIONS, (_F, _F, _F, _S, _R, _R, _R, _R, _R, _F, _F))),
     "insert_ignore": dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _R, _R, _R, _S, _S))),
-    "mutation":      dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _S, _R, _R, _S, _S))),
+    "mutation":      dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _R, _R, _R, _S, _S))),
     "alter":         dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _S, _R, _R, _S, _S))),
     "minor_delta":   dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
     "major_delta":   dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
@@ -60,7 +60,7 @@ MATRIX: dict[str, dict[str, Outcome]] = {
     "undo_gc":       dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
     "vacuum":        dict(zip(OPERATIONS, (_R, _R, _R, _R, _R, _R, _R, _R, _R, _R, _R))),
     "spark_insert":  dict(zip(OPERATIONS, (_F, _F, _F, _S, _R, _R, _R, _R, _R, _F, _F))),
-    "spark_merge":   dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _S, _R, _R, _S, _S))),
+    "spark_merge":   dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _R, _R, _R, _S, _S))),
 }
 
 
@@ -70,6 +70,7 @@ class Verdict:
     reason: str = ""
     error: Exception | None = None
     extra: list[Action] = field(default_factory=list)      # remapped actions, on REBASE
+    dropped: list[Action] = field(default_factory=list)    # own actions the remapped ones replace
 
 
 @dataclass
@@ -274,22 +275,60 @@ class SkippedKeysStillLive(Requirement):
 
 @dataclass(frozen=True, eq=False)
 class RowsLive(Requirement):
-    """The rows a mutation changes (rowset -> rowids) are still where it found them, and live."""
+    """The rows a mutation changes (rowset -> rowids) are still live. A merging compaction that
+    rewrote their rowset is rebased over: the mutation's REDO records carry their keys, so they
+    are remapped by key onto the compaction's outputs (rowids change, timestamps are the commit's).
+    A row it read but did not change (an insert that found its key) in a rewritten rowset, or a
+    row deleted meanwhile, makes it plan again."""
 
     rows: Mapping[str, np.ndarray] = field(default_factory=dict)
     kind: ClassVar[str] = "rows_live"
 
     def check(self, ctx: Context) -> Verdict:
+        own = {}
+        for a in ctx.own:
+            if isinstance(a, AddDelta):
+                own.setdefault(a.delta.rowset, []).append(a)
+        changed: dict[str, np.ndarray] = {}
+
+        def changed_rows(rid: str) -> np.ndarray:
+            if rid not in changed:
+                changed[rid] = np.concatenate([read_delta(ctx.storage, a.delta).column("rowid").to_numpy()
+                                               for a in own.get(rid, ())] or [np.zeros(0, np.int64)])
+            return changed[rid]
+
+        def guarded(rid: str) -> np.ndarray | None:
+            """Rowids this write relies on in rowset `rid` (its own remapped REDO rows included)."""
+            if rid in self.rows:
+                return self.rows[rid]
+            return changed_rows(rid) if rid in own else None
+
+        removed: list[str] = []
         for a in ctx.winner_actions:
-            if isinstance(a, RemoveRowSet) and a.rowset_id in self.rows:
-                return Verdict(Outcome.RESTART, f"rowset {a.rowset_id} was rewritten")
-            if isinstance(a, AddDelta) and a.delta.rowset in self.rows and \
+            if isinstance(a, RemoveRowSet) and guarded(a.rowset_id) is not None:
+                if not np.isin(guarded(a.rowset_id), changed_rows(a.rowset_id)).all():
+                    return Verdict(Outcome.RESTART, f"rowset {a.rowset_id} was rewritten")
+                removed.append(a.rowset_id)
+            elif isinstance(a, AddDelta) and guarded(a.delta.rowset) is not None and \
                     (a.delta.delete_count or a.delta.reinsert_count):
                 t = read_delta(ctx.storage, a.delta)
                 deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
-                if np.isin(self.rows[a.delta.rowset], deleted).any():
+                if np.isin(guarded(a.delta.rowset), deleted).any():
                     return Verdict(Outcome.RESTART, "a row it changes was deleted concurrently")
-        return REBASE
+        if not removed:
+            return REBASE
+        mine = [a for rid in removed for a in own.get(rid, ())]
+        gone = {a.rowset_id for a in ctx.winner_actions if isinstance(a, RemoveRowSet)}
+        outputs = [a for a in ctx.winner_actions if isinstance(a, AddRowSet) and a.rowset.id not in gone
+                   and a.rowset.id not in ctx.base.rowsets]
+        try:
+            extra = remap_by_key(ctx.storage, ctx.snapshot, outputs + [a for a in ctx.winner_actions
+                                                                      if isinstance(a, AddDelta)],
+                                 [(None, a.delta) for a in mine], ctx.written, commit_ts=True)
+        except CommitConflictError as e:
+            return Verdict(Outcome.RESTART, str(e))
+        return Verdict(Outcome.REBASE, "REDO records remapped by key onto a compaction's outputs",
+                       extra=extra, dropped=mine)
 
     def _body(self) -> dict:
         return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}}
@@ -391,11 +430,12 @@ class MergeInputsRemappable(Requirement):
 
 
 def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late: list[tuple[Commit, DeltaFileMeta]],
-                 written: list[str]) -> list[Action]:
+                 written: list[str], commit_ts: bool = False) -> list[Action]:
     """REDO files committed to a merge's inputs after its snapshot, rewritten onto its outputs.
 
     Delta records carry their row's key, so each finds its row in the outputs by key (the live
-    copy, in a main output: history-only outputs are not probed). Rowids change; timestamps do not."""
+    copy, in a main output: history-only outputs are not probed). Rowids change; timestamps do not
+    (commit_ts: files not committed yet stay without timestamps, so they get their commit's)."""
     schema = snapshot.schema
     outputs = [a.rowset for a in own if isinstance(a, AddRowSet)]
     own_deltas = added_deltas([Commit(0, 0, "", tuple(own))])
@@ -417,7 +457,7 @@ def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late
                        for x in schema.columns if flag_name(x.id) in sub.column_names}
             keys_t = pa.table({k.name: sub.column(field_name(k.id)) for k in key_cols})
             meta = write_delta_file(storage, schema, outputs[int(o)], rowid[sel], ops[sel], keys_t, updates,
-                                    REDO, ts[sel].astype(np.int64))
+                                    REDO, None if commit_ts else ts[sel].astype(np.int64))
             written.append(meta.path)
             out.append(AddDelta(meta))
     return out
@@ -503,6 +543,7 @@ def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = 
     """The strictest answer of all requirements (FAIL over RESTART over REBASE); REBASE carries
     every requirement's remapped actions. before=True runs the prechecks instead."""
     extra: list[Action] = []
+    dropped: list[Action] = []
     restart = None
     for r in requirements:
         v = r.precheck(ctx) if before else r.check(ctx)
@@ -511,4 +552,5 @@ def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = 
         if v.outcome is Outcome.RESTART and restart is None:
             restart = v
         extra += v.extra
-    return restart or Verdict(Outcome.REBASE, extra=extra)
+        dropped += v.dropped
+    return restart or Verdict(Outcome.REBASE, extra=extra, dropped=dropped)

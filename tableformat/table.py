@@ -45,7 +45,8 @@ from .transaction import COMPACTION_PROPERTIES, CommitProperties, Transaction, r
 from .txlog import TransactionLog
 from .types import parse_type
 from .vacuum import VacuumPlan, VacuumResult, deletable, plan as vacuum_plan
-from .writer import describe_keys, write_insert
+from .rolling_writer import RollingRowSetWriter
+from .writer import describe_keys, encoded_keys, write_insert
 
 __all__ = ["Table", "Snapshot", "Timestamp", "WriteResult", "create_table", "open_table"]
 
@@ -138,6 +139,22 @@ class Snapshot:
         st = self.state
         keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
         return st.partitioning.assign(st.schema, keys, strict=strict)[0]
+
+    def route_keys(self, data: Any, strict: bool = True) -> tuple[np.ndarray, pa.Array]:
+        """Each row's tablet ordinal (-1: in no range partition, when not strict) and encoded
+        primary key (binary, memcmp-ordered as the engine orders keys): what a distributed
+        job range-partitions and sorts by."""
+        arg.boolean(strict, "strict")
+        t = to_arrow_table(data)
+        st = self.state
+        keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
+        return st.partitioning.assign(st.schema, keys, strict=strict)[0], encoded_keys(st, keys)
+
+    def rowset_writer(self, tablet_id: str, on_duplicate: str = "fail") -> RollingRowSetWriter:
+        """A streaming insert into one tablet: `.write(key_sorted_batch)` per batch, then
+        `.finish()` -> WriteFragment. Holds at most one rowset's worth of rows."""
+        arg.string(tablet_id, "tablet_id")
+        return RollingRowSetWriter(self.storage, self.state, tablet_id, on_duplicate)
 
     @property
     def tablet_ids(self) -> list[str]:

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .actions import Action, Commit
+from .actions import Action, AddDelta, Commit
 from .conflicts import Context, Outcome, check_all
 from . import arguments as arg
 from .errors import CommitConflictError, RestartRequired, TableReplacedError, VersionNotFoundError
@@ -66,17 +66,20 @@ class Transaction:
         """The landed commit; RestartRequired or a typed error (after deleting this write's files) if not."""
         f, log, storage = self.fragment, self.table._log, self.table._storage
         base = self.snapshot
-        extra: list[Action] = []
+        actions: list[Action] = list(f.actions)      # a rebase may replace some with remapped ones
+        dropped: list[Action] = []
         try:
             v = check_all(f.requirements, Context(storage, base, base, [], list(f.actions), self.written), True)
             if v.outcome is not Outcome.REBASE:
                 raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
             self._same_table(base)
             for self.attempts in range(1, self.properties.max_attempts + 1):
-                commit = log.try_commit(base, f.operation, f.actions + extra, f.counts, f.read_version,
+                commit = log.try_commit(base, f.operation, actions, f.counts, f.read_version,
                                         f.data_change, self.txn_id)
                 if commit is not None:
                     self._landed(base, commit)
+                    # files of actions a rebase replaced were never committed
+                    storage.delete_quietly([a.delta.path for a in dropped if isinstance(a, AddDelta)])
                     return commit
                 winners = log.read_new_commits(base.version)
                 replaced = [c for c in winners if c.table_id is not None and c.table_id != base.table_id]
@@ -88,12 +91,14 @@ class Transaction:
                     self._landed(self.table._advance(base, winners[:winners.index(ours)]), ours)
                     return ours
                 v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
-                                                      f.actions + extra, self.written))
+                                                      actions, self.written))
                 if v.outcome is Outcome.RESTART:
                     raise RestartRequired(f"{f.operation}: {v.reason}; planning again")
                 if v.outcome is Outcome.FAIL:
                     raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
-                extra += v.extra
+                gone = {id(a) for a in v.dropped}
+                actions = [a for a in actions if id(a) not in gone] + v.extra
+                dropped += v.dropped
                 base = self.table._advance(base, winners)     # exactly the commits the requirements saw
                 if self.attempts > self.properties.backoff_after:
                     # heavy contention: jittered backoff so a slow rebaser is not starved
