@@ -153,4 +153,6 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     if missing == "null":
         arrays.append(pa.array(found))
         fields.append(pa.field(FOUND, pa.bool_(), nullable=False))
+    if not arrays:      # columns=[]: no columns, but a row per key found (an existence check)
+        return pa.table({"_": pa.nulls(len(take_in))}).select([])
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -223,3 +223,13 @@ def test_lookup_after_add_column_reads_defaults_and_old_versions_their_schema(tm
     assert t.lookup({"key": ["b", "a"]}, columns=["key", "n"]).to_pylist() == [{"key": "b", "n": 8},
                                                                                {"key": "a", "n": 7}]
     assert t.lookup({"key": ["a"]}, as_of=1).column_names == ["key", "val", "s"]
+
+
+def test_lookup_of_no_columns_counts_the_keys_found(loaded):
+    """columns=[] is an existence check: no columns, one row per key found (a key given twice counts twice)."""
+    data = metrics_rows(3000)
+    keys = pa.concat_tables([data.select(KEY).take(pa.array([3, 8, 3])), metrics_rows(2, start=9000).select(KEY)])
+    got = loaded.lookup(keys, columns=[])
+    assert got.num_columns == 0 and got.num_rows == 3
+    got = loaded.lookup(keys, columns=[], missing="null")
+    assert got.column_names == ["_found"] and got.column("_found").to_pylist() == [True, True, True, False, False]
