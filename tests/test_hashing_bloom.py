@@ -161,3 +161,14 @@ def test_version_3_classic_blooms_still_read(tmp_path, monkeypatch):
     assert t2.insert(_rows([11, 13])).inserted == 2                # absent keys pass the classic filter
     assert t2.insert_ignore(_rows([12, 15])).inserted == 1
     assert t2.check().ok and t2.scan().count() == 1003
+
+
+def test_single_value_fast_path_equals_the_vectorized_hash():
+    """A one-value array (a point lookup) is hashed by the scalar path: same hash as in a batch,
+    for every length around the 8-byte words and for a slice of a longer array."""
+    rng = np.random.default_rng(5)
+    values = [bytes(rng.integers(0, 256, size=n, dtype=np.uint8)) for n in range(0, 40)]
+    batch = murmur2_64(pa.array(values, pa.binary()), 7)
+    for i, v in enumerate(values):
+        assert murmur2_64(pa.array([v], pa.binary()), 7)[0] == batch[i]
+        assert murmur2_64(pa.array(values, pa.binary()).slice(i, 1), 7)[0] == batch[i]
