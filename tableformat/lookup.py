@@ -76,13 +76,16 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     kcols = schema.key_columns
     enc = encode_keys([keys_in.column(c.name) for c in kcols], [c.type for c in kcols])
     # each distinct key is located once
-    dict_enc = pc.dictionary_encode(enc)
-    key_id = dict_enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    uniq = dict_enc.dictionary
-    u = len(uniq)
-    first = np.full(u, n, np.int64)
-    np.minimum.at(first, key_id, np.arange(n))
-    distinct = keys_in if u == n and (first == np.arange(n)).all() else keys_in.take(pa.array(first))
+    if n == 1:                     # a point lookup: one key is its own distinct set
+        key_id, uniq, u, distinct = np.zeros(1, np.int64), enc, 1, keys_in
+    else:
+        dict_enc = pc.dictionary_encode(enc)
+        key_id = dict_enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        uniq = dict_enc.dictionary
+        u = len(uniq)
+        first = np.full(u, n, np.int64)
+        np.minimum.at(first, key_id, np.arange(n))
+        distinct = keys_in if u == n and (first == np.arange(n)).all() else keys_in.take(pa.array(first))
     tablet_pos = state.partitioning.assign(schema, distinct, strict=False)[0] if u else np.zeros(0, np.int64)
     tablet_ids = state.partitioning.tablet_ids()
 
