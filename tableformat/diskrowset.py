@@ -236,6 +236,22 @@ def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
     return full
 
 
+def _columns_by_file(rowset: RowSetMeta, columns: Sequence[Column],
+                     n: int) -> tuple[dict[int, pa.Array], dict[FileRef, list[Column]]]:
+    """The columns to read grouped by the base file holding them; columns written before they
+    were added (in no file) come back already, as n values of their read default, or NULL."""
+    out: dict[int, pa.Array] = {}
+    by_file: dict[FileRef, list[Column]] = {}
+    for c in columns:
+        ref = rowset.base_file_for(c.id)
+        if ref is None:
+            out[c.id] = pa.nulls(n, c.arrow_type) if c.read_default is None else \
+                pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.read_default, c.arrow_type))
+        else:
+            by_file.setdefault(ref, []).append(c)
+    return out, by_file
+
+
 def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Column],
                       start: int = 0, stop: int | None = None) -> dict[int, pa.Array]:
     """Base values of `columns` for rowids [start, stop); reads only the row groups needed.
@@ -244,16 +260,8 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
     """
     stop = rowset.num_rows if stop is None else stop
     n = stop - start
-    out: dict[int, pa.Array] = {}
-    by_file: dict[FileRef, list[Column]] = {}
-    for c in columns:
-        ref = rowset.base_file_for(c.id)
-        if ref is None:
-            # written before the column was added: its read default, or NULL
-            out[c.id] = pa.nulls(n, c.arrow_type) if c.read_default is None else \
-                pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.read_default, c.arrow_type))
-        else:
-            by_file.setdefault(ref, []).append(c)
+    out, by_file = _columns_by_file(rowset, columns, n)
+
     def read_file(item):
         ref, cols = item
         whole = start == 0 and stop == rowset.num_rows
@@ -306,15 +314,7 @@ def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Colum
     group read once stays in the block cache (as Kudu's block cache keeps decoded blocks),
     so later lookups in it decode nothing."""
     n = len(rowids)
-    out: dict[int, pa.Array] = {}
-    by_file: dict[FileRef, list[Column]] = {}
-    for c in columns:
-        ref = rowset.base_file_for(c.id)
-        if ref is None:
-            out[c.id] = pa.nulls(n, c.arrow_type) if c.read_default is None else \
-                pa.nulls(n, c.arrow_type).fill_null(pa.scalar(c.read_default, c.arrow_type))
-        else:
-            by_file.setdefault(ref, []).append(c)
+    out, by_file = _columns_by_file(rowset, columns, n)
     for ref, cols in by_file.items():
         pf = None
         bounds = FILE_CACHE.get(storage, ref.path + "#rg_bounds", ref.size)

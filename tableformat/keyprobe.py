@@ -157,25 +157,34 @@ def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
             continue
         if deltas_of is not None and not rs.visible_at(read_ts):
             continue
-        inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
-                         pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))
-        cand = np.nonzero(inside.to_numpy(zero_copy_only=False))[0]
-        if not len(cand):
-            continue
-        cand_keys = keys.take(pa.array(cand))
-        maybe = load_bloom(storage, rs).may_contain(cand_keys)
-        cand = cand[maybe]
+        cand = _candidates(storage, rs, keys)
         if not len(cand):
             continue
         rid = rowids_in_rowset(storage, rs, keys.take(pa.array(cand)))
-        hit = rid >= 0
-        if deltas_of is not None and hit.any():
-            deleted = deleted_mask(storage, rs, deltas_of(rs.id), read_ts)
-            if deleted is not None:
-                hit[hit] = ~deleted[rid[hit]]
+        hit = rid >= 0 if deltas_of is None else _live(storage, rs, rid, deltas_of(rs.id), read_ts)
         which[cand[hit]] = i
         rowid[cand[hit]] = rid[hit]
     return which, rowid
+
+
+def _candidates(storage: Storage, rs: RowSetMeta, keys: pa.Array) -> np.ndarray:
+    """Positions of the keys that may be in `rs`: inside its key interval and passing its bloom filter."""
+    inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
+                     pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))
+    cand = np.nonzero(inside.to_numpy(zero_copy_only=False))[0]
+    if len(cand):
+        cand = cand[load_bloom(storage, rs).may_contain(keys.take(pa.array(cand)))]
+    return cand
+
+
+def _live(storage: Storage, rs: RowSetMeta, rid: np.ndarray, deltas: Sequence, read_ts: int | None) -> np.ndarray:
+    """Which found rowids (-1: not found) are rows not deleted as of `read_ts` (None: now)."""
+    hit = rid >= 0
+    if hit.any():
+        deleted = deleted_mask(storage, rs, deltas, read_ts)
+        if deleted is not None:
+            hit[hit] = ~deleted[rid[hit]]
+    return hit
 
 
 def probe_hashed(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,
@@ -198,19 +207,11 @@ def probe_hashed(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array
             h = murmur2_64(keys, _HASH_SEED) if h is None else h
             cand, rid = np.arange(n), rowids_by_hash(storage, rs, keys, h)
         else:
-            inside = pc.and_(pc.greater_equal(keys, pa.scalar(rs.min_key, pa.binary())),
-                             pc.less_equal(keys, pa.scalar(rs.max_key, pa.binary())))
-            cand = np.nonzero(inside.to_numpy(zero_copy_only=False))[0]
-            if len(cand):
-                cand = cand[load_bloom(storage, rs).may_contain(keys.take(pa.array(cand)))]
+            cand = _candidates(storage, rs, keys)
             if not len(cand):
                 continue
             rid = rowids_by_hash(storage, rs, keys.take(pa.array(cand)))
-        hit = rid >= 0
-        if hit.any():
-            deleted = deleted_mask(storage, rs, deltas_of(rs.id), read_ts)
-            if deleted is not None:
-                hit[hit] = ~deleted[rid[hit]]
+        hit = _live(storage, rs, rid, deltas_of(rs.id), read_ts)
         which[cand[hit]] = i
         rowid[cand[hit]] = rid[hit]
     return which, rowid

@@ -347,6 +347,15 @@ def write_deltas(storage: Storage, state: TableState, plan: MutationPlan, writte
     return pmap(one, plan.deltas)
 
 
+def write_plan_files(storage: Storage, state: TableState, plan: MutationPlan,
+                     written: list[str]) -> tuple[list[RowSetMeta], list[DeltaFileMeta]]:
+    """A plan's files: a rowset of the rows (re)inserted, checked already, and its REDO files."""
+    ins = plan_insert(storage, state, plan.new_rows, False, check_existing=False) \
+        if plan.new_rows is not None else None
+    rowsets = write_plan(storage, state, ins, written) if ins is not None else []
+    return rowsets, write_deltas(storage, state, plan, written)
+
+
 def write_mutation(storage: Storage, state: TableState, data: Any, operation: str, op: int | None = None,
                    op_column: str | None = None, columns: Sequence[str] | None = None,
                    on_error: str = "fail") -> WriteFragment:
@@ -386,10 +395,7 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
         return frag
     written: list[str] = []
     try:
-        ins = plan_insert(storage, state, plan.new_rows, False, check_existing=False) \
-            if plan.new_rows is not None else None
-        rowsets = write_plan(storage, state, ins, written) if ins is not None else []
-        deltas = write_deltas(storage, state, plan, written)
+        rowsets, deltas = write_plan_files(storage, state, plan, written)
         skipped = []
         if stale is not None:
             ref = write_skipped(storage, batch, stale, STALE)

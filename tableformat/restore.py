@@ -21,9 +21,8 @@ from .errors import RestoreError
 from .fragment import WriteFragment
 from .lookup import lookup
 from .metadata import TableState
-from .mutation import DELETE_OP, INSERT, UPDATE_OP, plan_mutation, validate, write_deltas
+from .mutation import DELETE_OP, INSERT, UPDATE_OP, plan_mutation, validate, write_plan_files
 from .storage import Storage
-from .writer import plan_insert, write_plan
 
 _OP = "__restore_op"
 
@@ -86,10 +85,7 @@ def write_restore(storage: Storage, latest: TableState, target: TableState, keys
             d.updates[cid] = np.where(keep, src, -1)
     written: list[str] = []
     try:
-        ins = plan_insert(storage, latest, plan.new_rows, False, check_existing=False) \
-            if plan.new_rows is not None else None
-        rowsets = write_plan(storage, latest, ins, written) if ins is not None else []
-        deltas = write_deltas(storage, latest, plan, written)
+        rowsets, deltas = write_plan_files(storage, latest, plan, written)
     except BaseException:
         storage.delete_quietly(written)
         raise

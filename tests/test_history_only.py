@@ -13,18 +13,8 @@ from tableformat.compaction_policy import DELETE_MASK_COST, CompactionAction, Co
 from tableformat.metadata import RowSetMeta
 
 from conftest import metrics_partitioning, metrics_rows, metrics_schema
-
-
-def kv(path, **props):
-    return tf.create_table(str(path), tf.Schema([tf.Column("key", "string"),
-                                                 tf.Column("val", "int64", nullable=True),
-                                                 tf.Column("s", "string", nullable=True)],
-                                                primary_key="key"), properties=props or None)
-
-
-def every_version(t, versions=None):
-    vs = range(t.version + 1) if versions is None else versions
-    return {v: t.scan(as_of=v, ordered=True).to_arrow().to_pylist() for v in vs}
+from test_undo import every_version, kv
+from test_undo_adversarial import during_next_commit as _during_next_commit
 
 
 def history_only(t):
@@ -183,16 +173,6 @@ def test_rowset_meta_without_live_until_reads_as_format_3():
     h = RowSetMeta.from_json({**d, "live_until": 100})
     assert h.history_only and h.to_json()["live_until"] == 100
     assert not h.visible_at(None) and not h.visible_at(100) and h.visible_at(99)
-
-
-def _during_next_commit(t, fn):
-    fired = []
-
-    def hook(step, path):
-        if step == "commit" and "_log/" in path and not fired:
-            fired.append(1)
-            fn()
-    t._storage.fault_hook = hook
 
 
 def test_mutation_racing_the_merge_that_writes_history_only_rowsets(tmp_path):

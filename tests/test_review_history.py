@@ -14,6 +14,7 @@ import pytest
 
 import tableformat as tf
 from tableformat.compaction import CompactionAction, CompactionPlan
+from test_undo_adversarial import during_next_commit as _during_next_commit
 
 
 def force(t, kind, rowsets, columns=()):
@@ -243,16 +244,6 @@ def test_tags_keep_exactly_the_layers_of_history_only_rows_they_see(tmp_path):
     vacuum0(t)
     verify()
     assert ghosts() == [1]                # 2 (20), seen by Adel
-
-
-def _during_next_commit(t, fn):
-    fired = []
-
-    def hook(step, path):
-        if step == "commit" and "_log/" in path and not fired:
-            fired.append(1)
-            fn()
-    t._storage.fault_hook = hook
 
 
 @pytest.mark.parametrize("case", range(6))
