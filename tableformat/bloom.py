@@ -147,6 +147,22 @@ class SplitBlockBloomFilter:
         words = np.packbits(bitmap, bitorder="little").view("<u4")
         return SplitBlockBloomFilter(num_blocks, words)
 
+    @staticmethod
+    def from_hashes(hashes: np.ndarray) -> "SplitBlockBloomFilter":
+        """The filter `build` makes, from the keys' MurmurHash2_64 (seed `SEED`) alone: a streaming
+        writer hashes each batch as it passes and keeps 8 bytes a key, not the keys."""
+        n = len(hashes)
+        num_blocks = max(1, -(-n * SBBF_BITS_PER_KEY // 256))
+        bitmap = np.zeros(num_blocks * 256, dtype=bool)
+        itype = np.int32 if num_blocks < 1 << 23 else np.int64
+        for start in range(0, n, _SBBF_CHUNK):
+            block, bits = _sbbf_block_and_bits(hashes[start:start + _SBBF_CHUNK], num_blocks)
+            pos = bits.astype(itype)
+            pos += _WORD_BITS.astype(itype)
+            pos += (block.astype(itype) << 8)[:, None]
+            bitmap[pos.ravel()] = True
+        return SplitBlockBloomFilter(num_blocks, np.packbits(bitmap, bitorder="little").view("<u4"))
+
     def may_contain(self, keys: pa.Array) -> np.ndarray:
         """Vectorized probe: False means certainly absent."""
         out = np.empty(len(keys), dtype=bool)

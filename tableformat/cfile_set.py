@@ -37,6 +37,11 @@ def to_parquet_bytes(table: pa.Table, **kwargs) -> pa.Buffer:
     return sink.getvalue()
 
 
+def parquet_writer(sink, schema: pa.Schema, **kwargs) -> pq.ParquetWriter:
+    """An incremental writer of the same files `to_parquet_bytes` writes, row group by row group."""
+    return pq.ParquetWriter(sink, schema, write_page_checksum=True, store_decimal_as_integer=True, **kwargs)
+
+
 def column_stats(col: Column, arr: pa.Array) -> dict[str, Any]:
     """nulls, min and max (float: of the non-NaN values, with `nan` counting NaNs). Dates and
     timestamps are taken as ints, so every int32 date and int64 timestamp has statistics."""

@@ -64,9 +64,8 @@ def parquet_encoding(col: Column, arr: pa.Array) -> tuple[bool, str | None]:
     return False, "PLAIN"
 
 
-def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column], arrays: Sequence[pa.Array],
-                    row_group_rows: int) -> FileRef:
-    """Write one column group of a rowset (a base Parquet file). Returns its FileRef."""
+def base_file_layout(columns: Sequence[Column], arrays: Sequence[pa.Array]) -> tuple[pa.Schema, dict]:
+    """A base file's Arrow schema and Parquet write options, encodings chosen from `arrays`."""
     fields, codecs, dict_cols, encodings = [], {}, [], {}
     for col, arr in zip(columns, arrays):
         name = field_name(col.id)
@@ -80,10 +79,16 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
             encodings[name] = enc
     names = {field_name(c.id): c.name for c in columns}
     schema = pa.schema(fields, metadata={b"tableformat.column_names": json.dumps(names).encode()})
+    return schema, dict(compression=codecs, use_dictionary=dict_cols or False, column_encoding=encodings or None,
+                        data_page_version="2.0")
+
+
+def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column], arrays: Sequence[pa.Array],
+                    row_group_rows: int) -> FileRef:
+    """Write one column group of a rowset (a base Parquet file). Returns its FileRef."""
+    schema, options = base_file_layout(columns, arrays)
     table = pa.Table.from_arrays(list(arrays), schema=schema)
-    buf = to_parquet_bytes(table, compression=codecs, use_dictionary=dict_cols or False,
-                            column_encoding=encodings or None, row_group_size=row_group_rows,
-                            data_page_version="2.0")
+    buf = to_parquet_bytes(table, row_group_size=row_group_rows, **options)
     path = f"{rowset_dir}/base-{uuid.uuid4().hex[:12]}.parquet"
     size = storage.write(path, buf)
     return FileRef(path, size, tuple(c.id for c in columns), zlib.crc32(buf))

@@ -152,6 +152,15 @@ class Storage:
         self.fs.pipe_file(p, bytes(data) if isinstance(data, pa.Buffer) else data)
         return len(data) if not isinstance(data, pa.Buffer) else data.size
 
+    def open_write(self, rel: str):
+        """A binary file to stream an immutable file into under a fresh unique name (a multipart
+        upload on S3: nothing is visible until close)."""
+        self._fault("write", rel)
+        p = self.path(rel)
+        if self.is_local:
+            os.makedirs(posixpath.dirname(p), exist_ok=True)
+        return self.fs.open(p, "wb")
+
     def put_if_absent(self, rel: str, data: bytes) -> bool:
         """Create rel atomically with data, only if it does not exist. False if it did."""
         self._fault("commit", rel)

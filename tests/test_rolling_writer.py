@@ -1,7 +1,10 @@
 """Snapshot.rowset_writer: a streaming insert of key-sorted batches into one tablet, rolled at
 the target rowset size, with the engine's key checks; its fragment commits like any insert."""
+import os
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
@@ -9,9 +12,9 @@ import tableformat as tf
 from conftest import assert_same_rows
 
 
-def _table(uri, target=None):
+def _table(uri, target=None, **props):
     schema = tf.Schema([tf.Column("key", "int64"), tf.Column("val", "string", nullable=True)], primary_key="key")
-    props = {"rowset_target_bytes": target} if target else None
+    props = {**props, "rowset_target_bytes": target} if target else props or None
     return tf.create_table(uri, schema, tf.PartitionSchema(hash=[tf.HashPartition(["key"], buckets=2)]),
                            properties=props)
 
@@ -125,3 +128,71 @@ def test_bad_input_is_a_typed_error(tmp_path, bad):
         snap.rowset_writer("no-such-tablet")
     with pytest.raises(tf.InvalidOptionError):
         snap.rowset_writer(snap.tablet_ids[0], on_duplicate="collect")
+
+
+def test_rows_stream_to_storage_row_group_by_row_group(tmp_path):
+    """A rowset far above the input: its base file grows on storage while rows arrive, the writer
+    holding under the encoding sample plus a batch, never the rowset (which is all the input)."""
+    t = _table(str(tmp_path / "a"), target=1 << 30, row_group_rows=1024, pk_index_block_rows=256)
+    rows = _rows(np.random.default_rng(2).permutation(400_000))
+    snap, batches = _sorted_batches(t, rows, 5000)
+    frags = []
+    for tablet, bs in batches.items():
+        w = snap.rowset_writer(tablet)
+        tablet_bytes = sum(b.nbytes for b, _ in bs)
+        peak = 0
+        for b, k in bs:
+            w.write(b, k)
+            peak = max(peak, w.buffered_bytes)
+        base = next(p for p in w.written if "/base-" in p)
+        on_disk = os.path.getsize(os.path.join(t.uri, base))
+        frags.append(w.finish())
+        assert peak < tablet_bytes / 2
+        assert on_disk > os.path.getsize(os.path.join(t.uri, base)) / 2     # written before finish
+    t.commit_fragments(frags, "INSERT")
+
+    ref = _table(str(tmp_path / "b"), target=1 << 30, row_group_rows=1024, pk_index_block_rows=256)
+    ref.insert(rows)
+    assert_same_rows(t.to_arrow(), rows, keys=("key",))
+    assert t.check().ok
+    from tableformat.diskrowset import pk_block_first_keys, read_pk_index
+    mine = sorted(t.state.rowsets.values(), key=lambda r: r.tablet)
+    theirs = sorted(ref.state.rowsets.values(), key=lambda r: r.tablet)
+    assert len(mine) == len(theirs) == 2
+    for a, b in zip(mine, theirs):             # the same rowset as the engine's one-shot write
+        assert (a.num_rows, a.min_key, a.max_key, a.stats) == (b.num_rows, b.min_key, b.max_key, b.stats)
+        assert t.storage.read(a.bloom.path) == ref.storage.read(b.bloom.path)
+        assert read_pk_index(t.storage, a).equals(read_pk_index(ref.storage, b))
+        assert pk_block_first_keys(t.storage, a) == pk_block_first_keys(ref.storage, b)
+        meta_a = pq.ParquetFile(os.path.join(t.uri, a.base[0].path)).metadata
+        meta_b = pq.ParquetFile(os.path.join(ref.uri, b.base[0].path)).metadata
+        assert [meta_a.row_group(i).num_rows for i in range(meta_a.num_row_groups)] == \
+            [meta_b.row_group(i).num_rows for i in range(meta_b.num_row_groups)]
+        assert meta_a.num_row_groups == -(-a.num_rows // 1024)
+
+
+def test_float_statistics_over_row_groups(tmp_path):
+    """Column statistics gathered row group by row group equal the one-shot ones: NaN-only and
+    null-only row groups, NaN counted, min and max over the rest."""
+    schema = tf.Schema([tf.Column("key", "int64"), tf.Column("x", "double", nullable=True),
+                        tf.Column("s", "string", nullable=True)], primary_key="key")
+    n = 140_000                                 # past the encoding sample: many row groups streamed
+    x = np.full(n, np.nan)
+    x[90_000:100_000] = np.linspace(-5, 7, 10_000)
+    nulls = (np.arange(n) >= 70_000) & (np.arange(n) < 75_000)
+    rows = pa.table({"key": np.arange(n, dtype=np.int64), "x": pa.array(x, mask=nulls),
+                     "s": pa.array([None] * 100_000 + [f"s{i:06d}" for i in range(40_000)])})
+    tables = []
+    for name in ("a", "b"):
+        t = tf.create_table(str(tmp_path / name), schema, properties={"row_group_rows": 128})
+        tables.append(t)
+    snap = tables[0].snapshot()
+    w = snap.rowset_writer(snap.tablet_ids[0])
+    for start in range(0, n, 10_000):
+        w.write(rows.slice(start, 10_000))
+    tables[0].commit_fragments([w.finish()], "INSERT")
+    tables[1].insert(rows)
+    (a,), (b,) = tables[0].state.rowsets.values(), tables[1].state.rowsets.values()
+    assert a.stats == b.stats
+    assert a.stats[schema.column("x").id]["nan"] == n - 15_000
+    assert a.stats[schema.column("x").id]["nulls"] == 5_000
