@@ -5,6 +5,8 @@ makes one input partition per scan task (a rowset slice). Executors read: each
 task reopens the same snapshot version and runs the tableformat engine on its
 slice. Writes insert with the primary key enforced: executors write rowsets,
 the driver commits once in `commit()`; `abort()` deletes what the tasks wrote.
+A write task sorts and streams its rows in chunks (option `write_chunk_bytes`,
+default 64 MiB), so it holds a chunk, never its whole input.
 
     spark.dataSource.register(TableFormatDataSource)
     spark.read.format("tableformat").option("as_of", "3").load("/data/metrics")
@@ -33,9 +35,21 @@ from pyspark.sql.types import StructType
 import tableformat as tf
 
 from .snapshots import delete_files, open_snapshot, parse_as_of, spark_schema, storage_options_from
-from .writes import commit_fragments, write_partition
+from .writes import commit_fragments, insert_unsorted
 
 NAME = "tableformat"
+WRITE_CHUNK_BYTES = 64 << 20      # a write task sorts and streams its input in chunks of this many bytes
+
+
+def _positive_int(options: dict, name: str, default: int) -> int:
+    raw = options.get(name)
+    try:
+        value = default if raw is None else int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise tf.InvalidOptionError(f"option {name!r} must be a positive integer, got {raw!r}")
+    return value
 
 
 @dataclass
@@ -154,12 +168,11 @@ class TableFormatWriter(DataSourceArrowWriter):
         snap = open_snapshot(self.uri, self.storage_options, None)   # fails clearly if there is no table
         self.version = snap.version
         self.table_id = snap.state.table_id
+        self.chunk_bytes = _positive_int(options, "write_chunk_bytes", WRITE_CHUNK_BYTES)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenRowsets:
-        batches = list(iterator)
-        data = pa.Table.from_batches(batches) if batches else None
-        res = write_partition(self.uri, self.storage_options, self.version, data, on_duplicate="fail",
-                              table_id=self.table_id)
+        res = insert_unsorted(self.uri, self.storage_options, self.version, self.table_id, iterator,
+                              self.chunk_bytes)
         return WrittenRowsets(json.dumps(res["fragment"]), json.dumps(res["files"]), res["rows"], res["duplicates"])
 
     def commit(self, messages: list[WrittenRowsets]) -> None:

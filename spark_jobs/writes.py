@@ -256,6 +256,44 @@ def insert_task(uri: str, storage_options: dict | None, version: int, table_id: 
     return fn
 
 
+def insert_unsorted(uri: str, storage_options: dict | None, version: int, table_id: str | None,
+                    batches: Iterator[pa.RecordBatch], chunk_bytes: int) -> dict:
+    """Executor side of an insert whose task gets rows in any order (the data source writer):
+    chunks of about `chunk_bytes` each routed, sorted by (tablet, key) and streamed through the
+    rowset writers (`insert_task`), so a task holds a chunk, not its input. A key repeated
+    across chunks is caught at commit, like one repeated across tasks. Duplicates fail; the
+    result holds every chunk's files, so a failed job deletes them all."""
+    route = key_and_tablet(uri, storage_options, version, True, table_id)
+    out = {"fragment": None, "files": [], "rows": 0, "duplicates": 0, "sample": ""}
+    frags = []
+
+    def flush(chunk):
+        routed = pa.Table.from_batches(list(route(iter(chunk))))
+        routed = routed.take(pc.sort_indices(routed, [(TABLET_COL, "ascending"), (KEY_COL, "ascending")]))
+        r = next(insert_task(uri, storage_options, version, table_id, "fail", None)(iter(routed.to_batches())))
+        r = r.to_pylist()[0]
+        out["files"] += json.loads(r["files"])
+        out["rows"] += r["rows"]
+        out["duplicates"] += r["duplicates"]
+        out["sample"] = out["sample"] or r["sample"]
+        if r["fragment"] != "null":
+            frags.append(tf.WriteFragment.from_json(json.loads(r["fragment"])))
+
+    chunk, size = [], 0
+    for b in batches:
+        if b.num_rows:
+            chunk.append(b)
+            size += b.nbytes
+        if size >= chunk_bytes:
+            flush(chunk)
+            chunk, size = [], 0
+    if chunk:
+        flush(chunk)
+    if frags:
+        out["fragment"] = tf.WriteFragment.combine(frags).to_json()
+    return out
+
+
 def result_batch(r: dict) -> pa.RecordBatch:
     """One task's result as the one-row batch the driver collects (fragment and files as JSON)."""
     return pa.RecordBatch.from_pylist([{**r, "fragment": json.dumps(r["fragment"]), "files": json.dumps(r["files"])}])
