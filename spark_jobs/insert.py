@@ -57,7 +57,7 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], operation,
                                 {"inserted": sum(r["rows"] for r in results), "ignored": dups})
     return run_job(spark, df, uri, storage_options, True, make_task, RESULT_SCHEMA, finish, max_restarts, "insert",
-                   partitions)
+                   partitions, native=True)
 
 
 def main(argv=None) -> None:

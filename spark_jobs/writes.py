@@ -172,6 +172,28 @@ def sorted_by_key(spark: Any, df: Any, uri: str, storage_options: dict | None, v
     return routed.repartition(n, PART_COL).sortWithinPartitions(*order)
 
 
+# key types whose Spark order is the byte order of their key encoding (signed integers and
+# timestamps sign-flipped big-endian, decimals likewise, strings and binary as unsigned bytes)
+_NATIVE_ORDER_KINDS = ("int8", "int16", "int32", "int64", "date", "unixtime_micros", "decimal", "string",
+                       "varchar", "binary")
+NATIVE_LAYOUT_MAX_TABLETS = 64
+
+
+def native_key_order(df: Any, schema: tf.Schema, tablets: int) -> list[str] | None:
+    """The primary key columns, when Spark can lay the rows out by them itself: each key column
+    is given as the table's Spark type, of a kind Spark orders as the engine's encoded keys, and
+    the table has at most NATIVE_LAYOUT_MAX_TABLETS tablets (a task keeps a rowset writer open
+    per tablet it meets). Else None: the layout goes by (tablet, encoded key) (`sorted_by_key`)."""
+    from .snapshots import spark_type
+    if tablets > NATIVE_LAYOUT_MAX_TABLETS:
+        return None
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    for c in schema.key_columns:
+        if c.type.kind not in _NATIVE_ORDER_KINDS or fields.get(c.name) != spark_type(c.type):
+            return None
+    return [c.name for c in schema.key_columns]
+
+
 def table_runs(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.Table, pa.Array]]:
     """A sorted batch as runs of one tablet each: (tablet ordinal, rows without the layout
     columns, encoded keys)."""
@@ -182,6 +204,21 @@ def table_runs(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.Table, pa.Array]
     cuts = [0] + (np.flatnonzero(np.diff(tab)) + 1).tolist() + [len(tab)]
     for s, e in zip(cuts, cuts[1:]):
         yield int(tab[s]), data.slice(s, e - s), keys.slice(s, e - s)
+
+
+def routed_runs(snap: Any, batch: pa.RecordBatch) -> Iterator[tuple[int, pa.Table, pa.Array]]:
+    """A batch sorted by primary key alone (the native layout) as its rows of each tablet, in
+    key order: the tablets and keys computed here, in the task."""
+    t = pa.Table.from_batches([batch])
+    ordinal, keys = snap.route_keys(t)
+    order = np.argsort(ordinal, kind="stable")
+    tab = ordinal[order]
+    cuts = [0] + (np.flatnonzero(np.diff(tab)) + 1).tolist() + [len(tab)]
+    if len(cuts) > 2:
+        idx = pa.array(order)
+        t, keys = t.take(idx), keys.take(idx)
+    for s, e in zip(cuts, cuts[1:]):
+        yield int(tab[s]), t.slice(s, e - s), keys.slice(s, e - s)
 
 
 class RejectedRows:
@@ -207,6 +244,23 @@ class RejectedRows:
             self.parts, self.nbytes = [], 0
 
 
+TASK_BATCH_ROWS = 65536
+
+
+def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The batches joined into ones of at least `rows` rows (the last may be shorter): each write
+    call costs the same whatever its size, and Spark hands Python 10,000 rows at a time."""
+    held, n = [], 0
+    for b in batches:
+        held.append(b)
+        n += b.num_rows
+        if n >= rows:
+            yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+            held, n = [], 0
+    if n:
+        yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+
+
 def insert_task(uri: str, storage_options: dict | None, version: int, table_id: str | None, on_duplicate: str,
                 error_path: str | None):
     """A mapInArrow function over one partition of the write layout: each tablet's sorted rows
@@ -219,17 +273,20 @@ def insert_task(uri: str, storage_options: dict | None, version: int, table_id: 
         out = {"fragment": None, "files": [], "rows": 0, "duplicates": 0, "sample": ""}
         frags: list[tf.WriteFragment] = []
         errors = RejectedRows(error_path if on_duplicate == "collect" else None)
-        writer, current, failed = None, None, False
+        writers: dict[int, tf.RollingRowSetWriter] = {}
+        failed = False
         try:
-            for b in batches:
-                for ordinal, data, keys in table_runs(b):
-                    if ordinal != current:
-                        if writer is not None:
-                            frags.append(writer.finish())
-                        writer, current = snap.rowset_writer(tablets[ordinal], on_duplicate="ignore"), ordinal
+            for b in coalesced(batches, TASK_BATCH_ROWS):
+                by_tablet = TABLET_COL in b.schema.names
+                for ordinal, data, keys in (table_runs(b) if by_tablet else routed_runs(snap, b)):
+                    if ordinal not in writers:
+                        if by_tablet:           # laid out by tablet: the others are done
+                            frags += [w.finish() for w in writers.values()]
+                            writers = {}
+                        writers[ordinal] = snap.rowset_writer(tablets[ordinal], on_duplicate="ignore")
                         if failed:
-                            writer.abort()
-                    rejected = writer.write(data, keys)
+                            writers[ordinal].abort()
+                    rejected = writers[ordinal].write(data, keys)
                     if len(rejected):
                         out["duplicates"] += len(rejected)
                         if not out["sample"]:
@@ -237,15 +294,16 @@ def insert_task(uri: str, storage_options: dict | None, version: int, table_id: 
                         errors.add(data, rejected)
                         if on_duplicate == "fail" and not failed:
                             failed = True
-                            writer.abort()
+                            for w in writers.values():
+                                w.abort()
                             snap.storage.delete_quietly([p for f in frags for p in f.files])
                             frags = []
-            if writer is not None:
-                frags.append(writer.finish())
+            frags += [w.finish() for w in writers.values()]
+            writers = {}
             errors.flush()
         except BaseException:
-            if writer is not None:
-                writer.abort()
+            for w in writers.values():
+                w.abort()
             snap.storage.delete_quietly([p for f in frags for p in f.files])
             raise
         frags = [f for f in frags if not f.empty or f.requirements]
@@ -301,16 +359,23 @@ def result_batch(r: dict) -> pa.RecordBatch:
 
 def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict: bool,
             make_task: Callable, result_schema: str, finish: Callable, max_restarts: int, what: str,
-            partitions: int | None = None, keep_order: bool = False):
+            partitions: int | None = None, keep_order: bool = False, native: bool = False):
     """A distributed write: plan on a fresh snapshot, lay the rows out sorted by (tablet, key)
-    (`sorted_by_key`), run `make_task(version, table_id)` over each partition (one result row
-    each, fragment and files as JSON), then `finish(table, version, results)` commits.
+    (`sorted_by_key`; with `native`, by the key columns alone when Spark orders them as the
+    engine does, `native_key_order`), run `make_task(version, table_id)` over each partition
+    (one result row each, fragment and files as JSON), then `finish(table, version, results)`
+    commits.
     RestartRequired runs the job again."""
     for _attempt in range(max_restarts + 1):
         table = tf.open_table(uri, storage_options=storage_options)
         version, table_id = table.version, table.table_id
-        laid_out = sorted_by_key(spark, df, uri, storage_options, version, strict, table_id, partitions,
-                                 keep_order)
+        key = native_key_order(df, table.schema, len(table.snapshot().tablet_ids)) if native else None
+        if key:             # Spark lays the rows out alone: the input crosses into Python once
+            n = max(1, partitions or int(spark.conf.get("spark.sql.shuffle.partitions")))
+            laid_out = df.repartitionByRange(n, *key).sortWithinPartitions(*key)
+        else:
+            laid_out = sorted_by_key(spark, df, uri, storage_options, version, strict, table_id, partitions,
+                                     keep_order)
         rows = laid_out.mapInArrow(make_task(version, table_id), result_schema).collect()   # one row per task
         results = [{**r.asDict(), "fragment": json.loads(r["fragment"]), "files": json.loads(r["files"])}
                    for r in rows]

@@ -306,7 +306,8 @@ class RollingRowSetWriter:
             raise InvalidDataError("keys must be one non-null encoded key per row")
         keys = keys.cast(pa.binary())
         idx = pa.array(np.unique(np.linspace(0, batch.num_rows - 1, _KEY_SPOT_CHECKS).astype(np.int64)))
-        if not encoded_keys(self.state, batch.take(idx)).equals(keys.take(idx)):
+        key_cols = batch.select([c.name for c in self.state.schema.key_columns])
+        if not encoded_keys(self.state, key_cols.take(idx)).equals(keys.take(idx)):
             raise InvalidDataError("the keys given are not the rows' encoded primary keys")
         return keys
 
