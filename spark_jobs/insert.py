@@ -1,12 +1,13 @@
 """Partitioned insert: a DataFrame into a table, with the primary key enforced.
 
-Spark sorts, Python streams: each row gets its tablet and encoded key, Spark
-range-partitions on (tablet, key) and sorts within partitions, so every key
+Spark sorts, Python streams: Spark range-partitions and sorts the rows by
+primary key (by the key columns themselves when it orders them as the engine
+does, else by (tablet, encoded key) computed in a first pass), so every key
 meets its duplicates (adjacent) in one task and a tablet may span several tasks.
-Each task streams its sorted batches through the engine's rowset writer
-(`Snapshot.rowset_writer`): keys checked batch by batch, rowsets rolled at the
-target size, so a worker holds a batch and one rowset's buffers, whatever the
-input size. The driver commits the fragments once (`Table.commit_fragments`),
+Each task streams its sorted batches through the engine's rowset writers
+(`Snapshot.rowset_writer`): keys checked batch by batch, row groups written as
+they fill, rowsets rolled at the target size, so a worker holds a batch and a
+row group per tablet it writes, whatever the input size. The driver commits the fragments once (`Table.commit_fragments`),
 with the engine's key-level requirements.
 Duplicates fail the job, are skipped and counted, or are written to an error
 path: the caller picks.

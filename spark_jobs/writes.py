@@ -2,10 +2,13 @@
 
 Spark sorts, Python streams. A first pass computes each row's tablet and encoded key; Spark
 range-partitions on (tablet, key) and sorts within partitions (its external sort spills), so
-a tablet may span several tasks and a key's duplicates are adjacent in one. Each task streams
-its sorted batches through the engine (`Snapshot.rowset_writer` for inserts,
-`Snapshot.write_mutation` for merges), holding a batch and one rowset's buffers at most, and
-returns a write fragment (JSON); the driver commits all fragments at once with
+a tablet may span several tasks and a key's duplicates are adjacent in one. An insert whose
+key columns Spark orders as the engine orders encoded keys skips that pass: Spark
+range-partitions and sorts by the key columns, and each task routes its rows to one rowset
+writer per tablet (`native_key_order`). Each task streams its sorted batches through the
+engine (`Snapshot.rowset_writer` for inserts, `Snapshot.write_mutation` for merges), holding
+a batch and a row group per open rowset (the first rows of a rowset until its encodings are
+chosen), and returns a write fragment (JSON); the driver commits all fragments at once with
 `Table.commit_fragments`, which checks the engine's own requirements.
 """
 from __future__ import annotations

@@ -30,6 +30,7 @@ from .storage import Storage
 
 _DICT_MAX_DISTINCT_RATIO = 0.5
 _DICT_SAMPLE = 65536
+DICT_SAMPLE_ROWS = _DICT_SAMPLE      # the streaming writer (rolling_writer) samples as many first rows
 BLOCK_KEYS_META = b"tableformat.pk_block_first_keys"
 
 

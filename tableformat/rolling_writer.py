@@ -28,7 +28,7 @@ from .batch import prepare
 from .bloom import SEED, SplitBlockBloomFilter
 from .cfile_set import column_stats, parquet_writer
 from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
-from .diskrowset import _DICT_SAMPLE, BLOCK_KEYS_META, base_file_layout
+from .diskrowset import BLOCK_KEYS_META, DICT_SAMPLE_ROWS, base_file_layout
 from .errors import InvalidDataError, InvalidOptionError
 from .fragment import WriteFragment
 from .hashing import murmur2_64
@@ -117,7 +117,7 @@ class DiskRowSetWriter:
         self.cols = list(schema.columns)
         self.rg_rows = int(properties["row_group_rows"])
         self.block = int(properties["pk_index_block_rows"])
-        self.head_rows = max(self.rg_rows, _DICT_SAMPLE)
+        self.head_rows = max(self.rg_rows, DICT_SAMPLE_ROWS)
         self.rows: list[pa.Table] = []          # not yet in a row group
         self.keys: list[pa.Array] = []          # not yet in a PK index block
         self.hashes: list[np.ndarray] = []

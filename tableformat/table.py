@@ -152,7 +152,7 @@ class Snapshot:
 
     def rowset_writer(self, tablet_id: str, on_duplicate: str = "fail") -> RollingRowSetWriter:
         """A streaming insert into one tablet: `.write(key_sorted_batch)` per batch, then
-        `.finish()` -> WriteFragment. Holds at most one rowset's worth of rows."""
+        `.finish()` -> WriteFragment. Streams each rowset row group by row group."""
         arg.string(tablet_id, "tablet_id")
         return RollingRowSetWriter(self.storage, self.state, tablet_id, on_duplicate)
 

@@ -193,3 +193,32 @@ def test_a_merge_that_loses_to_a_compaction_rebases_and_runs_once(spark, tmp_pat
     assert len(raced.state.rowsets) == 1                      # the merge's REDOs sit on the output
     assert_same_rows(raced.to_arrow(), model.to_arrow(), keys=("key", "n"))
     assert raced.check().ok
+
+
+def test_the_layout_is_spark_native_only_when_spark_orders_keys_as_the_engine(spark, tmp_path):
+    """Key columns of the table's Spark types: Spark range-partitions and sorts by them alone
+    (one pass through Python). Another type (a key given as text, which Spark orders as text,
+    or as a narrower int) or too many tablets: the (tablet, encoded key) layout. Both insert
+    what the engine inserts."""
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.writes import NATIVE_LAYOUT_MAX_TABLETS, native_key_order
+    data = _kv_rows(3000)
+    t = _kv_table(str(tmp_path / "t"), buckets=3)
+    df = _df(spark, data)
+    assert native_key_order(df, t.schema, 3) == ["key", "n"]
+    as_text = df.withColumn("n", df["n"].cast("string"))
+    assert native_key_order(as_text, t.schema, 3) is None
+    assert native_key_order(df, t.schema, NATIVE_LAYOUT_MAX_TABLETS + 1) is None
+    many = tf.Schema([tf.Column("k", "int64"), tf.Column("d", "double")], primary_key="k")
+    assert native_key_order(spark.range(3).selectExpr("id as k", "1.0 as d"), many, 3) == ["k"]
+    assert native_key_order(spark.range(3).selectExpr("cast(id as int) as k", "1.0 as d"), many, 3) is None
+
+    as_int = df.withColumn("n", df["n"].cast("int"))          # not the table's type: the encoded-key layout
+    assert native_key_order(as_int, t.schema, 3) is None
+    res = partitioned_insert(spark, as_int, t.uri, partitions=2)
+    assert res.inserted == 3000
+    assert_same_rows(t.to_arrow(), data, keys=("key", "n"))
+    u = _kv_table(str(tmp_path / "u"), buckets=3)
+    assert partitioned_insert(spark, df, u.uri, partitions=2).inserted == 3000
+    assert_same_rows(u.to_arrow(), data, keys=("key", "n"))
+    assert t.check().ok and u.check().ok
