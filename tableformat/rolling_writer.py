@@ -69,7 +69,11 @@ class _CheckedSink:
     def discard(self) -> None:
         """Close without publishing where the store can (an S3 multipart upload is aborted)."""
         try:
-            (self.f.discard if hasattr(self.f, "discard") else self.f.close)()
+            if hasattr(self.f, "discard"):
+                self.f.discard()
+                self.f.closed = True        # so it is not flushed when collected
+            else:
+                self.f.close()
         except Exception:       # a file being dropped after a failure: its path is deleted anyway
             pass
 
