@@ -179,7 +179,7 @@ def sorted_by_key(spark: Any, df: Any, uri: str, storage_options: dict | None, v
 # timestamps sign-flipped big-endian, decimals likewise, strings and binary as unsigned bytes)
 _NATIVE_ORDER_KINDS = ("int8", "int16", "int32", "int64", "date", "unixtime_micros", "decimal", "string",
                        "varchar", "binary")
-NATIVE_LAYOUT_MAX_TABLETS = 64
+NATIVE_LAYOUT_MAX_TABLETS = 32     # a task holds up to a rowset's encoding sample per tablet
 
 
 def native_key_order(df: Any, schema: tf.Schema, tablets: int) -> list[str] | None:
