@@ -1,7 +1,8 @@
 """Mutation merge: a DataFrame of updates, deletes and upserts (or mixed, with an op column) into REDO deltas.
 
-The write layout of the insert: rows get their tablet and encoded key, Spark
-range-partitions on (tablet, key) and sorts within partitions (by input position
+The write layout of the insert: Spark range-partitions by primary key (the key
+columns themselves when it orders them as the engine does, else (tablet,
+encoded key) from a first pass) and sorts within partitions (by input position
 last), so a key's rows are adjacent and in input order in one task. Each task
 streams its sorted batches into the engine's mutation planner
 (`Snapshot.write_mutation`) in chunks of at most the target rowset size, never
@@ -28,7 +29,8 @@ import tableformat as tf
 
 from .session import get_spark
 from .snapshots import open_snapshot
-from .writes import KEY_COL, LAYOUT_COLS, TABLET_COL, RejectedRows, collect_rows, commit_fragments, result_batch, run_job
+from .writes import (KEY_COL, LAYOUT_COLS, TABLET_COL, TASK_BATCH_ROWS, RejectedRows, coalesced, collect_rows,
+                     commit_fragments, result_batch, run_job)
 
 RESULT_SCHEMA = ("fragment string, files string, inserted long, updated long, deleted long, ignored long, "
                  "missing long, duplicate long, sample string")
@@ -103,11 +105,13 @@ def merge_task(uri: str, storage_options: dict | None, version: int, table_id: s
                 frags.append(frag)
 
         try:
-            for b in batches:
+            for b in coalesced(batches, TASK_BATCH_ROWS):
                 if not b.num_rows:
                     continue
                 t = pa.Table.from_batches([b])
-                keys = t.column(KEY_COL).combine_chunks()
+                keys = (t.column(KEY_COL).combine_chunks() if KEY_COL in t.column_names
+                        else snap.route_keys(t.drop([c for c in LAYOUT_COLS if c in t.column_names]),
+                                             strict=False)[1])
                 # rows of the last key may continue in the next batch: hold them back
                 last = pc.equal(keys, keys[len(keys) - 1]).to_numpy(zero_copy_only=False)
                 cut = int(np.argmax(last))
@@ -170,7 +174,7 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], "MERGE",
                                 counts)
     return run_job(spark, df, uri, storage_options, False, make_task, RESULT_SCHEMA, finish, max_restarts, "merge",
-                   partitions, keep_order=True)
+                   partitions, keep_order=True, native=True)
 
 
 def main(argv=None) -> None:

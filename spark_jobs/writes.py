@@ -374,8 +374,10 @@ def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict:
         version, table_id = table.version, table.table_id
         key = native_key_order(df, table.schema, len(table.snapshot().tablet_ids)) if native else None
         if key:             # Spark lays the rows out alone: the input crosses into Python once
+            from pyspark.sql import functions as F
             n = max(1, partitions or int(spark.conf.get("spark.sql.shuffle.partitions")))
-            laid_out = df.repartitionByRange(n, *key).sortWithinPartitions(*key)
+            rows = df.withColumn(SEQ_COL, F.monotonically_increasing_id()) if keep_order else df
+            laid_out = rows.repartitionByRange(n, *key).sortWithinPartitions(*key, *([SEQ_COL] if keep_order else []))
         else:
             laid_out = sorted_by_key(spark, df, uri, storage_options, version, strict, table_id, partitions,
                                      keep_order)
