@@ -222,3 +222,13 @@ def test_the_layout_is_spark_native_only_when_spark_orders_keys_as_the_engine(sp
     assert partitioned_insert(spark, df, u.uri, partitions=2).inserted == 3000
     assert_same_rows(u.to_arrow(), data, keys=("key", "n"))
     assert t.check().ok and u.check().ok
+
+    # merges too: each layout applies a key's rows in input order (the last update wins)
+    from spark_jobs.merge import mutation_merge
+    twice = pa.concat_tables([data.slice(0, 500).set_column(2, "val", pa.array(np.full(500, 1, np.int64))),
+                              data.slice(0, 500).set_column(2, "val", pa.array(np.full(500, 2, np.int64)))])
+    expect = pa.concat_tables([twice.slice(500), data.slice(500)])
+    ordered = spark.createDataFrame(twice.to_pylist(), "key string, n long, val long").coalesce(1)
+    for table, frame in ((t, ordered.withColumn("n", ordered["n"].cast("int"))), (u, ordered)):
+        assert mutation_merge(spark, frame, table.uri, op="update", partitions=2).updated == 1000
+        assert_same_rows(tf.open_table(table.uri).to_arrow(), expect, keys=("key", "n"))
