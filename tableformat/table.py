@@ -215,6 +215,10 @@ class Table:
         self._state, self._history = self._log.load(None, (self._state, self._history))
         return self._state
 
+    def _cached_snapshot(self) -> Snapshot:
+        """The handle's latest known state, without a read: what a write first plans on."""
+        return Snapshot(self._storage, self._state)
+
     @property
     def uri(self) -> str:
         return self._storage.uri
@@ -373,10 +377,10 @@ class Table:
 
     def delete(self, data: Any) -> WriteResult:
         """Delete rows by key (other columns are ignored). Missing keys raise KeyNotFoundError."""
-        return self._mutate(_keys_only(self.refresh(), data), "DELETE", DELETE_OP, None, None)
+        return self._mutate(_keys_only(self._state, data), "DELETE", DELETE_OP, None, None)
 
     def delete_ignore(self, data: Any) -> WriteResult:
-        return self._mutate(_keys_only(self.refresh(), data), "DELETE_IGNORE", DELETE_IGNORE, None, None)
+        return self._mutate(_keys_only(self._state, data), "DELETE_IGNORE", DELETE_IGNORE, None, None)
 
     def upsert(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
         """Insert new keys; update the given columns of existing ones."""

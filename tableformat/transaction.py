@@ -20,7 +20,7 @@ from typing import Any, Callable
 from .actions import Action, AddDelta, Commit
 from .conflicts import Context, Outcome, check_all
 from . import arguments as arg
-from .errors import CommitConflictError, RestartRequired, TableReplacedError, VersionNotFoundError
+from .errors import CommitConflictError, RestartRequired, TableFormatError, TableReplacedError, VersionNotFoundError
 from .fragment import WriteFragment
 
 
@@ -156,17 +156,37 @@ def committed(e: BaseException) -> bool:
 
 def run(table, operation: str, plan: Callable[[Any], WriteFragment | None],
         properties: CommitProperties | None = None) -> tuple[Commit | None, WriteFragment | None]:
-    """Plan on the latest snapshot and commit; on RESTART plan again. (None, fragment) when the
-    plan had nothing to commit."""
+    """Plan and commit; on RESTART plan again. (None, fragment) when the plan had nothing to commit.
+
+    The first plan uses the handle's snapshot without asking the log for newer commits: the
+    put-if-absent of the version after it lands only if that snapshot is still the latest, and
+    a lost race is checked against the winners like any other. That saves one request per write
+    (specs/format.md §10). Only what a plan decides without committing (a typed error, or nothing
+    to do) is confirmed on the latest snapshot before it is returned."""
     props = properties or CommitProperties()
+    fresh = False
     for _ in range(props.max_restarts):
-        frag = plan(table.snapshot())
+        snap = table.snapshot() if fresh else table._cached_snapshot()
+        try:
+            frag = plan(snap)
+        except TableFormatError:
+            if fresh or not _moved(table, snap):
+                raise
+            fresh = True
+            continue
         if frag is None or frag.empty:
-            return None, frag
+            if fresh or not _moved(table, snap):
+                return None, frag
+            fresh = True
+            continue
         try:
             return Transaction(table, frag, props).commit(), frag
         except RestartRequired:
+            fresh = True
             continue
     raise CommitConflictError(f"{operation} restarted {props.max_restarts} times; retry later")
 
 
+def _moved(table, snap) -> bool:
+    """Has the log moved past the snapshot a plan used?"""
+    return table.refresh().version != snap.state.version

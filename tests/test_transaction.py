@@ -179,3 +179,79 @@ def test_fragments_changing_one_rowset_keep_every_row_they_rely_on(tmp_path):
     with pytest.raises(tf.RestartRequired):
         t.commit_fragments([fa, fb])
     assert rows(t) == [{"key": "b", "val": 2}]
+
+
+# --- a write plans on the handle's snapshot, and confirms on the latest what it decides alone ---
+
+def _two_handles(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    return t, tf.open_table(t.uri)
+
+
+def _log_reads_of(t, version):
+    """Counts reads of one commit file through the handle's log."""
+    seen = []
+    real = t._log.read_commit_json
+
+    def counting(v):
+        seen.append(v)
+        return real(v)
+    t._log.read_commit_json = counting
+    return lambda: seen.count(version)
+
+
+def test_a_write_does_not_probe_for_a_newer_commit(tmp_path):
+    t, _ = _two_handles(tmp_path)
+    probes = _log_reads_of(t, t.version + 1)
+    t.update(pa.table({"key": ["a"], "val": [2]}))
+    assert probes() == 0                    # the put-if-absent of the next version is the probe
+    assert rows(t) == [{"key": "a", "val": 2}]
+
+
+def test_a_stale_handle_updates_a_key_inserted_since(tmp_path):
+    t, stale = _two_handles(tmp_path)
+    t.insert(pa.table({"key": ["b"], "val": [2]}))
+    r = stale.update(pa.table({"key": ["b"], "val": [20]}))       # KeyNotFoundError on its own snapshot
+    assert r.updated == 1 and rows(t) == [{"key": "a", "val": 1}, {"key": "b", "val": 20}]
+
+
+def test_a_stale_handle_does_not_skip_a_key_inserted_since(tmp_path):
+    t, stale = _two_handles(tmp_path)
+    t.insert(pa.table({"key": ["b"], "val": [2]}))
+    r = stale.update_ignore(pa.table({"key": ["b"], "val": [20]}))   # nothing to do on its own snapshot
+    assert r.updated == 1 and rows(t)[1] == {"key": "b", "val": 20}
+    r = stale.delete_ignore(pa.table({"key": ["zz"]}))              # nothing to do, on the latest too
+    assert r.ignored == 1 and r.version == t.version
+
+
+def test_a_stale_handle_inserts_a_column_added_since(tmp_path):
+    t, stale = _two_handles(tmp_path)
+    with t.alter() as a:
+        a.add_column("extra", "int64")
+    stale.insert(pa.table({"key": ["c"], "val": [3], "extra": [30]}))
+    assert rows(t)[-1] == {"key": "c", "val": 3, "extra": 30}
+
+
+def test_a_stale_handle_still_refuses_a_key_that_exists_now(tmp_path):
+    t, stale = _two_handles(tmp_path)
+    t.insert(pa.table({"key": ["b"], "val": [2]}))
+    before = t.version
+    with pytest.raises(tf.DuplicateKeyError):
+        stale.insert(pa.table({"key": ["b"], "val": [9]}))
+    with pytest.raises(tf.KeyNotFoundError):
+        stale.update(pa.table({"key": ["nope"], "val": [9]}))
+    assert t.version == before and rows(t) == [{"key": "a", "val": 1}, {"key": "b", "val": 2}]
+
+
+def test_a_stale_handle_writes_after_its_files_were_compacted_and_vacuumed(tmp_path):
+    t, stale = _two_handles(tmp_path)
+    t.insert(pa.table({"key": ["b"], "val": [2]}))
+    ids = tuple(t.state.rowsets)
+    t.compact_action(tf.CompactionAction("merge", t.state.rowsets[ids[0]].tablet, ids, 1.0, "test", 0))
+    assert not set(ids) & set(t.state.rowsets)
+    t.vacuum(retain_seconds=0, grace_seconds=0)        # the files of stale's snapshot are gone
+    from tableformat.cfile_set import FILE_CACHE
+    FILE_CACHE.clear()                                  # as in another process
+    stale.update(pa.table({"key": ["a"], "val": [3]}))
+    assert rows(t) == [{"key": "a", "val": 3}, {"key": "b", "val": 2}]
