@@ -75,7 +75,8 @@ class Transaction:
             if v.outcome is not Outcome.REBASE:
                 raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
             self._same_table(base)
-            for self.attempts in range(1, self.properties.max_attempts + 1):
+            behind = 0 if self.latest_known else 1     # finding the handle behind is no lost race
+            for self.attempts in range(1, self.properties.max_attempts + behind + 1):
                 commit = log.try_commit(base, f.operation, actions, f.counts, f.read_version,
                                         f.data_change, self.txn_id)
                 if commit is not None:
@@ -111,7 +112,7 @@ class Transaction:
                 actions = [a for a in actions if id(a) not in gone] + v.extra
                 dropped += v.dropped
                 base = self.table._advance(base, winners)     # exactly the commits the requirements saw
-                if self.attempts > self.properties.backoff_after:
+                if self.attempts - behind > self.properties.backoff_after:
                     # heavy contention: jittered backoff so a slow rebaser is not starved
                     time.sleep(random.uniform(0, min(self.properties.max_backoff_seconds,
                                                      0.002 * 2 ** min(self.attempts, 7))))

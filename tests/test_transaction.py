@@ -347,3 +347,12 @@ def test_a_stale_delete_ignores_a_column_added_since(tmp_path):
         a.add_column("seen", "int64")
     assert stale.delete(pa.table({"key": ["b"], "seen": ["yesterday"]})).deleted == 1
     assert rows(t) == [{"key": "a", "val": 1, "seen": None}]
+
+
+def test_a_handle_found_behind_has_lost_no_race(tmp_path):
+    """max_attempts counts races lost in a row; a handle that is only behind lost none."""
+    t, stale = _two_handles(tmp_path)
+    stale.commit_properties = tf.CommitProperties(max_attempts=1)
+    t.insert(pa.table({"key": ["b"], "val": [2]}))
+    assert stale.insert(pa.table({"key": ["c"], "val": [3]})).inserted == 1
+    assert [r["key"] for r in rows(t)] == ["a", "b", "c"]
