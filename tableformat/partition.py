@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from . import arguments as arg
 from .errors import NoRangePartitionError, PartitionSchemaError, SchemaError
 from .hashing import murmur2_64
-from .keyencoder import encode_key, encode_keys
+from .keyencoder import encode_key, encode_keys, prefix_lengths
 from .comparison import exact_value, to_python
 from .schema import Schema, value_from_json, value_to_json
 
@@ -135,19 +135,29 @@ class Partitioning:
         return out
 
     # assignment ------------------------------------------------------------------------
-    def assign(self, schema: Schema, table: pa.Table, strict: bool = True) -> tuple[np.ndarray, list[str]]:
+    def assign(self, schema: Schema, table: pa.Table, strict: bool = True,
+               keys: pa.Array | None = None) -> tuple[np.ndarray, list[str]]:
         """Tablet ordinal per row and the tablet ids.
 
         Rows in no range partition raise NoRangePartitionError, or get -1 when not strict.
+        `keys`, the rows' encoded primary keys when the caller has them, spare encoding the
+        columns again for a level on a prefix of the key (and a range on the whole key).
         """
-        range_pos = self._range_positions(schema, table, strict)
+        range_pos = self._range_positions(schema, table, strict, keys)
         ordinal = range_pos.astype(np.int64)
         for level in self.hash_levels:
-            ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level).astype(np.int64)
+            ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level, keys).astype(np.int64)
         ordinal[range_pos < 0] = -1
         return ordinal, self.tablet_ids()
 
-    def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel) -> np.ndarray:
+    def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel,
+                  keys: pa.Array | None = None) -> np.ndarray:
+        if keys is not None and list(level.column_ids) == [c.id for c in schema.key_columns[:len(level.column_ids)]]:
+            kcols = schema.key_columns
+            lengths = prefix_lengths([table.column(c.name) for c in kcols], [c.type for c in kcols],
+                                     len(level.column_ids))
+            if lengths is not None:           # the level's encoding is a prefix of each key: hash that
+                return murmur2_64(keys, level.seed, lengths) % np.uint64(level.buckets)
         cols = [schema.by_id(i) for i in level.column_ids]
         enc = encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
         if len(enc) >= 4 * _SAMPLE and len(pc.unique(enc.slice(0, _SAMPLE))) * 4 <= _SAMPLE:
@@ -160,13 +170,15 @@ class Partitioning:
         cols = [schema.by_id(i) for i in self.range_column_ids]
         return encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
 
-    def _range_positions(self, schema: Schema, table: pa.Table, strict: bool = True) -> np.ndarray:
+    def _range_positions(self, schema: Schema, table: pa.Table, strict: bool = True,
+                         keys: pa.Array | None = None) -> np.ndarray:
         n = table.num_rows
         pos = np.full(n, -1, dtype=np.int64)
         if len(self.ranges) == 1 and self.ranges[0].lower is None and self.ranges[0].upper is None:
             pos[:] = 0
             return pos
-        keys = self.range_keys(schema, table)
+        if keys is None or list(self.range_column_ids) != [c.id for c in schema.key_columns]:
+            keys = self.range_keys(schema, table)        # (on the whole key, the range key is the key)
         for i, rb in enumerate(self.ranges):
             m = np.ones(n, dtype=bool)
             if rb.lower is not None:

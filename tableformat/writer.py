@@ -67,25 +67,30 @@ def encoded_keys(state: TableState, batch: pa.Table) -> pa.Array:
 _ROUTE_CHUNK = 1 << 17
 
 
-def route(state: TableState, batch: pa.Table) -> np.ndarray:
-    """Tablet ordinal of every row, in chunks over the worker threads."""
-    parts = pmap(lambda start: state.partitioning.assign(state.schema, batch.slice(start, _ROUTE_CHUNK))[0],
-                 range(0, max(batch.num_rows, 1), _ROUTE_CHUNK))
-    return np.concatenate(parts).astype(np.int32)      # at most MAX_TABLETS tablets
+def route(state: TableState, batch: pa.Table) -> tuple[np.ndarray, pa.Array]:
+    """Tablet ordinal and encoded primary key of every row, in chunks over the worker threads.
+
+    Each key is encoded here once: a hash level on a prefix of the key hashes a prefix of it,
+    and the same keys are then sorted, checked for duplicates, probed, and become the PK
+    index and bloom filter of the written rowsets."""
+    def one(start: int) -> tuple[np.ndarray, pa.Array]:
+        part = batch.slice(start, _ROUTE_CHUNK)
+        keys = encoded_keys(state, part)
+        return state.partitioning.assign(state.schema, part, keys=keys)[0], keys
+    parts = pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK))
+    ordinal = np.concatenate([p[0] for p in parts]).astype(np.int32)      # at most MAX_TABLETS tablets
+    keys = parts[0][1] if len(parts) == 1 else pa.concat_arrays([p[1] for p in parts])
+    return ordinal, keys
 
 
-def sorted_tablet_keys(state: TableState, batch: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """One tablet's rows (ascending batch row numbers) in key order, their encoded keys, and which
-    repeat the key before them.
+def sorted_tablet_keys(keys: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """One tablet's rows (ascending batch row numbers) in key order, their encoded keys (from
+    the batch's `keys`), and which repeat the key before them.
 
-    Keys are encoded here, per tablet, and only once: the same array is sorted, checked for
-    duplicates, probed, and becomes the PK index and bloom filter of the written rowsets.
     A stable sort keeps batch order among equal keys, so the first one wins.
     """
-    kcols = [c.name for c in state.schema.key_columns]
-    whole = len(rows) == batch.num_rows and (len(rows) == 0 or (rows[0] == 0 and rows[-1] == len(rows) - 1))
-    sub = batch.select(kcols) if whole else batch.select(kcols).take(pa.array(rows))
-    k = encoded_keys(state, sub)
+    whole = len(rows) == len(keys) and (len(rows) == 0 or (rows[0] == 0 and rows[-1] == len(rows) - 1))
+    k = keys if whole else keys.take(pa.array(rows))
     dup = np.zeros(len(rows), dtype=bool)
     if len(k) < 2:
         return rows, k, dup
@@ -122,7 +127,7 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
 
     check_existing=False is for rows already known to be new (a mutation's inserts).
     """
-    ordinal = route(state, batch)
+    ordinal, keys = route(state, batch)
     tablet_ids = state.partitioning.tablet_ids()
     if len(tablet_ids) == 1:
         groups = [np.arange(batch.num_rows)] if batch.num_rows else []
@@ -133,12 +138,8 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         del by_tablet
     tablets = [tablet_ids[int(ordinal[g[0]])] for g in groups]
     del ordinal                                    # memory: only what the rowsets need stays
-
-    def sort_group(rows: np.ndarray):
-        return sorted_tablet_keys(state, batch, rows)
-
-    sorted_groups = pmap(sort_group, groups)
-    del groups
+    sorted_groups = pmap(lambda rows: sorted_tablet_keys(keys, rows), groups)
+    del groups, keys
 
     batches, ignored = [], 0
     dup_rows = [rows[dup] for rows, _, dup in sorted_groups if dup.any()]
