@@ -51,3 +51,70 @@ def test_stats_of_very_long_strings_fall_back_to_the_values(tmp_path):
     arr = pa.array(["b", "c", None, "a"] * 50)
     _, stats = write_base_file(storage, "r", [col], [arr], 64)
     assert stats == {0: {"nulls": 50, "min": "a", "max": "c"}}
+
+
+def _schema():
+    return tf.Schema([tf.Column("k", "string"), tf.Column("n", "int64"), tf.Column("v", "double", nullable=True)],
+                     primary_key=["k", "n"])
+
+
+def _rows(n, start=0):
+    i = np.arange(start, start + n)
+    return pa.table({"k": pa.array([f"key-{x % 97:03d}" for x in i]), "n": pa.array(i),
+                     "v": pa.array(i * 0.5)})
+
+
+def _files(root):
+    import os
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+                  if "tablets" in d)
+
+
+def test_a_failed_file_write_on_one_worker_leaves_no_file_of_any_worker(tmp_path):
+    """One rowset's PK index fails to write while the other workers are still writing: the
+    insert raises the storage's error only once every task has stopped, so the cleanup sees
+    (and deletes) every file written, and the table is unchanged."""
+    import threading
+    import time
+    root = str(tmp_path / "t")
+    t = tf.create_table(root, _schema(), partitioning=tf.PartitionSchema(hash=[tf.HashPartition(["k"], 4)]))
+    t.insert(_rows(1000))
+    before = t.scan().to_arrow().sort_by("n")
+    files_before = _files(root)
+    failed = threading.Event()
+
+    def hook(step, path):
+        if step != "write":
+            return
+        if path.endswith("pkindex.parquet") and not failed.is_set():
+            failed.set()
+            raise OSError(28, "No space left on device")
+        if failed.is_set() or "base-" in path:
+            time.sleep(0.3)                       # the other workers are still busy writing
+
+    t._storage.fault_hook = hook
+    with pytest.raises(OSError, match="No space left"):
+        t.insert(_rows(40_000, start=1000))
+    t._storage.fault_hook = None
+    time.sleep(1.0)                               # anything still running would have written by now
+    assert failed.is_set()
+    assert _files(root) == files_before
+    fresh = tf.open_table(root)
+    assert fresh.version == t.version and fresh.scan().to_arrow().sort_by("n").equals(before)
+    assert fresh.check().ok
+
+
+def test_bad_input_found_on_one_worker_raises_a_typed_error_and_changes_nothing(tmp_path):
+    """A key over the 16 KiB limit in the last of many routing chunks (each on a worker)
+    raises CellTooLargeError; nothing is written."""
+    root = str(tmp_path / "t")
+    t = tf.create_table(root, _schema(), partitioning=tf.PartitionSchema(hash=[tf.HashPartition(["k"], 4)]))
+    t.insert(_rows(100))
+    rows = _rows(300_000, start=100)
+    k = rows.column("k").to_pylist()
+    k[-1] = "x" * 20_000
+    rows = rows.set_column(0, "k", pa.array(k))
+    with pytest.raises(tf.CellTooLargeError, match="16 KiB"):
+        t.insert(rows)
+    assert tf.open_table(root).version == t.version and t.scan().count() == 100
+    assert len(_files(root)) == 3 * len(t.inspect("rowsets"))
