@@ -152,12 +152,16 @@ class Partitioning:
 
     def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel,
                   keys: pa.Array | None = None) -> np.ndarray:
-        if keys is not None and list(level.column_ids) == [c.id for c in schema.key_columns[:len(level.column_ids)]]:
-            kcols = schema.key_columns
-            lengths = prefix_lengths([table.column(c.name) for c in kcols], [c.type for c in kcols],
-                                     len(level.column_ids))
+        kcols = schema.key_columns
+        if keys is not None and list(level.column_ids) == [c.id for c in kcols[:len(level.column_ids)]]:
+            columns = [table.column(c.name) for c in kcols]
+            lengths = prefix_lengths(columns, [c.type for c in kcols], len(level.column_ids))
             if lengths is not None:           # the level's encoding is a prefix of each key: hash that
-                return murmur2_64(keys, level.seed, lengths) % np.uint64(level.buckets)
+                starts = _run_starts(columns[:len(level.column_ids)])
+                if starts is None:
+                    return murmur2_64(keys, level.seed, lengths) % np.uint64(level.buckets)
+                run_hash = murmur2_64(keys.take(pa.array(starts)), level.seed, lengths[starts])
+                return np.repeat(run_hash % np.uint64(level.buckets), np.diff(np.r_[starts, len(keys)]))
         cols = [schema.by_id(i) for i in level.column_ids]
         enc = encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
         if len(enc) >= 4 * _SAMPLE and len(pc.unique(enc.slice(0, _SAMPLE))) * 4 <= _SAMPLE:
@@ -227,6 +231,25 @@ class Partitioning:
                   for r in d["ranges"]),
             d["next_range_id"],
         )
+
+
+def _run_starts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray | None:
+    """First row of each run of rows with equal values in `columns`, when rows come in runs
+    (a time series' rows together, data sorted by key): each run is then hashed once.
+    None when runs are short (fewer than 4 rows on average)."""
+    n = len(columns[0])
+    if n < 2 or (n > 2 * _SAMPLE and _run_starts([c.slice(0, _SAMPLE) for c in columns]) is None):
+        return None
+    same = None
+    for col in columns:
+        eq = pc.equal(col.slice(1), col.slice(0, n - 1))
+        same = eq if same is None else pc.and_(same, eq)
+    if isinstance(same, pa.ChunkedArray):
+        same = same.combine_chunks()
+    starts = np.flatnonzero(~same.to_numpy(zero_copy_only=False)) + 1
+    if (len(starts) + 1) * 4 > n:
+        return None
+    return np.r_[0, starts]
 
 
 def _as_tuple(v: Any, n: int, what: str) -> tuple:

@@ -135,3 +135,26 @@ def test_buckets_from_encoded_keys_match_the_scalar_hash(hash_cols, a_values):
         row = [t[c][i].as_py() for c in hash_cols]
         range_pos = 0 if (t["a"][i].as_py(), t["b"][i].as_py(), t["c"][i].as_py()) < ("k2", 0, 0) else 1
         assert ordinal[i] == range_pos * 5 + murmur2_64_bytes(encode_key(row, types), 11) % 5
+
+
+@pytest.mark.parametrize("run", [1, 3, 50])
+def test_buckets_of_rows_in_runs_match_the_scalar_hash(run):
+    """Rows in runs of equal hash-column values (a time series' rows together) hash each run
+    once; short runs hash every row. The buckets are the spec's either way."""
+    from tableformat.keyencoder import encode_keys
+    s = schema()
+    p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a", "b"], 7, seed=3)]), s)
+    rng = np.random.default_rng(6)
+    n = 30_000
+    series = np.arange(n) // run
+    t = pa.table({"a": [f"h{x % 101}" for x in series], "b": pa.array(series % 13 - 6, pa.int32()),
+                  "c": pa.array(rng.integers(0, 10**9, n), pa.int64()), "v": pa.nulls(n, pa.float64())})
+    kc = s.key_columns
+    keys = encode_keys([t.column(c.name) for c in kc], [c.type for c in kc])
+    got = p.bucket_of(s, t, p.hash_levels[0], keys)
+    from tableformat.partition import _run_starts
+    assert (_run_starts([t["a"], t["b"]]) is None) == (run < 4)        # which way it went
+    at, bt = s.column("a").type, s.column("b").type
+    pairs = set(zip(t["a"].to_pylist(), t["b"].to_pylist()))
+    want = {k: murmur2_64_bytes(encode_key(list(k), [at, bt]), 3) % 7 for k in pairs}
+    assert got.tolist() == [want[(a, b)] for a, b in zip(t["a"].to_pylist(), t["b"].to_pylist())]
