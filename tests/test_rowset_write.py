@@ -118,3 +118,43 @@ def test_bad_input_found_on_one_worker_raises_a_typed_error_and_changes_nothing(
         t.insert(rows)
     assert tf.open_table(root).version == t.version and t.scan().count() == 100
     assert len(_files(root)) == 3 * len(t.inspect("rowsets"))
+
+
+def _runs(rng, shape):
+    """Keys in various orders: sorted, reversed, random, sorted runs in random order (apart,
+    overlapping, or meeting at an equal key), repeats."""
+    base = [b"k%05d" % i for i in range(4000)]
+    if shape == "sorted":
+        return base
+    if shape == "reversed":
+        return base[::-1]
+    if shape == "random":
+        return [base[i] for i in rng.permutation(len(base))]
+    if shape == "repeats":
+        return [base[i] for i in rng.integers(0, 500, 4000)]
+    runs = [base[i:i + 100] for i in range(0, 4000, 100)]
+    if shape == "runs":
+        return [x for j in rng.permutation(len(runs)) for x in runs[j]]
+    if shape == "overlapping":
+        return [x for j in rng.permutation(len(runs)) for x in runs[j]] + base[50::200]
+    if shape == "touching":          # a run's last key is the next run's first: a repeat across runs
+        runs = [base[i:i + 101] for i in range(0, 4000, 100)]
+        return [x for j in rng.permutation(len(runs)) for x in runs[j]]
+    raise ValueError(shape)
+
+
+@pytest.mark.parametrize("shape", ["sorted", "reversed", "random", "repeats", "runs", "overlapping", "touching"])
+def test_tablet_keys_in_order_match_a_stable_sort(shape):
+    """Whatever the input order (already sorted, a few sorted runs, anything), a tablet's rows
+    come out as a stable sort by key puts them, repeats marked after their first."""
+    from tableformat.writer import sorted_tablet_keys
+    rng = np.random.default_rng(len(shape))
+    keys = _runs(rng, shape)
+    rows = np.arange(len(keys)) * 3 + 7                     # ascending batch row numbers
+    got_rows, got_keys, dup = sorted_tablet_keys(pa.array(keys, pa.binary()), rows)
+    order = sorted(range(len(keys)), key=lambda i: (keys[i], i))
+    assert got_rows.tolist() == rows[order].tolist()
+    assert got_keys.to_pylist() == [keys[i] for i in order]
+    want_keys = [keys[i] for i in order]
+    assert dup.tolist() == [i > 0 and want_keys[i] == want_keys[i - 1] for i in range(len(keys))]
+
