@@ -216,8 +216,10 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
         data = plan.batch if whole else plan.batch.take(pa.array(rows))
         return write_rowset_data(storage, state.schema, rowset_dir, data, props, written)
 
-    done = pmap(run, [(kind, job) for job in jobs for kind in ("data", "keys")])
-    return [rowset_meta(rowset_id, tablet, keys, *done[2 * i], *done[2 * i + 1])
+    # Longer tasks first (every rowset's data, then every rowset's keys), so the workers end
+    # together rather than one finishing a long task alone.
+    done = pmap(run, [(kind, job) for kind in ("data", "keys") for job in jobs])
+    return [rowset_meta(rowset_id, tablet, keys, *done[i], *done[len(jobs) + i])
             for i, (tablet, _, keys, rowset_id) in enumerate(jobs)]
 
 
