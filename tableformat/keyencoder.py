@@ -108,6 +108,23 @@ def encode_keys(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], termi
     return pc.binary_join_element_wise(*parts, b"")
 
 
+def fixed_key_numbers(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType]) -> np.ndarray | None:
+    """The encoding of fixed-width columns of at most 8 bytes in all (a timestamp, an int, a
+    date and an int16...) as big-endian uint64 numbers, zero-padded on the right: numbers
+    compare as the keys do, with no binary array. None for other columns."""
+    if not columns or any(ct.is_variable_width for ct in ctypes) or sum(ct.key_width for ct in ctypes) > 8:
+        return None
+    columns = [(c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()) if isinstance(c, pa.ChunkedArray) else c
+               for c in columns]
+    n = len(columns[0])
+    m = np.zeros((n, 8), dtype=np.uint8)
+    at = 0
+    for arr, ctype in zip(columns, ctypes):
+        m[:, at:at + ctype.key_width] = _fixed_matrix(arr, ctype)
+        at += ctype.key_width
+    return m.view(">u8").ravel().astype(np.uint64)
+
+
 def prefix_lengths(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], count: int) -> np.ndarray | None:
     """Per row, the length of the leading bytes of its full key (`columns` are all the key
     columns) that are the encoding of its first `count` columns as a list of their own, as a
