@@ -148,7 +148,8 @@ class Snapshot:
         t = to_arrow_table(data)
         st = self.state
         keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
-        return st.partitioning.assign(st.schema, keys, strict=strict)[0], encoded_keys(st, keys)
+        encoded = encoded_keys(st, keys)        # encoded once: hashing a key prefix reuses it
+        return st.partitioning.assign(st.schema, keys, strict=strict, keys=encoded)[0], encoded
 
     def rowset_writer(self, tablet_id: str, on_duplicate: str = "fail") -> RollingRowSetWriter:
         """A streaming insert into one tablet: `.write(key_sorted_batch)` per batch, then
