@@ -136,7 +136,7 @@ def _sparse_positions(rowids: np.ndarray, records: np.ndarray) -> tuple[np.ndarr
 
 def column_changes(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], column: Column,
                    read_ts: int | None = None) -> tuple[np.ndarray, pa.Array] | None:
-    """The value of `column` as of `read_ts` of every row whose value differs from its base:
+    """The value of `column` as of `read_ts` of every row a delta record changes it in:
     (sorted unique rowids, values). None when no delta file changes the column.
 
     UNDO records newer than `read_ts` roll values back first (the earliest per row holds the value

@@ -138,18 +138,21 @@ class Scanner:
         arg.instance(task, "task", ScanTask, "a tf.ScanTask (from Scanner.plan or Scanner.task)")
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
         deltas = task.deltas if task.deltas is not None else self.state.deltas_of(task.rowset.id)
-        rows = task.stop - task.start
+        rows, live = task.stop - task.start, None
         if deltas:
-            # deleted rows go in the same pass that places the changes
+            # Without predicates the deleted rows go as the changes are placed; with them, the
+            # live mask joins the predicates' mask in one filter.
+            drop = not self.predicates
             arrays, live = apply_deltas(self.storage, task.rowset, deltas, self._read_cols, arrays,
-                                        task.start, task.stop, self.state.read_ts, drop_deleted=True)
-            rows = rows if live is None else int(np.count_nonzero(live))
+                                        task.start, task.stop, self.state.read_ts, drop_deleted=drop)
+            if drop and live is not None:
+                rows, live = int(np.count_nonzero(live)), None
         if self._read_cols:
             t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
         else:
             # An empty projection still has rows (count(*)): a null column stands in, read from nowhere.
             t = pa.table({_ROWS: pa.nulls(rows)})
-        return filter_table(t, self.predicates)
+        return filter_table(t, self.predicates, live)
 
     def _project(self, t: pa.Table) -> pa.Table:
         if not self.columns:      # an Arrow table may have rows and no columns

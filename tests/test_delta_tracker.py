@@ -97,6 +97,9 @@ def test_every_version_scans_as_the_model(churned, cols):
         got = t.scan(columns=cols + ["k"], as_of=v).to_arrow().sort_by("k")
         assert got.to_pylist() == _expect(model, 0, 2 * N, cols + ["k"]), v
         assert t.scan(columns=cols, as_of=v).count() == len(model)
+        filtered = t.scan(columns=cols + ["k"], filter=[("n", ">=", 5000)], as_of=v).to_arrow().sort_by("k")
+        assert filtered.to_pylist() == [r for r, k in zip(_expect(model, 0, 2 * N, cols + ["k"]), sorted(model))
+                                        if model[k]["n"] >= 5000], v
 
 
 def test_the_same_reads_after_compaction_through_undo(tmp_path):
