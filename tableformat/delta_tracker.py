@@ -4,7 +4,7 @@ delta_tracker.cc and delta_applier.cc).
 A read of the latest version applies REDO records oldest first; a read as of an
 earlier time (behind the history horizon) first rolls the base back with UNDO
 records newer than it, then applies only the REDO records at or before it.
-`deleted_mask` says which rows are deleted as of a time; `column_changes` the
+`deletions` says which rows are deleted as of a time; `column_changes` the
 newest value of each changed cell of a column; `apply_deltas` gives a row
 range's column values and liveness. Whole columns at a time: one placement per
 column. See specs/format.md §9.1 and §12.
@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cfile_set import FILE_CACHE, arrow_owned, field_name
+from .cfile_set import FILE_CACHE, arrow_owned, bool_array, field_name
 from . import deltafile
 from .deltafile import DELETE, REDO, REINSERT, UNDO, flag_name
 from .errors import CorruptFileError
@@ -80,9 +80,24 @@ def _first_per_row(rowid: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return idx[np.r_[True, r[1:] != r[:-1]]]
 
 
-def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta],
-                 read_ts: int | None = None) -> np.ndarray | None:
-    """Rows deleted as of `read_ts` (latest when None); None if no row can be.
+class Deletions:
+    """Which rows of a rowset are deleted as of a time, in the forms reads want it: a mask, the
+    sorted rowids, and the live rows as an Arrow bitmap (a scan's filter slices it, no copy)."""
+
+    def __init__(self, mask: np.ndarray):
+        self.mask = mask
+        self.rows = np.flatnonzero(mask)
+        self.live = bool_array(~mask)
+
+    @property
+    def nbytes(self) -> int:
+        return self.mask.nbytes + self.rows.nbytes + self.live.nbytes
+
+
+def deletions(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta],
+              read_ts: int | None = None) -> Deletions | None:
+    """Rows deleted as of `read_ts` (latest when None); None if no row can be. Cached by the
+    files read (immutable).
 
     UNDO records newer than `read_ts` decide first (a row inserted later was absent, a row
     deleted later was there); a REDO DELETE / REINSERT at or before `read_ts` is newer still.
@@ -111,8 +126,16 @@ def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
         r, o = rowid[sel], op[sel]
         last = np.r_[r[1:] != r[:-1], True] if len(r) else np.zeros(0, bool)
         deleted[r[last]] = o[last] == DELETE
-    FILE_CACHE.put(storage, key, deleted, deleted.nbytes)
-    return deleted
+    out = Deletions(deleted)
+    FILE_CACHE.put(storage, key, out, out.nbytes)
+    return out
+
+
+def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta],
+                 read_ts: int | None = None) -> np.ndarray | None:
+    """Rows deleted as of `read_ts` (latest when None), as a mask; None if no row can be."""
+    d = deletions(storage, rowset, deltas, read_ts)
+    return None if d is None else d.mask
 
 
 def redo_order(deltas: Sequence[DeltaFileMeta]) -> list[DeltaFileMeta]:
@@ -203,12 +226,20 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
     if rowids is not None:
         rowids = np.asarray(rowids, np.int64)
         start, stop = 0, len(rowids)
-    deleted = deleted_mask(storage, rowset, deltas, read_ts)
-    gone = None if deleted is None else deleted[rowids] if rowids is not None else deleted[start:stop]
-    if gone is not None and not gone.any():
-        gone = None
-    live = None if gone is None else ~gone
-    drop = _Drop(gone) if drop_deleted and gone is not None else None
+    live = drop = None
+    dels = deletions(storage, rowset, deltas, read_ts)
+    if dels is not None and rowids is not None:
+        gone = dels.mask[rowids]
+        if gone.any():
+            live = ~gone
+            drop = _Drop(gone, np.flatnonzero(gone), bool_array(live)) if drop_deleted else None
+    elif dels is not None:
+        lo, hi = np.searchsorted(dels.rows, [start, stop])
+        if hi > lo:                     # some rows of the range are deleted
+            gone = dels.mask[start:stop]
+            live = ~gone
+            drop = _Drop(gone, dels.rows[lo:hi] - start, dels.live.slice(start, stop - start)) \
+                if drop_deleted else None
     out = dict(arrays)
     for c in columns:
         changes = column_changes(storage, rowset, deltas, c, read_ts)
@@ -243,20 +274,18 @@ def _fixed_numeric(a: pa.Array) -> bool:
 
 
 class _Drop:
-    """Removing a row range's deleted rows from its columns, sharing what they have in common."""
+    """Removing a row range's deleted rows from its columns: which are gone (a mask), their
+    positions (sorted), and the live rows as an Arrow bitmap."""
 
-    def __init__(self, gone: np.ndarray):
-        self.gone = gone
-        # the live rows as an Arrow bitmap: packing bits is ~20x faster than pa.array(bools)
-        live_bits = np.invert(np.packbits(gone, bitorder="little"))
-        self.mask = pa.Array.from_buffers(pa.bool_(), len(gone), [None, pa.py_buffer(live_bits)])
+    def __init__(self, gone: np.ndarray, dead: np.ndarray, mask: pa.BooleanArray):
+        self.gone, self.dead, self.mask = gone, dead, mask
 
     def apply(self, col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         """The live values of a column: by Arrow's filter (its output comes from Arrow's pool,
         measured faster than a numpy selection, whose fresh pages fault in), except that a
         variable-width column with few deleted rows keeps its live runs as zero-copy slices."""
         if pa.types.is_binary(col.type) or pa.types.is_string(col.type):
-            n, dead = len(self.gone), np.flatnonzero(self.gone)
+            n, dead = len(self.gone), self.dead
             if len(dead) <= max(16, n // 256):
                 starts, stops = np.r_[0, dead + 1], np.r_[dead, n]
                 runs = stops > starts
@@ -276,7 +305,7 @@ class _Drop:
         kept = ~self.gone[pos]
         if not kept.all():
             pos, values = pos[kept], values.filter(pa.array(kept))
-        pos = pos - np.searchsorted(np.flatnonzero(self.gone), pos)
+        pos = pos - np.searchsorted(self.dead, pos)
         live = base.filter(self.mask)
         buf = live.buffers()[1]
         if not (buf.is_mutable and live.offset == 0 and buf.address != base.buffers()[1].address):

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.cfile_set import arrow_owned
+from tableformat.cfile_set import arrow_owned, bool_array
 from tableformat.delta_tracker import apply_deltas, column_changes
 from tableformat.diskrowset import read_base_columns
 
@@ -168,3 +168,10 @@ def test_arrow_owned_is_writable_and_becomes_an_array_without_a_copy():
     arr = pa.Array.from_buffers(pa.int64(), 5, [None, buf])
     assert arr.to_pylist() == [0, 3, 6, 9, 12]
     assert arr.buffers()[1].address == buf.address
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 1001])
+def test_bool_array_packs_a_numpy_mask(n):
+    mask = np.random.default_rng(n).random(n) < 0.5
+    assert bool_array(mask).to_pylist() == mask.tolist()
+    assert bool_array(mask[1:]).to_pylist() == mask[1:].tolist()
