@@ -289,7 +289,8 @@ class _Drop:
             if len(dead) <= max(16, n // 256):
                 starts, stops = np.r_[0, dead + 1], np.r_[dead, n]
                 runs = stops > starts
-                return pa.chunked_array([col.slice(s, m) for s, m in zip(
+                a = _one_array(col)     # slices of an Array: pa.chunked_array of ChunkedArrays goes through Python
+                return pa.chunked_array([a.slice(s, m) for s, m in zip(
                     starts[runs].tolist(), (stops[runs] - starts[runs]).tolist())], col.type)
         return col.filter(self.mask)
 

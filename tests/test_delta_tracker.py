@@ -13,7 +13,7 @@ import pytest
 
 import tableformat as tf
 from tableformat.cfile_set import arrow_owned, bool_array
-from tableformat.delta_tracker import apply_deltas, column_changes
+from tableformat.delta_tracker import _Drop, apply_deltas, column_changes
 from tableformat.diskrowset import read_base_columns
 
 N = 1000
@@ -175,3 +175,13 @@ def test_bool_array_packs_a_numpy_mask(n):
     mask = np.random.default_rng(n).random(n) < 0.5
     assert bool_array(mask).to_pylist() == mask.tolist()
     assert bool_array(mask[1:]).to_pylist() == mask[1:].tolist()
+
+
+def test_a_string_column_with_few_deleted_rows_keeps_its_live_runs_without_a_copy():
+    a = pa.array([f"v{i}" for i in range(1000)])
+    gone = np.zeros(1000, bool)
+    gone[[0, 3, 500, 501, 999]] = True
+    drop = _Drop(gone, np.flatnonzero(gone), bool_array(~gone))
+    out = drop.apply(pa.chunked_array([a]))
+    assert out.to_pylist() == [v for v, g in zip(a.to_pylist(), gone) if not g]
+    assert {c.buffers()[2].address for c in out.chunks} == {a.buffers()[2].address}    # slices of `a`
