@@ -308,8 +308,8 @@ class _Drop:
             pos, values = pos[kept], values.filter(pa.array(kept))
         pos = pos - np.searchsorted(self.dead, pos)
         live = base.filter(self.mask)
-        buf = live.buffers()[1]
-        if not (buf.is_mutable and live.offset == 0 and buf.address != base.buffers()[1].address):
+        buf, src = live.buffers()[1], base.buffers()[1]
+        if not buf.is_mutable or live.offset or src.address <= buf.address < src.address + src.size:
             return _place(live, pos, values)       # not a fresh buffer of its own: copy it
         np.frombuffer(buf, base.to_numpy().dtype, len(live))[pos] = values.to_numpy()
         return live
