@@ -72,6 +72,17 @@ def generate(n: int, seed: int = 0, time_offset: int = 0) -> pa.Table:
     })
 
 
+def in_order(data: pa.Table, order: str) -> pa.Table:
+    """The generated rows (one series after another) as the given load order."""
+    n = data.num_rows
+    if order == "time":
+        per, i = max(1, n // 10_000), np.arange(n)
+        return data.take(pa.array((i % 10_000) * per + i // 10_000)) if n % 10_000 == 0 else data
+    if order == "random":
+        return data.take(pa.array(np.random.default_rng(3).permutation(n)))
+    return data
+
+
 def timed(fn, repeat: int = 1):
     """(best seconds of `repeat` runs, the last result)."""
     best, out = float("inf"), None
@@ -98,6 +109,9 @@ def main() -> None:
     ap.add_argument("--lookups", type=int, default=1000)
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     ap.add_argument("--load-repeat", type=int, default=3, help="loads timed, each beside a pq.write_table")
+    ap.add_argument("--load-order", choices=["series", "time", "random"], default="series",
+                    help="row order of the loaded input: one series after another (default), all series "
+                         "at each time point, or shuffled")
     ap.add_argument("--rss-rows", type=int, default=10_000_000,
                     help="rows of the insert whose peak memory is measured in a fresh process (0: skip)")
     ap.add_argument("--rss-child", nargs=2, metavar=("IPC", "TABLE"), help=argparse.SUPPRESS)
@@ -107,8 +121,8 @@ def main() -> None:
     work = args.dir or tempfile.mkdtemp(prefix="tf-bench-")
     os.makedirs(work, exist_ok=True)
     n = args.rows
-    data = generate(n)
-    print(f"rows={n:,}  arrow size={data.nbytes / 2**20:.0f} MiB  dir={work}")
+    data = in_order(generate(n), args.load_order)
+    print(f"rows={n:,}  arrow size={data.nbytes / 2**20:.0f} MiB  order={args.load_order}  dir={work}")
     print(f"{'figure':<38} {'ours':>9}  {'parquet':>9}  {'ratio':>7}")
 
     ppath = os.path.join(work, "plain.parquet")

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from .actions import Action, AddDelta, AddRowSet, RemoveDelta, RemoveRowSet, SetHistory
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
 from .conflicts import DefinitionUnchanged, MergeInputsRemappable, Outcome, RowSetsUnchanged, TagsRetained
-from .cfile_set import column_stats, field_name
+from .cfile_set import field_name
 from .delta_tracker import apply_deltas, redo_order
 from .deltafile import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, flag_name, read_delta, write_delta_file
 from .fragment import WriteFragment
@@ -210,10 +210,11 @@ def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: 
     written: list[str] = []
     arrays = [applied[c.id].combine_chunks() if isinstance(applied[c.id], pa.ChunkedArray) else applied[c.id]
               for c in cols]
-    ref = write_base_file(storage, f"tablets/{rs.tablet}/{rs.id}", cols, arrays, st.properties["row_group_rows"])
+    ref, col_stats = write_base_file(storage, f"tablets/{rs.tablet}/{rs.id}", cols, arrays,
+                                     st.properties["row_group_rows"])
     written.append(ref.path)
     stats = dict(rs.stats)
-    stats.update({c.id: column_stats(c, a) for c, a in zip(cols, arrays)})
+    stats.update(col_stats)
     new_rs = replace(rs, base=rs.base + (ref,), stats=stats)
     t, _ = _read_all_deltas(storage, st, rs)
     remaining = undo_meta = None

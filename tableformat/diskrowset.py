@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .bloom import BloomFilter, SplitBlockBloomFilter, read_bloom
-from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, parquet_file, prefetch_columns,
-                        to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
+from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, footer_chunks, parquet_file,
+                        prefetch_columns, to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
 from .parallel import pmap
@@ -85,14 +85,19 @@ def base_file_layout(columns: Sequence[Column], arrays: Sequence[pa.Array]) -> t
 
 
 def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column], arrays: Sequence[pa.Array],
-                    row_group_rows: int) -> FileRef:
-    """Write one column group of a rowset (a base Parquet file). Returns its FileRef."""
+                    row_group_rows: int) -> tuple[FileRef, dict]:
+    """Write one column group of a rowset (a base Parquet file). Returns its FileRef and its
+    columns' statistics (§8.2), string min/max read back from the footer the Parquet writer
+    has just computed."""
     schema, options = base_file_layout(columns, arrays)
     table = pa.Table.from_arrays(list(arrays), schema=schema)
     buf = to_parquet_bytes(table, row_group_size=row_group_rows, **options)
     path = f"{rowset_dir}/base-{uuid.uuid4().hex[:12]}.parquet"
     size = storage.write(path, buf)
-    return FileRef(path, size, tuple(c.id for c in columns), zlib.crc32(buf))
+    meta = pq.read_metadata(pa.BufferReader(buf))
+    return FileRef(path, size, tuple(c.id for c in columns), zlib.crc32(buf)), \
+        {c.id: column_stats(c, a, footer_chunks(meta, i) if c.type.is_variable_width else None)
+         for i, (c, a) in enumerate(zip(columns, arrays))}
 
 
 def _one_array(col: pa.ChunkedArray) -> pa.Array:
@@ -105,9 +110,9 @@ def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: p
     """A rowset's base data (rows already in key order): its base file and column statistics."""
     cols = list(schema.columns)
     arrays = [_one_array(data.column(c.name)) for c in cols]
-    base = write_base_file(storage, rowset_dir, cols, arrays, properties["row_group_rows"])
+    base, stats = write_base_file(storage, rowset_dir, cols, arrays, properties["row_group_rows"])
     written.append(base.path)
-    return base, {c.id: column_stats(c, a) for c, a in zip(cols, arrays)}
+    return base, stats
 
 
 def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, properties: dict,

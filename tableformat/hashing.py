@@ -62,25 +62,31 @@ def _mix_into(h: np.ndarray, k: np.ndarray, tmp: np.ndarray) -> None:
 _CHUNK = 1 << 16
 
 
-def murmur2_64(arr: pa.Array, seed: int = 0) -> np.ndarray:
-    """Hash every value of a binary array; returns uint64 per value.
+def murmur2_64(arr: pa.Array, seed: int = 0, lengths: np.ndarray | None = None) -> np.ndarray:
+    """Hash every value of a binary array; returns uint64 per value. With `lengths`, hash
+    only the first lengths[i] bytes of value i (a key prefix, without slicing the array).
 
     Works in chunks so temporaries stay small and are reused rather than faulted in.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if len(arr) == 1 and arr.null_count == 0:   # a point lookup: the array set-up costs 40x the hash
-        return np.array([murmur2_64_bytes(arr[0].as_py(), seed)], dtype=np.uint64)
+        value = arr[0].as_py()
+        return np.array([murmur2_64_bytes(value if lengths is None else value[:int(lengths[0])], seed)],
+                        dtype=np.uint64)
     if len(arr) <= _CHUNK:
-        return _murmur2_64(arr, seed)
+        return _murmur2_64(arr, seed, lengths)
     out = np.empty(len(arr), dtype=np.uint64)
     for start in range(0, len(arr), _CHUNK):
-        out[start:start + _CHUNK] = _murmur2_64(arr.slice(start, _CHUNK), seed)
+        out[start:start + _CHUNK] = _murmur2_64(arr.slice(start, _CHUNK), seed,
+                                                None if lengths is None else lengths[start:start + _CHUNK])
     return out
 
 
-def _murmur2_64(arr: pa.Array, seed: int) -> np.ndarray:
+def _murmur2_64(arr: pa.Array, seed: int, lengths: np.ndarray | None = None) -> np.ndarray:
     data, starts, lens = _binary_buffers(arr)
+    if lengths is not None:
+        lens = np.minimum(lens, lengths)
     n = len(lens)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)

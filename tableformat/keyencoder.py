@@ -64,12 +64,16 @@ def encode_keys(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], termi
     columns = [(c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()) if isinstance(c, pa.ChunkedArray) else c
                for c in columns]
     n = len(columns[0]) if columns else 0
-    parts: list[pa.Array] = []
+    # Segments: each string column (escaped and terminated unless last), each run of fixed-width
+    # columns (one byte matrix); `terminated` says a 00 00 follows the segment.
+    segments: list[pa.Array] = []
+    terminated: list[bool] = []
     pending: list[np.ndarray] = []
 
     def flush():
         if pending:
-            parts.append(_matrix_to_binary(np.hstack(pending) if len(pending) > 1 else pending[0]))
+            segments.append(_matrix_to_binary(np.hstack(pending) if len(pending) > 1 else pending[0]))
+            terminated.append(False)
             pending.clear()
 
     for i, (arr, ctype) in enumerate(zip(columns, ctypes)):
@@ -77,21 +81,76 @@ def encode_keys(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], termi
         if ctype.is_variable_width:
             flush()
             b = arr.cast(pa.binary())
-            if last:
-                parts.append(b)
-                continue
-            if _has_nul(b):
+            if not last and _has_nul(b):
                 b = pc.replace_substring(b, b"\x00", b"\x00\x01")
-            parts.append(b)
-            pending.append(np.zeros((n, 2), dtype=np.uint8))  # the 00 00 terminator
+            segments.append(b)
+            terminated.append(not last)
         else:
             pending.append(_fixed_matrix(arr, ctype))
     flush()
-    if not parts:
+    if not segments:
         return pa.array([b""] * n, pa.binary())
-    if len(parts) == 1:
-        return parts[0]
+    if not any(terminated):
+        return segments[0] if len(segments) == 1 else pc.binary_join_element_wise(*segments, b"")
+    if all(terminated[:-1]):
+        # Every segment but perhaps the last is terminated: the terminator is the separator of
+        # one join (an empty last part puts it after a terminated last segment too).
+        if terminated[-1]:
+            segments.append(pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)),
+                                                                    pa.py_buffer(b"")]))
+        return pc.binary_join_element_wise(*segments, b"\x00\x00")
+    # Mixed: each terminator is a 00 00 part of its own.
+    parts: list[pa.Array] = []
+    for seg, term in zip(segments, terminated):
+        parts.append(seg)
+        if term:
+            parts.append(_matrix_to_binary(np.zeros((n, 2), dtype=np.uint8)))
     return pc.binary_join_element_wise(*parts, b"")
+
+
+def fixed_key_numbers(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType]) -> np.ndarray | None:
+    """The encoding of fixed-width columns of at most 8 bytes in all (a timestamp, an int, a
+    date and an int16...) as big-endian uint64 numbers, zero-padded on the right: numbers
+    compare as the keys do, with no binary array. None for other columns."""
+    if not columns or any(ct.is_variable_width for ct in ctypes) or sum(ct.key_width for ct in ctypes) > 8:
+        return None
+    columns = [(c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()) if isinstance(c, pa.ChunkedArray) else c
+               for c in columns]
+    n = len(columns[0])
+    m = np.zeros((n, 8), dtype=np.uint8)
+    at = 0
+    for arr, ctype in zip(columns, ctypes):
+        m[:, at:at + ctype.key_width] = _fixed_matrix(arr, ctype)
+        at += ctype.key_width
+    return m.view(">u8").ravel().astype(np.uint64)
+
+
+def prefix_lengths(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], count: int) -> np.ndarray | None:
+    """Per row, the length of the leading bytes of its full key (`columns` are all the key
+    columns) that are the encoding of its first `count` columns as a list of their own, as a
+    hash level on a key prefix encodes them; None when that is not a prefix of the key.
+
+    It is one but for the list's last column: raw there, escaped and terminated in the key.
+    Both agree when a string column before the key's last holds no 00 byte (the usual case);
+    otherwise None, and the caller encodes the list itself. So a key encoded once also
+    gives the hash input of a level on a prefix of the key, with no second encoding."""
+    n = len(columns[0]) if columns else 0
+    total = np.zeros(n, dtype=np.int64)
+    for i in range(count):
+        arr, ctype = columns[i], ctypes[i]
+        if not ctype.is_variable_width:
+            total += ctype.key_width
+            continue
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+        b = arr.cast(pa.binary())
+        if i < len(columns) - 1 and _has_nul(b):
+            return None
+        offsets = np.frombuffer(b.buffers()[1], dtype=np.int32, count=b.offset + n + 1)[b.offset:]
+        total += np.diff(offsets)
+        if i < count - 1:
+            total += 2                                          # the 00 00 terminator
+    return total
 
 
 def encode_key(values: Sequence, ctypes: Sequence[ColumnType], terminal: bool = True) -> bytes:

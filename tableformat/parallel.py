@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
@@ -32,11 +32,23 @@ def _mark_worker() -> None:
 
 
 def pmap(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """map() over the pool, in order; inline for a single item or when already on a worker."""
+    """map() over the pool, in order; inline for a single item or when already on a worker.
+
+    When a task fails, the error is raised only after the tasks already running have stopped
+    (those not started never run): a caller that cleans up after a failure (deletes the
+    files written) then sees everything the tasks did."""
     items = list(items)
     if len(items) <= 1 or getattr(_local, "worker", False):
         return [fn(x) for x in items]
-    return list(_get_pool().map(fn, items))
+    pool = _get_pool()
+    futures = [pool.submit(fn, x) for x in items]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        wait(futures)
+        raise
 
 
 def pmap_iter(fn: Callable[[T], R], items: Iterable[T], window: int = WORKERS) -> Iterator[R]:

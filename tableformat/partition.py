@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from . import arguments as arg
 from .errors import NoRangePartitionError, PartitionSchemaError, SchemaError
 from .hashing import murmur2_64
-from .keyencoder import encode_key, encode_keys
+from .keyencoder import encode_key, encode_keys, fixed_key_numbers, prefix_lengths
 from .comparison import exact_value, to_python
 from .schema import Schema, value_from_json, value_to_json
 
@@ -135,19 +135,33 @@ class Partitioning:
         return out
 
     # assignment ------------------------------------------------------------------------
-    def assign(self, schema: Schema, table: pa.Table, strict: bool = True) -> tuple[np.ndarray, list[str]]:
+    def assign(self, schema: Schema, table: pa.Table, strict: bool = True,
+               keys: pa.Array | None = None) -> tuple[np.ndarray, list[str]]:
         """Tablet ordinal per row and the tablet ids.
 
         Rows in no range partition raise NoRangePartitionError, or get -1 when not strict.
+        `keys`, the rows' encoded primary keys when the caller has them, spare encoding the
+        columns again for a level on a prefix of the key (and a range on the whole key).
         """
-        range_pos = self._range_positions(schema, table, strict)
+        range_pos = self._range_positions(schema, table, strict, keys)
         ordinal = range_pos.astype(np.int64)
         for level in self.hash_levels:
-            ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level).astype(np.int64)
+            ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level, keys).astype(np.int64)
         ordinal[range_pos < 0] = -1
         return ordinal, self.tablet_ids()
 
-    def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel) -> np.ndarray:
+    def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel,
+                  keys: pa.Array | None = None) -> np.ndarray:
+        kcols = schema.key_columns
+        if keys is not None and list(level.column_ids) == [c.id for c in kcols[:len(level.column_ids)]]:
+            columns = [table.column(c.name) for c in kcols]
+            lengths = prefix_lengths(columns, [c.type for c in kcols], len(level.column_ids))
+            if lengths is not None:           # the level's encoding is a prefix of each key: hash that
+                starts = _run_starts(columns[:len(level.column_ids)])
+                if starts is None:
+                    return murmur2_64(keys, level.seed, lengths) % np.uint64(level.buckets)
+                run_hash = murmur2_64(keys.take(pa.array(starts)), level.seed, lengths[starts])
+                return np.repeat(run_hash % np.uint64(level.buckets), np.diff(np.r_[starts, len(keys)]))
         cols = [schema.by_id(i) for i in level.column_ids]
         enc = encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
         if len(enc) >= 4 * _SAMPLE and len(pc.unique(enc.slice(0, _SAMPLE))) * 4 <= _SAMPLE:
@@ -160,13 +174,31 @@ class Partitioning:
         cols = [schema.by_id(i) for i in self.range_column_ids]
         return encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
 
-    def _range_positions(self, schema: Schema, table: pa.Table, strict: bool = True) -> np.ndarray:
+    def _range_positions(self, schema: Schema, table: pa.Table, strict: bool = True,
+                         keys: pa.Array | None = None) -> np.ndarray:
         n = table.num_rows
         pos = np.full(n, -1, dtype=np.int64)
         if len(self.ranges) == 1 and self.ranges[0].lower is None and self.ranges[0].upper is None:
             pos[:] = 0
             return pos
-        keys = self.range_keys(schema, table)
+        rcols = [schema.by_id(i) for i in self.range_column_ids]
+        numbers = fixed_key_numbers([table.column(c.name) for c in rcols], [c.type for c in rcols])
+        width = sum(c.type.key_width for c in rcols) if numbers is not None else 0
+        if numbers is not None and all(b is None or len(b) == width
+                                       for rb in self.ranges for b in (rb.lower, rb.upper)):
+            # A fixed-width range key of up to 8 bytes (a time, an id): compared as numbers.
+            def number(bound: bytes) -> np.uint64:
+                return np.uint64(int.from_bytes(bound.ljust(8, b"\x00"), "big"))
+            for i, rb in enumerate(self.ranges):
+                m = np.ones(n, dtype=bool)
+                if rb.lower is not None:
+                    m &= numbers >= number(rb.lower)
+                if rb.upper is not None:
+                    m &= numbers < number(rb.upper)
+                pos[m] = i
+            return self._checked(schema, table, pos, strict)
+        if keys is None or list(self.range_column_ids) != [c.id for c in schema.key_columns]:
+            keys = self.range_keys(schema, table)        # (on the whole key, the range key is the key)
         for i, rb in enumerate(self.ranges):
             m = np.ones(n, dtype=bool)
             if rb.lower is not None:
@@ -174,6 +206,9 @@ class Partitioning:
             if rb.upper is not None:
                 m &= pc.less(keys, pa.scalar(rb.upper, pa.binary())).to_numpy(zero_copy_only=False)
             pos[m] = i
+        return self._checked(schema, table, pos, strict)
+
+    def _checked(self, schema: Schema, table: pa.Table, pos: np.ndarray, strict: bool) -> np.ndarray:
         bad = np.nonzero(pos < 0)[0]
         if len(bad) and strict:
             names = [schema.by_id(i).name for i in self.range_column_ids]
@@ -215,6 +250,25 @@ class Partitioning:
                   for r in d["ranges"]),
             d["next_range_id"],
         )
+
+
+def _run_starts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray | None:
+    """First row of each run of rows with equal values in `columns`, when rows come in runs
+    (a time series' rows together, data sorted by key): each run is then hashed once.
+    None when runs are short (fewer than 4 rows on average)."""
+    n = len(columns[0])
+    if n < 2 or (n > 2 * _SAMPLE and _run_starts([c.slice(0, _SAMPLE) for c in columns]) is None):
+        return None
+    same = None
+    for col in columns:
+        eq = pc.equal(col.slice(1), col.slice(0, n - 1))
+        same = eq if same is None else pc.and_(same, eq)
+    if isinstance(same, pa.ChunkedArray):
+        same = same.combine_chunks()
+    starts = np.flatnonzero(~same.to_numpy(zero_copy_only=False)) + 1
+    if (len(starts) + 1) * 4 > n:
+        return None
+    return np.r_[0, starts]
 
 
 def _as_tuple(v: Any, n: int, what: str) -> tuple:

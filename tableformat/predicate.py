@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from .errors import InvalidFilterError, SchemaError, UnknownScanColumnError
 from .keyencoder import encode_key, prefix_successor
+from .cfile_set import bool_array
 from .comparison import NOT_REPRESENTABLE, is_nan, locate, order_key, to_array, to_scalar
 from .schema import Column, Schema, value_from_json
 from .types import ColumnType
@@ -162,8 +163,8 @@ def parse_filter(schema: Schema, flt: Any) -> list[Predicate]:
 def filter_table(table: pa.Table, preds: Sequence[Predicate], live=None) -> pa.Table:
     """Rows of `table` matching every predicate (and `live`, a bool mask), by whole-column compute."""
     if not preds or table.num_rows == 0:
-        return table if live is None else table.filter(pa.array(live))
-    mask = None if live is None else pa.array(live)
+        return table if live is None else table.filter(bool_array(live))
+    mask = None if live is None else bool_array(live)
     for p in preds:
         m = p.mask(table)
         mask = m if mask is None else pc.and_kleene(mask, m)

@@ -73,37 +73,6 @@ def prune_tablets(state: TableState, bounds: dict) -> list[str]:
     return [part.tablet_id(r.id, combo) for r in ranges for combo in itertools.product(*allowed)]
 
 
-def _numeric(c: pa.ChunkedArray) -> bool:
-    return (pa.types.is_integer(c.type) or pa.types.is_floating(c.type)) and not c.null_count
-
-
-def drop_rows(t: pa.Table, live: np.ndarray) -> pa.Table:
-    """Remove deleted rows. Numeric columns without NULLs by one numpy selection (measured 3x
-    faster than Arrow's filter); other columns, when few rows are deleted, keep the live runs as
-    zero-copy slices (a selection vector, runs found from the deleted positions), else filter."""
-    n = len(live)
-    dead = np.flatnonzero(~live)
-    if len(dead) == n:
-        return t.slice(0, 0)
-    runs = None
-    if len(dead) <= max(16, n // 256):
-        starts, stops = np.r_[0, dead + 1], np.r_[dead, n]
-        keep = stops > starts
-        runs = list(zip(starts[keep].tolist(), (stops[keep] - starts[keep]).tolist()))
-    mask = None
-    cols = []
-    for c in t.columns:
-        if _numeric(c):
-            a = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
-            cols.append(pa.array(a.to_numpy()[live], c.type))
-        elif runs is not None:
-            cols.append(pa.chunked_array([c.slice(a, m) for a, m in runs], c.type))
-        else:
-            mask = pa.array(live) if mask is None else mask
-            cols.append(c.filter(mask))
-    return pa.Table.from_arrays(cols, schema=t.schema)
-
-
 class Scanner:
     """A planned scan of one snapshot. Iterate it as batches, or read it whole."""
 
@@ -169,17 +138,20 @@ class Scanner:
         arg.instance(task, "task", ScanTask, "a tf.ScanTask (from Scanner.plan or Scanner.task)")
         arrays = read_base_columns(self.storage, task.rowset, self._read_cols, task.start, task.stop)
         deltas = task.deltas if task.deltas is not None else self.state.deltas_of(task.rowset.id)
-        live = None
+        rows, live = task.stop - task.start, None
         if deltas:
+            # Without predicates the deleted rows go as the changes are placed; with them, the
+            # live mask joins the predicates' mask in one filter.
+            drop = not self.predicates
             arrays, live = apply_deltas(self.storage, task.rowset, deltas, self._read_cols, arrays,
-                                      task.start, task.stop, self.state.read_ts)
+                                        task.start, task.stop, self.state.read_ts, drop_deleted=drop)
+            if drop and live is not None:
+                rows, live = int(np.count_nonzero(live)), None
         if self._read_cols:
             t = pa.table({c.name: arrays[c.id] for c in self._read_cols})
         else:
             # An empty projection still has rows (count(*)): a null column stands in, read from nowhere.
-            t = pa.table({_ROWS: pa.nulls(task.stop - task.start)})
-        if live is not None and not self.predicates:
-            return drop_rows(t, live)
+            t = pa.table({_ROWS: pa.nulls(rows)})
         return filter_table(t, self.predicates, live)
 
     def _project(self, t: pa.Table) -> pa.Table:

@@ -149,7 +149,8 @@ class Storage:
         p = self.path(rel)
         if self.is_local:
             os.makedirs(posixpath.dirname(p), exist_ok=True)
-        self.fs.pipe_file(p, bytes(data) if isinstance(data, pa.Buffer) else data)
+        # A local file takes the Arrow buffer as it is; object stores' clients want bytes.
+        self.fs.pipe_file(p, bytes(data) if isinstance(data, pa.Buffer) and not self.is_local else data)
         return len(data) if not isinstance(data, pa.Buffer) else data.size
 
     def open_write(self, rel: str):

@@ -148,7 +148,8 @@ class Snapshot:
         t = to_arrow_table(data)
         st = self.state
         keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
-        return st.partitioning.assign(st.schema, keys, strict=strict)[0], encoded_keys(st, keys)
+        encoded = encoded_keys(st, keys)        # encoded once: hashing a key prefix reuses it
+        return st.partitioning.assign(st.schema, keys, strict=strict, keys=encoded)[0], encoded
 
     def rowset_writer(self, tablet_id: str, on_duplicate: str = "fail") -> RollingRowSetWriter:
         """A streaming insert into one tablet: `.write(key_sorted_batch)` per batch, then
@@ -208,12 +209,17 @@ class Table:
         self._history = history
         self._states: OrderedDict[int, tuple[TableState, list[CommitInfo]]] = OrderedDict()
         self.commit_properties = properties or CommitProperties()
+        self._optimistic = True     # plan writes on the known state (transaction.run)
 
     # --- state ------------------------------------------------------------------------
     def refresh(self) -> TableState:
         """Catch up with commits made since this handle last looked (one read when there are none)."""
         self._state, self._history = self._log.load(None, (self._state, self._history))
         return self._state
+
+    def _cached_snapshot(self) -> Snapshot:
+        """The handle's latest known state, without a read: what a write first plans on."""
+        return Snapshot(self._storage, self._state)
 
     @property
     def uri(self) -> str:
@@ -356,10 +362,12 @@ class Table:
 
     def insert(self, data: Any) -> WriteResult:
         """Insert rows; any key that exists (or repeats in the batch) raises DuplicateKeyError."""
+        data = _replayable(data)
         return self._write("INSERT", lambda s: s.write_insert(data, "fail"))
 
     def insert_ignore(self, data: Any) -> WriteResult:
         """Insert rows, skipping keys that exist or repeat; `ignored` counts them."""
+        data = _replayable(data)
         return self._write("INSERT_IGNORE", lambda s: s.write_insert(data, "ignore"))
 
     def update(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
@@ -373,10 +381,10 @@ class Table:
 
     def delete(self, data: Any) -> WriteResult:
         """Delete rows by key (other columns are ignored). Missing keys raise KeyNotFoundError."""
-        return self._mutate(_keys_only(self.refresh(), data), "DELETE", DELETE_OP, None, None)
+        return self._mutate(data, "DELETE", DELETE_OP, None, None, keys_only=True)
 
     def delete_ignore(self, data: Any) -> WriteResult:
-        return self._mutate(_keys_only(self.refresh(), data), "DELETE_IGNORE", DELETE_IGNORE, None, None)
+        return self._mutate(data, "DELETE_IGNORE", DELETE_IGNORE, None, None, keys_only=True)
 
     def upsert(self, data: Any, columns: Sequence[str] | None = None) -> WriteResult:
         """Insert new keys; update the given columns of existing ones."""
@@ -390,10 +398,14 @@ class Table:
         return self._mutate(data, "APPLY", None, op_column, None)
 
     def _mutate(self, data: Any, operation: str, op: int | None, op_column: str | None,
-                columns: Sequence[str] | None) -> WriteResult:
+                columns: Sequence[str] | None, keys_only: bool = False) -> WriteResult:
         columns = arg.names(columns, "columns")
-        return self._write(operation, lambda s: write_mutation(s.storage, s.state, data, operation, op, op_column,
-                                                               columns))
+        data = to_arrow_table(data) if keys_only else _replayable(data)
+
+        def plan(s: Snapshot) -> WriteFragment | None:
+            rows = _keys_only(s.state, data) if keys_only else data
+            return write_mutation(s.storage, s.state, rows, operation, op, op_column, columns)
+        return self._write(operation, plan)
 
     def commit_fragments(self, fragments: Sequence[WriteFragment | dict], operation: str | None = None,
                          properties: CommitProperties | None = None) -> WriteResult:
@@ -590,6 +602,11 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self._storage!r}, version={self._state.version})"
+
+
+def _replayable(data: Any) -> Any:
+    """A stream read once, as a table: a write may plan more than once (transaction.run)."""
+    return data.read_all() if isinstance(data, pa.RecordBatchReader) else data
 
 
 def _keys_only(state: TableState, data: Any):

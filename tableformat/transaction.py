@@ -17,10 +17,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .actions import Action, AddDelta, Commit
+from .actions import Action, AddDelta, AddRowSet, AddSkipped, Commit
 from .conflicts import Context, Outcome, check_all
 from . import arguments as arg
-from .errors import CommitConflictError, RestartRequired, TableReplacedError, VersionNotFoundError
+from .errors import CommitConflictError, RestartRequired, TableFormatError, TableReplacedError, VersionNotFoundError
 from .fragment import WriteFragment
 
 
@@ -49,8 +49,10 @@ COMPACTION_PROPERTIES = CommitProperties(max_attempts=30)
 class Transaction:
     """Actions plus requirements on a read snapshot, committed with one retry loop."""
 
-    def __init__(self, table, fragment: WriteFragment, properties: CommitProperties | None = None):
+    def __init__(self, table, fragment: WriteFragment, properties: CommitProperties | None = None,
+                 latest_known: bool = True):
         self.table = table
+        self.latest_known = latest_known     # False: planned on the handle's state unconfirmed (`run`)
         self.fragment = fragment
         self.properties = properties or CommitProperties()
         self.snapshot = table._load_cached(fragment.read_version) \
@@ -73,7 +75,8 @@ class Transaction:
             if v.outcome is not Outcome.REBASE:
                 raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
             self._same_table(base)
-            for self.attempts in range(1, self.properties.max_attempts + 1):
+            behind = 0 if self.latest_known else 1     # finding the handle behind is no lost race
+            for self.attempts in range(1, self.properties.max_attempts + behind + 1):
                 commit = log.try_commit(base, f.operation, actions, f.counts, f.read_version,
                                         f.data_change, self.txn_id)
                 if commit is not None:
@@ -90,6 +93,15 @@ class Transaction:
                 if ours is not None:                  # our PUT landed; only its answer was lost
                     self._landed(self.table._advance(base, winners[:winners.index(ours)]), ours)
                     return ours
+                if not self.latest_known:
+                    self.table._optimistic = False    # contention: look at the log before planning
+                if not self.latest_known and not all(_adds_only(c) for c in winners):
+                    # the handle may have been far behind: its requirements are made for the
+                    # short race of a plan, not for compactions, vacuums or tags it never saw
+                    self.table._advance(base, winners)
+                    raise RestartRequired(f"{f.operation}: planned on version {base.version}, "
+                                          f"{len(winners)} newer commit(s) found; planning again")
+                self.latest_known = True              # from here on, winners raced this commit
                 v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
                                                       actions, self.written))
                 if v.outcome is Outcome.RESTART:
@@ -100,7 +112,7 @@ class Transaction:
                 actions = [a for a in actions if id(a) not in gone] + v.extra
                 dropped += v.dropped
                 base = self.table._advance(base, winners)     # exactly the commits the requirements saw
-                if self.attempts > self.properties.backoff_after:
+                if self.attempts - behind > self.properties.backoff_after:
                     # heavy contention: jittered backoff so a slow rebaser is not starved
                     time.sleep(random.uniform(0, min(self.properties.max_backoff_seconds,
                                                      0.002 * 2 ** min(self.attempts, 7))))
@@ -156,17 +168,52 @@ def committed(e: BaseException) -> bool:
 
 def run(table, operation: str, plan: Callable[[Any], WriteFragment | None],
         properties: CommitProperties | None = None) -> tuple[Commit | None, WriteFragment | None]:
-    """Plan on the latest snapshot and commit; on RESTART plan again. (None, fragment) when the
-    plan had nothing to commit."""
+    """Plan and commit; on RESTART plan again. (None, fragment) when the plan had nothing to commit.
+
+    The first plan uses the handle's snapshot without asking the log for newer commits: the
+    put-if-absent of the version after it lands only if that snapshot is still the latest. That
+    saves one request per write (specs/format.md §10). A lost race is checked against winners
+    that only added rows and deltas; any other winner (a compaction, vacuum, alter, tag), a
+    typed error or nothing to do sends the write to the latest snapshot, to plan again. That
+    first plan is not a restart. A handle that lost a race plans on the latest snapshot until a
+    look at the log finds nothing new."""
     props = properties or CommitProperties()
-    for _ in range(props.max_restarts):
-        frag = plan(table.snapshot())
-        if frag is None or frag.empty:
-            return None, frag
+    fresh, restarts = not table._optimistic, 0
+    while True:
+        if fresh:
+            known = table._state.version
+            snap = table.snapshot()
+            # under contention the handle is usually behind: plan on the latest until a look at
+            # the log finds nothing new again
+            table._optimistic = snap.version == known
+        else:
+            snap = table._cached_snapshot()
         try:
-            return Transaction(table, frag, props).commit(), frag
-        except RestartRequired:
+            frag = plan(snap)
+        except TableFormatError:
+            if fresh or not _moved(table, snap):
+                raise
+            fresh = True
             continue
-    raise CommitConflictError(f"{operation} restarted {props.max_restarts} times; retry later")
+        if frag is None or frag.empty:
+            if fresh or not _moved(table, snap):
+                return None, frag
+            fresh = True
+            continue
+        try:
+            return Transaction(table, frag, props, latest_known=fresh).commit(), frag
+        except RestartRequired:
+            restarts += fresh
+            if restarts >= props.max_restarts:
+                raise CommitConflictError(f"{operation} restarted {props.max_restarts} times; retry later") from None
+            fresh = True
 
 
+def _adds_only(c: Commit) -> bool:
+    """A commit of rows and deltas only (inserts, mutations): what every requirement checks exactly."""
+    return all(isinstance(a, (AddRowSet, AddDelta, AddSkipped)) for a in c.actions)
+
+
+def _moved(table, snap) -> bool:
+    """Has the log moved past the snapshot a plan used?"""
+    return table.refresh().version != snap.state.version

@@ -90,6 +90,7 @@ class TransactionLog:
         self.storage = storage
         self.reads = 0  # log files read, for tests of the open cost
         self._format_of: dict[int, int] = {}  # version -> format version of its verified commit
+        self._hint: int | None = None          # the newest _last_checkpoint this log read or wrote
 
     # --- reading ----------------------------------------------------------------------
     def listing(self) -> Listing:
@@ -185,6 +186,7 @@ class TransactionLog:
     def _last_checkpoint_hint(self) -> int | None:
         try:
             d = json.loads(self.storage.read(LAST_CHECKPOINT))
+            self._hint = max(self._hint or -1, int(d["version"]))
             return int(d["version"])
         except (FileNotFoundError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None
@@ -286,8 +288,10 @@ class TransactionLog:
         d["checksum"] = checkpoint_checksum(json.loads(json.dumps(d)))
         try:
             self.storage.put_if_absent(checkpoint_path(state.version), json.dumps(d).encode())
-            hint = self._last_checkpoint_hint()
-            if hint is None or hint < state.version:
+            # no read of the hint first: this log knows the hint it last read or wrote, and a hint
+            # that another writer's older checkpoint overtakes only costs a reader some replay
+            if self._hint is None or self._hint < state.version:
                 self.storage.write(LAST_CHECKPOINT, json.dumps({"version": state.version}).encode())
+                self._hint = state.version
         except OSError:
             pass

@@ -67,25 +67,55 @@ def encoded_keys(state: TableState, batch: pa.Table) -> pa.Array:
 _ROUTE_CHUNK = 1 << 17
 
 
-def route(state: TableState, batch: pa.Table) -> np.ndarray:
-    """Tablet ordinal of every row, in chunks over the worker threads."""
-    parts = pmap(lambda start: state.partitioning.assign(state.schema, batch.slice(start, _ROUTE_CHUNK))[0],
-                 range(0, max(batch.num_rows, 1), _ROUTE_CHUNK))
-    return np.concatenate(parts).astype(np.int32)      # at most MAX_TABLETS tablets
+@dataclass
+class Routed:
+    """One tablet's share of a batch, as routing found it chunk by chunk: batch row numbers
+    (ascending) and their encoded keys."""
+
+    ordinal: int
+    rows: list[np.ndarray]
+    keys: list[pa.Array]
 
 
-def sorted_tablet_keys(state: TableState, batch: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """One tablet's rows (ascending batch row numbers) in key order, their encoded keys, and which
-    repeat the key before them.
+def route(state: TableState, batch: pa.Table) -> list[Routed]:
+    """Every row's tablet and encoded primary key, in chunks over the worker threads; the
+    tablets that get rows, in tablet order.
 
-    Keys are encoded here, per tablet, and only once: the same array is sorted, checked for
-    duplicates, probed, and becomes the PK index and bloom filter of the written rowsets.
+    Each key is encoded here once: a hash level on a prefix of the key hashes a prefix of it,
+    and the same keys are then sorted, checked for duplicates, probed, and become the PK
+    index and bloom filter of the written rowsets. Each chunk splits its own rows and keys by
+    tablet, so nothing of the whole batch is gathered on one thread."""
+    single = len(state.partitioning.tablet_ids()) == 1
+
+    def one(start: int) -> dict[int, tuple[np.ndarray, pa.Array]]:
+        part = batch.slice(start, _ROUTE_CHUNK)
+        keys = encoded_keys(state, part)
+        ordinal = state.partitioning.assign(state.schema, part, keys=keys)[0]
+        if not part.num_rows:
+            return {}
+        if single:
+            return {0: (np.arange(start, start + part.num_rows), keys)}
+        order = np.argsort(ordinal.astype(np.int16) if ordinal.max(initial=0) < 32768 else ordinal, kind="stable")
+        ordinal = ordinal[order]
+        keys = keys.take(pa.array(order))
+        cuts = np.r_[0, np.flatnonzero(np.diff(ordinal)) + 1, len(order)]
+        return {int(ordinal[a]): (order[a:b] + start, keys.slice(a, b - a)) for a, b in zip(cuts[:-1], cuts[1:])}
+
+    found: dict[int, Routed] = {}
+    for part in pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK)):
+        for o, (rows, keys) in part.items():
+            r = found.setdefault(o, Routed(o, [], []))
+            r.rows.append(rows)
+            r.keys.append(keys)
+    return [found[o] for o in sorted(found)]
+
+
+def sorted_tablet_keys(k: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """One tablet's rows (ascending batch row numbers) and their encoded keys, in key order,
+    and which repeat the key before them.
+
     A stable sort keeps batch order among equal keys, so the first one wins.
     """
-    kcols = [c.name for c in state.schema.key_columns]
-    whole = len(rows) == batch.num_rows and (len(rows) == 0 or (rows[0] == 0 and rows[-1] == len(rows) - 1))
-    sub = batch.select(kcols) if whole else batch.select(kcols).take(pa.array(rows))
-    k = encoded_keys(state, sub)
     dup = np.zeros(len(rows), dtype=bool)
     if len(k) < 2:
         return rows, k, dup
@@ -122,46 +152,36 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
 
     check_existing=False is for rows already known to be new (a mutation's inserts).
     """
-    ordinal = route(state, batch)
     tablet_ids = state.partitioning.tablet_ids()
-    if len(tablet_ids) == 1:
-        groups = [np.arange(batch.num_rows)] if batch.num_rows else []
-    else:
-        by_tablet = np.argsort(ordinal.astype(np.int16) if len(tablet_ids) < 32768 else ordinal, kind="stable")
-        cuts = np.flatnonzero(np.diff(ordinal[by_tablet])) + 1
-        groups = [g for g in np.split(by_tablet, cuts) if len(g)]
-        del by_tablet
-    tablets = [tablet_ids[int(ordinal[g[0]])] for g in groups]
-    del ordinal                                    # memory: only what the rowsets need stays
+    routed = route(state, batch)
 
-    def sort_group(rows: np.ndarray):
-        return sorted_tablet_keys(state, batch, rows)
-
-    sorted_groups = pmap(sort_group, groups)
-    del groups
-
-    batches, ignored = [], 0
-    dup_rows = [rows[dup] for rows, _, dup in sorted_groups if dup.any()]
-    if dup_rows and not ignore:
-        raise duplicate_error(state, batch, np.concatenate(dup_rows), "appear more than once in the batch")
-
-    def against_table(item):
-        tablet, (rows, k, dup) = item
+    def one_tablet(r: Routed):
+        """Sort, drop repeats, probe the tablet's rowsets: all of one tablet on one worker."""
+        tablet = tablet_ids[r.ordinal]
+        rows = r.rows[0] if len(r.rows) == 1 else np.concatenate(r.rows)
+        k = r.keys[0] if len(r.keys) == 1 else pa.concat_arrays(r.keys)
+        r.rows = r.keys = None                     # memory: the pieces go as the tablet is gathered
+        rows, k, dup = sorted_tablet_keys(k, rows)
+        repeats = rows[dup]
         if dup.any():
             rows, k = rows[~dup], k.filter(pa.array(~dup))
         existing = state.rowsets_in(tablet) if check_existing else []
         if not existing:                           # a new or empty tablet: nothing to probe
-            return tablet, rows, k, np.zeros(len(rows), dtype=bool), int(dup.sum())
+            return tablet, rows, k, np.zeros(len(rows), dtype=bool), repeats
         which, _ = probe(storage, existing, k, state.deltas_of)
-        return tablet, rows, k, which >= 0, int(dup.sum())
+        return tablet, rows, k, which >= 0, repeats
 
-    checked = pmap(against_table, list(zip(tablets, sorted_groups)))
-    del sorted_groups
+    checked = pmap(one_tablet, routed)
+    del routed
+    dup_rows = [repeats for *_, repeats in checked if len(repeats)]
+    if dup_rows and not ignore:
+        raise duplicate_error(state, batch, np.concatenate(dup_rows), "appear more than once in the batch")
     exists = [rows[ex] for _, rows, _, ex, _ in checked if ex.any()]
     if exists and not ignore:
         raise duplicate_error(state, batch, np.concatenate(exists), "already exist")
-    for tablet, rows, k, ex, ndup in checked:
-        ignored += ndup + int(ex.sum())
+    batches, ignored = [], 0
+    for tablet, rows, k, ex, repeats in checked:
+        ignored += len(repeats) + int(ex.sum())
         if ex.any():
             rows, k = rows[~ex], k.filter(pa.array(~ex))
         if len(rows):
@@ -196,8 +216,10 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
         data = plan.batch if whole else plan.batch.take(pa.array(rows))
         return write_rowset_data(storage, state.schema, rowset_dir, data, props, written)
 
-    done = pmap(run, [(kind, job) for job in jobs for kind in ("data", "keys")])
-    return [rowset_meta(rowset_id, tablet, keys, *done[2 * i], *done[2 * i + 1])
+    # Longer tasks first (every rowset's data, then every rowset's keys), so the workers end
+    # together rather than one finishing a long task alone.
+    done = pmap(run, [(kind, job) for kind in ("data", "keys") for job in jobs])
+    return [rowset_meta(rowset_id, tablet, keys, *done[i], *done[len(jobs) + i])
             for i, (tablet, _, keys, rowset_id) in enumerate(jobs)]
 
 

@@ -27,6 +27,24 @@ def test_vectorized_equals_scalar(values, seed, offset):
     assert murmur2_64(arr, seed).tolist() == [murmur2_64_bytes(v, seed) for v in values]
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=50), st.integers(0, 2**32 - 1), st.data())
+def test_hash_of_value_prefixes_equals_scalar(values, seed, data):
+    """lengths=... hashes the first lengths[i] bytes of each value, the array unsliced."""
+    lengths = np.array([data.draw(st.integers(0, len(v))) for v in values], np.int64)
+    got = murmur2_64(pa.array(values, pa.binary()), seed, lengths)
+    assert got.tolist() == [murmur2_64_bytes(v[:n], seed) for v, n in zip(values, lengths.tolist())]
+
+
+def test_hash_of_prefixes_over_chunks():
+    rng = np.random.default_rng(4)
+    values = [rng.bytes(int(n)) for n in rng.integers(0, 30, 140_000)]        # over two hash chunks
+    lengths = np.array([rng.integers(0, len(v) + 1) for v in values], np.int64)
+    got = murmur2_64(pa.array(values, pa.binary()), 5, lengths)
+    picks = rng.integers(0, len(values), 300)
+    assert [int(got[i]) for i in picks] == [murmur2_64_bytes(values[i][:int(lengths[i])], 5) for i in picks]
+
+
 def test_long_and_mixed_lengths_over_chunks():
     rng = np.random.default_rng(0)
     values = [rng.bytes(int(n)) for n in rng.integers(0, 300, 70_000)]

@@ -130,3 +130,65 @@ def test_decode_key_is_exact_at_the_edges():
 def test_decode_key_refuses_what_is_not_a_key(key, types, words):
     with pytest.raises(ValueError, match=words):
         decode_key(key, [parse_type(t) for t in types])
+
+
+def _spec_encode(values, kinds, terminal=True):
+    """Spec §3 for one tuple, scalar: ints big-endian with the sign bit flipped; a string or
+    binary raw when it is the last column of the key, else 00 escaped as 00 01 and 00 00 after."""
+    out = b""
+    for i, (v, k) in enumerate(zip(values, kinds)):
+        if k in ("string", "binary"):
+            raw = v.encode() if k == "string" else v
+            out += raw if terminal and i == len(values) - 1 else raw.replace(b"\x00", b"\x00\x01") + b"\x00\x00"
+        else:
+            w = {"int8": 1, "int32": 4, "int64": 8}[k]
+            out += ((v + (1 << (8 * w - 1))) % (1 << (8 * w))).to_bytes(w, "big")
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@pytest.mark.parametrize("kinds", [["string", "binary", "int64"], ["string", "string"], ["binary"],
+                                   ["int8", "string", "int32"], ["int32", "binary"], ["int8", "int64"],
+                                   ["string", "int32", "string", "int8"]])
+@pytest.mark.parametrize("terminal", [True, False])
+@given(data=st.data())
+def test_every_column_layout_encodes_as_the_spec_says(kinds, terminal, data):
+    """Whichever way the encoder joins the columns (one separator, or terminators as parts),
+    each key is the spec's bytes, with and without a terminal last column."""
+    gen = {"string": TEXT, "binary": BIN, "int8": I8, "int32": st.integers(-(2**31), 2**31 - 1), "int64": I64}
+    rows = data.draw(st.lists(st.tuples(*[gen[k] for k in kinds]), min_size=1, max_size=20))
+    ctypes = [parse_type(k) for k in kinds]
+    cols = [pa.array([r[i] for r in rows], ct.arrow()) for i, ct in enumerate(ctypes)]
+    got = encode_keys(cols, ctypes, terminal).to_pylist()
+    assert got == [_spec_encode(r, kinds, terminal) for r in rows]
+
+
+@pytest.mark.parametrize("kinds,count", [(["string", "string", "int64"], 2), (["string", "string", "int64"], 1),
+                                         (["string", "string", "int64"], 3), (["int32", "string", "binary"], 2),
+                                         (["binary", "int8"], 2), (["int64", "int8"], 1)])
+def test_prefix_lengths_give_the_encoding_of_a_key_prefix(kinds, count):
+    """The first prefix_lengths[i] bytes of key i are the encoding of its first `count` columns
+    as a list of their own (the last of them raw): what a hash level on them hashes."""
+    from tableformat.keyencoder import prefix_lengths
+    vals = {"string": ["", "a", "host-1", "zz\u00e9"], "binary": [b"", b"\x01", b"ab\xff", b"q"],
+            "int8": [-128, 0, 5, 127], "int32": [-7, 0, 1, 2**31 - 1], "int64": [-(2**63), 3, 0, 9]}
+    rows = [[vals[k][(i * (j + 1)) % 4] for j, k in enumerate(kinds)] for i in range(12)]
+    ctypes = [parse_type(k) for k in kinds]
+    cols = [pa.array([r[j] for r in rows], ct.arrow()) for j, ct in enumerate(ctypes)]
+    keys = encode_keys(cols, ctypes).to_pylist()
+    lengths = prefix_lengths(cols, ctypes, count)
+    want = encode_keys(cols[:count], ctypes[:count]).to_pylist()
+    assert [k[:n] for k, n in zip(keys, lengths.tolist())] == want
+
+
+def test_prefix_lengths_refuse_a_string_with_a_nul_before_the_last_column():
+    """A 00 byte is escaped in the key but raw in the prefix's own encoding: no prefix then."""
+    from tableformat.keyencoder import prefix_lengths
+    ctypes = [parse_type("string"), parse_type("string")]
+    cols = [pa.array(["a", "b\x00c"]), pa.array(["x\x00", "y"])]
+    assert prefix_lengths(cols, ctypes, 1) is None
+    assert prefix_lengths(cols, ctypes, 2) is None
+    # in the key's last column a 00 byte is raw in both: still a prefix
+    last_nul = [pa.array(["a", "b"]), pa.array(["x\x00", "y"])]
+    assert prefix_lengths(last_nul, ctypes, 2).tolist() == [1 + 2 + 2, 1 + 2 + 1]
+    assert prefix_lengths(last_nul, ctypes, 1).tolist() == [1, 1]

@@ -108,3 +108,80 @@ def test_buckets_of_repeating_and_distinct_values_match_the_scalar_hash(distinct
     pairs = {(a, b) for a, b in zip(t["a"].to_pylist(), t["b"].to_pylist())}
     want = {k: murmur2_64_bytes(encode_key(list(k), [at, bt]), 3) % 7 for k in pairs}
     assert got.tolist() == [want[(a, b)] for a, b in zip(t["a"].to_pylist(), t["b"].to_pylist())]
+
+
+@pytest.mark.parametrize("hash_cols,a_values", [(["a", "b"], ["k1", "k22", "host-3"]), (["a"], ["k1", "k22"]),
+                                                (["a", "b", "c"], ["x", "yy"]), (["b"], ["k1"]),
+                                                (["a", "b"], ["k\x001", "k2"])])
+def test_buckets_from_encoded_keys_match_the_scalar_hash(hash_cols, a_values):
+    """Given the rows' encoded keys, a level on a key prefix hashes a prefix of each key (no
+    second encoding); a level on other columns, or a string with a 00 byte, encodes its own.
+    Either way every bucket is the spec's: MurmurHash2_64 of the level's own encoding."""
+    from tableformat.keyencoder import encode_keys
+    s = schema()
+    p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(hash_cols, 5, seed=11)],
+                                   range=tf.RangePartition(["a", "b", "c"], splits=[("k2", 0, 0)])), s)
+    rng = np.random.default_rng(9)
+    n = 3000
+    t = pa.table({"a": np.array(a_values, dtype=object)[rng.integers(0, len(a_values), n)].tolist(),
+                  "b": pa.array(rng.integers(-3, 3, n), pa.int32()),
+                  "c": pa.array(rng.integers(-10**12, 10**12, n), pa.int64()), "v": pa.nulls(n, pa.float64())})
+    kc = s.key_columns
+    keys = encode_keys([t.column(c.name) for c in kc], [c.type for c in kc])
+    ordinal, _ = p.assign(s, t, keys=keys)
+    assert ordinal.tolist() == p.assign(s, t)[0].tolist()
+    types = [s.column(c).type for c in hash_cols]
+    for i in range(0, n, 97):
+        row = [t[c][i].as_py() for c in hash_cols]
+        range_pos = 0 if (t["a"][i].as_py(), t["b"][i].as_py(), t["c"][i].as_py()) < ("k2", 0, 0) else 1
+        assert ordinal[i] == range_pos * 5 + murmur2_64_bytes(encode_key(row, types), 11) % 5
+
+
+@pytest.mark.parametrize("run", [1, 3, 50])
+def test_buckets_of_rows_in_runs_match_the_scalar_hash(run):
+    """Rows in runs of equal hash-column values (a time series' rows together) hash each run
+    once; short runs hash every row. The buckets are the spec's either way."""
+    from tableformat.keyencoder import encode_keys
+    s = schema()
+    p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a", "b"], 7, seed=3)]), s)
+    rng = np.random.default_rng(6)
+    n = 30_000
+    series = np.arange(n) // run
+    t = pa.table({"a": [f"h{x % 101}" for x in series], "b": pa.array(series % 13 - 6, pa.int32()),
+                  "c": pa.array(rng.integers(0, 10**9, n), pa.int64()), "v": pa.nulls(n, pa.float64())})
+    kc = s.key_columns
+    keys = encode_keys([t.column(c.name) for c in kc], [c.type for c in kc])
+    got = p.bucket_of(s, t, p.hash_levels[0], keys)
+    from tableformat.partition import _run_starts
+    assert (_run_starts([t["a"], t["b"]]) is None) == (run < 4)        # which way it went
+    at, bt = s.column("a").type, s.column("b").type
+    pairs = set(zip(t["a"].to_pylist(), t["b"].to_pylist()))
+    want = {k: murmur2_64_bytes(encode_key(list(k), [at, bt]), 3) % 7 for k in pairs}
+    assert got.tolist() == [want[(a, b)] for a, b in zip(t["a"].to_pylist(), t["b"].to_pylist())]
+
+
+@pytest.mark.parametrize("types,values", [
+    (["int8", "int32"], lambda rng, n: [rng.integers(-128, 128, n), rng.integers(-2**31, 2**31, n)]),
+    (["int64"], lambda rng, n: [rng.integers(-2**63, 2**63 - 1, n, dtype=np.int64)]),
+    (["int16", "int16", "int16"], lambda rng, n: [rng.integers(-3, 3, n) for _ in range(3)]),
+])
+def test_fixed_width_range_keys_compare_as_numbers_like_the_encoding(types, values):
+    """A range key of fixed-width columns up to 8 bytes is compared as a number; every row
+    lands in the partition its encoded key (bytewise) falls in."""
+    cols = [tf.Column(f"k{i}", t) for i, t in enumerate(types)]
+    s = tf.Schema(cols + [tf.Column("v", "int8", nullable=True)], primary_key=[c.name for c in cols])
+    rng = np.random.default_rng(len(types))
+    n = 5000
+    vals = values(rng, n)
+    t = pa.table({c.name: pa.array(v, s.column(c.name).type.arrow()) for c, v in zip(cols, vals)})
+    t = t.append_column("v", pa.nulls(n, pa.int8()))
+    splits = sorted({tuple(int(v[i]) for v in vals) for i in rng.integers(0, n, 6)})
+    p = resolve(tf.PartitionSchema(range=tf.RangePartition([c.name for c in cols],
+                                                           bounds=[(splits[0], None)], splits=splits[1:])), s)
+    pos, _ = p.assign(s, t, strict=False)
+    ctypes = [c.type for c in s.key_columns]
+    bounds = [encode_key(list(b), ctypes) for b in splits]
+    for i in range(n):
+        key = encode_key([int(v[i]) for v in vals], ctypes)
+        want = -1 if key < bounds[0] else sum(key >= b for b in bounds) - 1
+        assert pos[i] == want

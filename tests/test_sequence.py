@@ -230,6 +230,24 @@ def test_fragment_restarts_when_a_concurrent_update_changed_the_sequence(t):
     assert t.upsert(batch([1], ["mine"], [15])).ignored == 1    # planned again: now stale
 
 
+def test_fragment_restarts_when_a_merge_moved_the_rows_and_the_sequence_changed(t):
+    """A merging compaction rewrote the rowset whose sequences the upsert compared, then a newer
+    sequence landed on its output: not visible by rowid, so the fragment plans again."""
+    more = list(range(4, 20))
+    t.insert(pa.table({"id": more, "value": ["d"] * len(more), "lsn": [10] * len(more),
+                       "score": [4.0] * len(more)}))
+    frag = t.snapshot().write_mutation(batch([1], ["mine"], [15]), op="upsert")
+    for tablet in {r.tablet for r in t.state.rowsets.values()}:
+        ids = tuple(r.id for r in t.state.rowsets.values() if r.tablet == tablet)
+        assert len(ids) == 2
+        t.compact_action(tf.CompactionAction("merge", tablet, ids, 1.0, "test", 0))
+    t.upsert(batch([1], ["theirs"], [20]))
+    v = t.version
+    with pytest.raises(tf.RestartRequired):
+        t.commit_fragments([frag])
+    assert t.version == v and rows(t)[1] == ("theirs", 20)
+
+
 def test_fragment_rebases_over_an_update_of_another_row(t):
     frag = t.snapshot().write_mutation(batch([1], ["mine"], [15]), op="upsert")
     t.update(batch([2], ["z"], [30]))                   # another row of the same rowsets

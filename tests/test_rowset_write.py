@@ -1,0 +1,160 @@
+"""Writing a rowset's files (base data, PK index, bloom filter): what a bulk load does."""
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import tableformat as tf
+from tableformat.cfile_set import _footer_min_max, column_stats, footer_chunks
+from tableformat.diskrowset import write_base_file
+from tableformat.storage import Storage
+
+
+def _strings(rng, n, alphabet):
+    return [None if rng.random() < 0.2 else "".join(rng.choice(alphabet, int(rng.integers(0, 6))))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("kind", ["string", "varchar(8)", "binary"])
+def test_string_stats_from_the_footer_equal_a_pass_over_the_values(tmp_path, kind):
+    """String and binary min/max come from the Parquet footer the writer computed: the same
+    as Arrow's min_max over the values (bytes compared unsigned: 00, 7f, 80, ff, non-ASCII),
+    with NULLs, row groups that are all NULL, and a column all NULL."""
+    rng = np.random.default_rng(1)
+    alphabet = ["\x00", "a", "z", "\x7f", "\x80", "\u00e9", "\u4e2d", "\U0001f600"]
+    n, rg = 4000, 256
+    values = _strings(rng, n, alphabet)
+    values[512:1024] = [None] * 512                         # two row groups all NULL
+    if kind == "binary":
+        values = [None if v is None else v.encode("utf-8") + bytes([0xFF, 0x00][len(v) % 2:]) for v in values]
+    cols = [tf.Column("s", kind, nullable=True, id=0), tf.Column("nothing", kind, nullable=True, id=1),
+            tf.Column("i", "int64", nullable=True, id=2)]
+    arr = pa.array(values, cols[0].arrow_type)
+    arrays = [arr, pa.nulls(n, cols[1].arrow_type), pa.array(rng.integers(-5, 5, n))]
+    ref, stats = write_base_file(Storage(str(tmp_path)), "r", cols, arrays, rg)
+    assert stats == {c.id: column_stats(c, a) for c, a in zip(cols, arrays)}
+    footer = pq.read_metadata(str(tmp_path / ref.path))               # the footer does hold them
+    assert _footer_min_max(footer_chunks(footer, 0)) == (pc.min_max(arr)["min"].as_py(), pc.min_max(arr)["max"].as_py())
+    assert stats[0]["min"] is not None and stats[0]["nulls"] == arr.null_count
+    assert stats[1] == {"nulls": n}
+
+
+def test_stats_of_very_long_strings_fall_back_to_the_values(tmp_path):
+    """Parquet writes no min/max for a chunk with a value over 4 KiB: min and max are then
+    computed from the values, and (over 256 bytes) left out as before."""
+    col = tf.Column("s", "string", nullable=True, id=0)
+    storage = Storage(str(tmp_path))
+    arr = pa.array(["b", "m" * 5000, None, "a"] * 50)
+    _, stats = write_base_file(storage, "r", [col], [arr], 64)
+    assert stats == {0: column_stats(col, arr)} == {0: {"nulls": 50}}
+    arr = pa.array(["b", "c", None, "a"] * 50)
+    _, stats = write_base_file(storage, "r", [col], [arr], 64)
+    assert stats == {0: {"nulls": 50, "min": "a", "max": "c"}}
+
+
+def _schema():
+    return tf.Schema([tf.Column("k", "string"), tf.Column("n", "int64"), tf.Column("v", "double", nullable=True)],
+                     primary_key=["k", "n"])
+
+
+def _rows(n, start=0):
+    i = np.arange(start, start + n)
+    return pa.table({"k": pa.array([f"key-{x % 97:03d}" for x in i]), "n": pa.array(i),
+                     "v": pa.array(i * 0.5)})
+
+
+def _files(root):
+    import os
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+                  if "tablets" in d)
+
+
+def test_a_failed_file_write_on_one_worker_leaves_no_file_of_any_worker(tmp_path):
+    """One rowset's PK index fails to write while the other workers are still writing: the
+    insert raises the storage's error only once every task has stopped, so the cleanup sees
+    (and deletes) every file written, and the table is unchanged."""
+    import threading
+    import time
+    root = str(tmp_path / "t")
+    t = tf.create_table(root, _schema(), partitioning=tf.PartitionSchema(hash=[tf.HashPartition(["k"], 4)]))
+    t.insert(_rows(1000))
+    before = t.scan().to_arrow().sort_by("n")
+    files_before = _files(root)
+    failed = threading.Event()
+
+    def hook(step, path):
+        if step != "write":
+            return
+        if path.endswith("pkindex.parquet") and not failed.is_set():
+            failed.set()
+            raise OSError(28, "No space left on device")
+        if failed.is_set() or "base-" in path:
+            time.sleep(0.3)                       # the other workers are still busy writing
+
+    t._storage.fault_hook = hook
+    with pytest.raises(OSError, match="No space left"):
+        t.insert(_rows(40_000, start=1000))
+    t._storage.fault_hook = None
+    time.sleep(1.0)                               # anything still running would have written by now
+    assert failed.is_set()
+    assert _files(root) == files_before
+    fresh = tf.open_table(root)
+    assert fresh.version == t.version and fresh.scan().to_arrow().sort_by("n").equals(before)
+    assert fresh.check().ok
+
+
+def test_bad_input_found_on_one_worker_raises_a_typed_error_and_changes_nothing(tmp_path):
+    """A key over the 16 KiB limit in the last of many routing chunks (each on a worker)
+    raises CellTooLargeError; nothing is written."""
+    root = str(tmp_path / "t")
+    t = tf.create_table(root, _schema(), partitioning=tf.PartitionSchema(hash=[tf.HashPartition(["k"], 4)]))
+    t.insert(_rows(100))
+    rows = _rows(300_000, start=100)
+    k = rows.column("k").to_pylist()
+    k[-1] = "x" * 20_000
+    rows = rows.set_column(0, "k", pa.array(k))
+    with pytest.raises(tf.CellTooLargeError, match="16 KiB"):
+        t.insert(rows)
+    assert tf.open_table(root).version == t.version and t.scan().count() == 100
+    assert len(_files(root)) == 3 * len(t.inspect("rowsets"))
+
+
+def _runs(rng, shape):
+    """Keys in various orders: sorted, reversed, random, sorted runs in random order (apart,
+    overlapping, or meeting at an equal key), repeats."""
+    base = [b"k%05d" % i for i in range(4000)]
+    if shape == "sorted":
+        return base
+    if shape == "reversed":
+        return base[::-1]
+    if shape == "random":
+        return [base[i] for i in rng.permutation(len(base))]
+    if shape == "repeats":
+        return [base[i] for i in rng.integers(0, 500, 4000)]
+    runs = [base[i:i + 100] for i in range(0, 4000, 100)]
+    if shape == "runs":
+        return [x for j in rng.permutation(len(runs)) for x in runs[j]]
+    if shape == "overlapping":
+        return [x for j in rng.permutation(len(runs)) for x in runs[j]] + base[50::200]
+    if shape == "touching":          # a run's last key is the next run's first: a repeat across runs
+        runs = [base[i:i + 101] for i in range(0, 4000, 100)]
+        return [x for j in rng.permutation(len(runs)) for x in runs[j]]
+    raise ValueError(shape)
+
+
+@pytest.mark.parametrize("shape", ["sorted", "reversed", "random", "repeats", "runs", "overlapping", "touching"])
+def test_tablet_keys_in_order_match_a_stable_sort(shape):
+    """Whatever the input order (already sorted, a few sorted runs, anything), a tablet's rows
+    come out as a stable sort by key puts them, repeats marked after their first."""
+    from tableformat.writer import sorted_tablet_keys
+    rng = np.random.default_rng(len(shape))
+    keys = _runs(rng, shape)
+    rows = np.arange(len(keys)) * 3 + 7                     # ascending batch row numbers
+    got_rows, got_keys, dup = sorted_tablet_keys(pa.array(keys, pa.binary()), rows)
+    order = sorted(range(len(keys)), key=lambda i: (keys[i], i))
+    assert got_rows.tolist() == rows[order].tolist()
+    assert got_keys.to_pylist() == [keys[i] for i in order]
+    want_keys = [keys[i] for i in order]
+    assert dup.tolist() == [i > 0 and want_keys[i] == want_keys[i - 1] for i in range(len(keys))]
+
