@@ -131,7 +131,7 @@ class SplitBlockBloomFilter:
 
     @staticmethod
     def build(keys: pa.Array) -> "SplitBlockBloomFilter":
-        return SplitBlockBloomFilter.from_hashes(murmur2_64(keys, SEED) if len(keys) else np.zeros(0, np.uint64))
+        return SplitBlockBloomFilter.from_hashes(murmur2_64(keys, SEED))
 
     @staticmethod
     def from_hashes(h: np.ndarray) -> "SplitBlockBloomFilter":
