@@ -22,7 +22,6 @@ behind the history horizon that needs UNDO records. `path="native"` refuses to f
 from __future__ import annotations
 
 import logging
-import zlib
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
@@ -141,31 +140,26 @@ def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) 
     groups: dict[tuple, list[tuple[set, list]]] = {}
     for rs in rowsets:
         shape = (tuple(tuple(i for i, _ in b.columns) for b in rs.base), rs.missing, rs.clean)
-        crc = None if rs.clean else _crc(rs)
+        high = None if rs.clean else _key_high(rs)
         subs = groups.setdefault(shape, [])
         for taken, members in subs:
-            if crc not in taken:
+            if high not in taken:
                 break
         else:
             taken, members = set(), []
             subs.append((taken, members))
-        if crc is not None:
-            taken.add(crc)
+        if high is not None:
+            taken.add(high)
         members.append(rs)
     return [_read_group(spark, storage, plan, shape, members) for shape, subs in groups.items() for _, members in subs]
 
 
-def _file_key(name: str) -> str:
-    """SQL: the high half of a base row's join key, `crc32(file name) << 32`; the row index is
-    the low half (rowsets have fewer than 2^32 rows, MAX_JOIN_ROWS). Spark joins on one long
-    fast and on a (path string, long) pair slowly."""
-    return f"shiftleft(crc32({name}), 32)"
-
-
-def _crc(rs) -> int:
-    """Spark's `crc32` of the rowset's first base file name (zlib's): rowsets read by one scan
-    must differ in it, so that a key names one row of one file."""
-    return zlib.crc32(rs.base[0].path.rsplit("/", 1)[-1].encode())
+def _key_high(rs) -> int:
+    """The high half of a base row's join key: the size of its rowset's first base file (the
+    low half is the row index; rowsets have fewer than MAX_JOIN_ROWS rows). A per-file number
+    Spark has for free, where a file name or path costs a string per row. Rowsets read by one
+    scan must differ in it, so that a key names one row of one file."""
+    return rs.base[0].size & 0xFFFFFFFF
 
 
 def _q(name: str) -> str:
@@ -191,7 +185,11 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         if len(positions) > 1:   # column groups: their rows meet on (rowset id, the directory they share; row)
             keys += [f"{_rowset_of(fp)} AS {_RS}", f"_metadata.row_index AS {_ROW}"]
         if not clean and pos == 0:
-            keys += [f"{_file_key('_metadata.file_name')} | _metadata.row_index AS {_KEY}"]
+            # (_key_high) and the file's size checked against the log's (specs §8.2)
+            sizes = ", ".join(f"{rs.base[0].size}L" for rs in rowsets)
+            keys += [f"CASE WHEN _metadata.file_size IN ({sizes}) THEN shiftleft(_metadata.file_size, 32) "
+                     f"| _metadata.row_index ELSE raise_error(concat({fp}, ' does not have the size the table log "
+                     f"recorded: it was replaced or is corrupt')) END AS {_KEY}"]
         if keys:
             df = df.selectExpr(*[f"c{i}" for i in ids], *keys)
         base = df if base is None else base.join(df, [_RS, _ROW])
@@ -201,7 +199,7 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         deltas, updated, deletes = _delta_changes(spark, storage, plan, rowsets)
         if sum(f.size for rs in rowsets for f in rs.redo) <= _BROADCAST_DELTA_BYTES:
             deltas = F.broadcast(deltas)     # base rows stay where they are: no shuffle of the big side
-        # one long key per row (_file_key)
+        # one long key per row (_key_high): Spark joins on a long fast, on a (path, long) pair slowly
         base = base.join(deltas, F.expr(f"{_KEY} = {_DKEY}"), "left")
         if deletes:
             base = base.where("NOT coalesce(__deleted, false)")
@@ -215,7 +213,7 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
 
 
 def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
-    """Per changed row: the base side's join key (_file_key), for each updated column read the
+    """Per changed row: the base side's join key (_key_high), for each updated column read the
     newest value and whether it changed, and (if any file deletes) whether the row is deleted.
     Newest = greatest (file rank, record timestamp). Returns (changes, updated ids, deletes)."""
     read_ids = {c.id for c in plan.read_columns}
@@ -227,17 +225,17 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
     for cid in updated:
         ddl += [f"u{cid} boolean", f"c{cid} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
     d = spark.read.schema(", ".join(ddl)).parquet(*[_jvm_path(storage, f.path) for _, f in files])
-    # each file's rank, commit time and its rowset's base file name, by "<rowset id>/<file name>"
-    # (ids and names are hex and fixed words: safe in SQL text)
+    # each file's rank, commit time and its rowset's key (_key_high), by "<rowset id>/<file name>"
+    # (ids and names are hex: safe in SQL text)
     info = "map(" + ", ".join(
         f"'{rs.id}/{f.path.rsplit('/', 1)[-1]}', named_struct('o', {f.order}, 'm', {f.max_ts}L, "
-        f"'b', '{rs.base[0].path.rsplit('/', 1)[-1]}')" for rs, f in files) + ")"
+        f"'s', {rs.base[0].size}L)" for rs, f in files) + ")"
     fp = "_metadata.file_path"
     op = "op" if deletes else f"{_UPDATE}Y"
     d = d.selectExpr("rowid", f"{op} AS op", *([] if simple else ["ts"]),
                      *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
                      f"element_at({info}, substring_index({fp}, '/', -2)) AS i")
-    key = [f"{_file_key('i.b')} | rowid AS {_DKEY}"]
+    key = [f"shiftleft(i.s, 32) | rowid AS {_DKEY}"]
     if simple:
         # one commit's REDO file per rowset holds at most one record per row (§9): the records
         # are the changes, no aggregation (and no shuffle) needed
