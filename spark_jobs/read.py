@@ -230,20 +230,23 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
     info = "map(" + ", ".join(
         f"'{rs.id}/{f.path.rsplit('/', 1)[-1]}', named_struct('o', {f.order}, 'm', {f.max_ts}L, "
         f"'s', {rs.base[0].size}L)" for rs, f in files) + ")"
-    fp = "_metadata.file_path"
-    op = "op" if deletes else f"{_UPDATE}Y"
-    d = d.selectExpr("rowid", f"{op} AS op", *([] if simple else ["ts"]),
-                     *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
-                     f"element_at({info}, substring_index({fp}, '/', -2)) AS i")
-    key = [f"shiftleft(i.s, 32) | rowid AS {_DKEY}"]
+    info = f"element_at({info}, substring_index(_metadata.file_path, '/', -2))"
+
+    def key(i: str) -> str:
+        return f"shiftleft({i}.s, 32) | rowid AS {_DKEY}"
+
     if simple:
         # one commit's REDO file per rowset holds at most one record per row (§9): the records
-        # are the changes, no aggregation (and no shuffle) needed
-        return d.selectExpr(*key, *([f"op = {_DELETE} AS __deleted"] if deletes else []),
-                            *[f"coalesce(u{cid}, false) AND op != {_DELETE} AS __u{cid}" for cid in updated],
+        # are the changes, no aggregation (and no shuffle) needed; one projection
+        changed = "" if not deletes else f" AND op != {_DELETE}"
+        return d.selectExpr(key(info), *([f"op = {_DELETE} AS __deleted"] if deletes else []),
+                            *[f"coalesce(u{cid}, false){changed} AS __u{cid}" for cid in updated],
                             *[f"c{cid} AS __v{cid}" for cid in updated]), updated, deletes
+    op = "op" if deletes else f"{_UPDATE}Y"
+    d = d.selectExpr("rowid", f"{op} AS op", "ts", *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
+                     f"{info} AS i")
     # a commit's REDO file has no ts column: every record is at its commit time
-    d = d.selectExpr("*", *key, "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
+    d = d.selectExpr("*", key("i"), "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
     if plan.read_ts is not None:
         d = d.where(f"rank.t <= {int(plan.read_ts)}L")
     aggs = [f"max_by(op, CASE WHEN op IN ({_DELETE}, {_REINSERT}) THEN rank END) = {_DELETE} AS __deleted"]
