@@ -9,7 +9,9 @@ Base files are a plain `spark.read.parquet` of the exact files the snapshot refe
 (column pruning, filter pushdown, vectorized decoding), with `c<id>` renamed to the column
 names. Rowsets with pending REDO records get them applied inside the JVM, the way Delta
 applies deletion vectors and Hudi merges by position: the REDO files are read by the same
-reader and joined to base rows on (rowset, `_metadata.row_index`); the newest change per
+reader (only the columns read, a delete flag only when some file deletes) and broadcast-joined
+to base rows on one long, `base file size << 32 | _metadata.row_index` (Spark has the size per
+file for free; a path string per row costs several times the scan); the newest change per
 (rowset, rowid, column) wins and deleted rows are dropped. Rowsets without deltas are never
 joined. The rules are specs/format.md §9.4; the engine gives the recipe (`Snapshot.read_plan`).
 
