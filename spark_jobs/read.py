@@ -222,7 +222,9 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
     files = [(rs, f) for rs in rowsets for f in rs.redo]
     updated = sorted({u for _, f in files for u in f.updates} & read_ids)
     deletes = any(f.deletes for _, f in files)
-    simple = all(len(rs.redo) == 1 and not rs.redo[0].has_ts_column for rs in rowsets)
+    # one file per rowset whose records all carry its commit time, none after the cut
+    simple = all(len(rs.redo) == 1 and not rs.redo[0].has_ts_column
+                 and (plan.read_ts is None or rs.redo[0].max_ts <= plan.read_ts) for rs in rowsets)
     ddl = ["rowid bigint"] + (["op tinyint"] if deletes else []) + ([] if simple else ["ts bigint"])
     for cid in updated:
         ddl += [f"u{cid} boolean", f"c{cid} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
