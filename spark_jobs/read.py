@@ -9,7 +9,9 @@ Base files are a plain `spark.read.parquet` of the exact files the snapshot refe
 (column pruning, filter pushdown, vectorized decoding), with `c<id>` renamed to the column
 names. Rowsets with pending REDO records get them applied inside the JVM, the way Delta
 applies deletion vectors and Hudi merges by position: the REDO files are read by the same
-reader and joined to base rows on (rowset, `_metadata.row_index`); the newest change per
+reader (only the columns read, a delete flag only when some file deletes) and broadcast-joined
+to base rows on one long, `base file size << 32 | _metadata.row_index` (Spark has the size per
+file for free; a path string per row costs several times the scan); the newest change per
 (rowset, rowid, column) wins and deleted rows are dropped. Rowsets without deltas are never
 joined. The rules are specs/format.md §9.4; the engine gives the recipe (`Snapshot.read_plan`).
 
@@ -33,11 +35,14 @@ log = logging.getLogger(__name__)
 
 PATHS = ("auto", "native", "python")
 _RS, _ROW = "__tf_rowset", "__tf_row"
-_DELETE, _REINSERT = 2, 3
+_KEY, _DKEY = "__tf_key", "__d_key"
+_UPDATE, _DELETE, _REINSERT = 1, 2, 3
 # page CRCs are part of the format (specs/format.md §5): the JVM reader checks them too
 _VERIFY_CONF = "parquet.page.verify-checksum.enabled"
 # REDO files up to this size (compressed, as the log records them) are broadcast to the base scan
 _BROADCAST_DELTA_BYTES = 32 << 20
+# a rowset with deltas is joined on a long of (its file, its row index): 32 bits each
+MAX_JOIN_ROWS = 1 << 32
 
 
 def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | None = None,
@@ -65,7 +70,8 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     scheme_reason = _jvm_unreadable(storage, jvm_schemes)
     native, fallback, reasons = [], [], Counter()
     for rs in plan.rowsets:
-        why = "path='python' was asked for" if path == "python" else scheme_reason or rs.reason
+        why = "path='python' was asked for" if path == "python" else scheme_reason or rs.reason or (
+            f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS else None)
         if why:
             fallback.append(rs)
             reasons[why] += 1
@@ -129,14 +135,33 @@ def _col(name: str):
 
 def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> list:
     """One DataFrame per rowset shape (which file provides which column, which columns are
-    missing, with or without deltas): rowsets alike are read by one Parquet scan per file."""
+    missing, with or without deltas): rowsets alike are read by one Parquet scan per file.
+    Rowsets with deltas are further split so that no two in one scan share a file key."""
     if spark.conf.get(_VERIFY_CONF, None) is None:     # session confs reach the readers' Hadoop conf
         spark.conf.set(_VERIFY_CONF, "true")
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple, list[tuple[set, list]]] = {}
     for rs in rowsets:
         shape = (tuple(tuple(i for i, _ in b.columns) for b in rs.base), rs.missing, rs.clean)
-        groups.setdefault(shape, []).append(rs)
-    return [_read_group(spark, storage, plan, shape, members) for shape, members in groups.items()]
+        high = None if rs.clean else _key_high(rs)
+        subs = groups.setdefault(shape, [])
+        for taken, members in subs:
+            if high not in taken:
+                break
+        else:
+            taken, members = set(), []
+            subs.append((taken, members))
+        if high is not None:
+            taken.add(high)
+        members.append(rs)
+    return [_read_group(spark, storage, plan, shape, members) for shape, subs in groups.items() for _, members in subs]
+
+
+def _key_high(rs) -> int:
+    """The high half of a base row's join key: the size of its rowset's first base file (the
+    low half is the row index; rowsets have fewer than MAX_JOIN_ROWS rows). A per-file number
+    Spark has for free, where a file name or path costs a string per row. Rowsets read by one
+    scan must differ in it, so that a key names one row of one file."""
+    return rs.base[0].size & 0xFFFFFFFF
 
 
 def _q(name: str) -> str:
@@ -153,26 +178,33 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
     from pyspark.sql import functions as F
     positions, missing, clean = shape
     schema = plan.schema
-    keyed = len(positions) > 1 or not clean
+    fp = "_metadata.file_path"
     base = None
     for pos, ids in enumerate(positions):
         ddl = ", ".join(f"c{i} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
         df = spark.read.schema(ddl).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
-        if keyed:
-            # one column group: the file itself is the rowset (no per-row string work);
-            # several: their rows meet on the rowset id, the directory they share
-            fp = "_metadata.file_path"
-            df = df.selectExpr(*[f"c{i}" for i in ids], f"{_rowset_of(fp) if len(positions) > 1 else fp} AS {_RS}",
-                               f"_metadata.row_index AS {_ROW}")
-        base = df if base is None else base.join(df, [_RS, _ROW])   # column groups: same rowset, same row
+        keys = []
+        if len(positions) > 1:   # column groups: their rows meet on (rowset id, the directory they share; row)
+            keys += [f"{_rowset_of(fp)} AS {_RS}", f"_metadata.row_index AS {_ROW}"]
+        if not clean and pos == 0:
+            # (_key_high) and the file's size checked against the log's (specs §8.2)
+            sizes = ", ".join(f"{rs.base[0].size}L" for rs in rowsets)
+            keys += [f"CASE WHEN _metadata.file_size IN ({sizes}) THEN shiftleft(_metadata.file_size, 32) "
+                     f"| _metadata.row_index ELSE raise_error(concat({fp}, ' does not have the size the table log "
+                     f"recorded: it was replaced or is corrupt')) END AS {_KEY}"]
+        if keys:
+            df = df.selectExpr(*[f"c{i}" for i in ids], *keys)
+        base = df if base is None else base.join(df, [_RS, _ROW])
     cols = {c.id: f"c{c.id}" for c in plan.read_columns if c.id not in missing}
+    updated = []
     if not clean:
-        deltas, updated = _delta_changes(spark, storage, plan, rowsets, by_rowset_id=len(positions) > 1)
+        deltas, updated, deletes = _delta_changes(spark, storage, plan, rowsets)
         if sum(f.size for rs in rowsets for f in rs.redo) <= _BROADCAST_DELTA_BYTES:
             deltas = F.broadcast(deltas)     # base rows stay where they are: no shuffle of the big side
-        base = base.join(deltas, [_RS, _ROW], "left").where("NOT coalesce(__deleted, false)")
-    else:
-        updated = []
+        # one long key per row (_key_high): Spark joins on a long fast, on a (path, long) pair slowly
+        base = base.join(deltas, F.expr(f"{_KEY} = {_DKEY}"), "left")
+        if deletes:
+            base = base.where("NOT coalesce(__deleted, false)")
     if missing:   # rows written before the column was added: its read default
         base = base.select("*", *[F.lit(c.read_default).cast(spark_type(c.type)).alias(f"c{c.id}")
                                   for c in plan.read_columns if c.id in missing])
@@ -182,45 +214,52 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
     return base.selectExpr(*[f"{cols[c.id]} AS {_q(c.name)}" for c in plan.read_columns])
 
 
-def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list, by_rowset_id: bool):
-    """Per (rowset, rowid): for each updated column the newest value and whether it changed,
-    and whether the row is deleted. Newest = greatest (file rank, record timestamp).
-    The rowset is named as the base side names it: its id, or the path of its base file as
-    Spark spells it (the delta file's directory, which it shares, plus the base file's name)."""
+def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
+    """Per changed row: the base side's join key (_key_high), for each updated column read the
+    newest value and whether it changed, and (if any file deletes) whether the row is deleted.
+    Newest = greatest (file rank, record timestamp). Returns (changes, updated ids, deletes)."""
     read_ids = {c.id for c in plan.read_columns}
-    updated = sorted({u for rs in rowsets for d in rs.redo for u in d.updates} & read_ids)
-    ddl = ["rowid bigint", "op tinyint", "ts bigint"]
+    files = [(rs, f) for rs in rowsets for f in rs.redo]
+    updated = sorted({u for _, f in files for u in f.updates} & read_ids)
+    deletes = any(f.deletes for _, f in files)
+    # one file per rowset whose records all carry its commit time, none after the cut
+    simple = all(len(rs.redo) == 1 and not rs.redo[0].has_ts_column
+                 and (plan.read_ts is None or rs.redo[0].max_ts <= plan.read_ts) for rs in rowsets)
+    ddl = ["rowid bigint"] + (["op tinyint"] if deletes else []) + ([] if simple else ["ts bigint"])
     for cid in updated:
         ddl += [f"u{cid} boolean", f"c{cid} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
-    files = [f for rs in rowsets for f in rs.redo]
-    d = spark.read.schema(", ".join(ddl)).parquet(*[_jvm_path(storage, f.path) for f in files])
-    # each file's rank, commit time and its rowset's base file name, by "<rowset id>/<file name>"
-    # (ids and names are hex and fixed words: safe in SQL text)
+    d = spark.read.schema(", ".join(ddl)).parquet(*[_jvm_path(storage, f.path) for _, f in files])
+    # each file's rank, commit time and its rowset's key (_key_high), by "<rowset id>/<file name>"
+    # (ids and names are hex: safe in SQL text)
     info = "map(" + ", ".join(
         f"'{rs.id}/{f.path.rsplit('/', 1)[-1]}', named_struct('o', {f.order}, 'm', {f.max_ts}L, "
-        f"'b', '{rs.base[0].path.rsplit('/', 1)[-1]}')" for rs in rowsets for f in rs.redo) + ")"
-    fp = "_metadata.file_path"
-    d = d.selectExpr("rowid", "op", "ts", *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
-                     f"element_at({info}, substring_index({fp}, '/', -2)) AS i",
-                     f"{_rowset_of(fp)} AS rowset_id", f"regexp_extract({fp}, '^(.*/)[^/]*$', 1) AS dir")
-    key = "rowset_id" if by_rowset_id else "concat(dir, i.b)"
+        f"'s', {rs.base[0].size}L)" for rs, f in files) + ")"
+    info = f"element_at({info}, substring_index(_metadata.file_path, '/', -2))"
+
+    def key(i: str) -> str:
+        return f"shiftleft({i}.s, 32) | rowid AS {_DKEY}"
+
+    if simple:
+        # one commit's REDO file per rowset holds at most one record per row (§9): the records
+        # are the changes, no aggregation (and no shuffle) needed; one projection
+        changed = "" if not deletes else f" AND op != {_DELETE}"
+        return d.selectExpr(key(info), *([f"op = {_DELETE} AS __deleted"] if deletes else []),
+                            *[f"coalesce(u{cid}, false){changed} AS __u{cid}" for cid in updated],
+                            *[f"c{cid} AS __v{cid}" for cid in updated]), updated, deletes
+    op = "op" if deletes else f"{_UPDATE}Y"
+    d = d.selectExpr("rowid", f"{op} AS op", "ts", *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
+                     f"{info} AS i")
     # a commit's REDO file has no ts column: every record is at its commit time
-    d = d.selectExpr("*", f"{key} AS {_RS}", "rowid AS " + _ROW, "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
+    d = d.selectExpr("*", key("i"), "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
     if plan.read_ts is not None:
         d = d.where(f"rank.t <= {int(plan.read_ts)}L")
-    if all(len(rs.redo) == 1 and not rs.redo[0].has_ts_column for rs in rowsets):
-        # one commit's REDO file per rowset holds at most one record per row (§9): the records
-        # are the changes, no aggregation (and no shuffle) needed
-        return d.selectExpr(_RS, _ROW, f"op = {_DELETE} AS __deleted",
-                            *[f"coalesce(u{cid}, false) AND op != {_DELETE} AS __u{cid}" for cid in updated],
-                            *[f"c{cid} AS __v{cid}" for cid in updated]), updated
     aggs = [f"max_by(op, CASE WHEN op IN ({_DELETE}, {_REINSERT}) THEN rank END) = {_DELETE} AS __deleted"]
     for cid in updated:
         changes = f"coalesce(u{cid}, false) AND op != {_DELETE}"
         aggs += [f"coalesce(max(CASE WHEN {changes} THEN true END), false) AS __u{cid}",
                  f"max_by(c{cid}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
     from pyspark.sql import functions as F
-    return d.groupBy(_RS, _ROW).agg(*[F.expr(a) for a in aggs]), updated
+    return d.groupBy(_DKEY).agg(*[F.expr(a) for a in aggs]), updated, deletes
 
 
 # --- the Python fallback --------------------------------------------------------------

@@ -24,12 +24,13 @@ from .storage import Storage
 
 @dataclass(frozen=True)
 class BaseFilePlan:
-    """One column group of a rowset: the file and the snapshot's columns it provides
-    (column ID -> Parquet field name `c<id>`). Later column groups win, so a column
-    appears in exactly one BaseFilePlan of its rowset."""
+    """One column group of a rowset: the file, its size as the log records it, and the
+    snapshot's columns it provides (column ID -> Parquet field name `c<id>`). Later column
+    groups win, so a column appears in exactly one BaseFilePlan of its rowset."""
 
     path: str                              # relative to the table root
     columns: tuple[tuple[int, str], ...]   # (column id, Parquet field name)
+    size: int = 0                          # bytes; a reader compares it with the file's (§8.2)
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,9 @@ def rowset_plan(state: TableState, rs: RowSetMeta, columns: Sequence[Column]) ->
             by_file.setdefault(ref.path, []).append(c.id)
     for ref in rs.base:              # keep the rowset's column-group order
         if ref.path in by_file:
-            base.append(BaseFilePlan(ref.path, tuple((i, f"c{i}") for i in by_file[ref.path])))
+            base.append(BaseFilePlan(ref.path, tuple((i, f"c{i}") for i in by_file[ref.path]), ref.size))
     if not base:                     # no column read (count(*)) still needs the rows of one file
-        base.append(BaseFilePlan(rs.base[0].path, ()))
+        base.append(BaseFilePlan(rs.base[0].path, (), rs.base[0].size))
     deltas = state.deltas_of(rs.id)
     read_ts = state.read_ts
     redo = []

@@ -91,3 +91,12 @@ def test_behind_the_horizon_needs_undo_and_cuts_redo(tmp_path):
     others = [r for r in plan.rowsets if r.id != rs.id]
     assert others and all(r.native and r.clean for r in others)   # later REDO files are cut away
     assert all(r.native for r in t.snapshot().read_plan().rowsets)
+
+
+def test_base_files_carry_the_size_the_log_records(metrics_table):
+    """A foreign reader may name a base file by its size, checking it (§9.4 rule 8)."""
+    import os
+    metrics_table.insert(metrics_rows(300))
+    for r in metrics_table.snapshot().read_plan(["value"]).rowsets:
+        for b in r.base:
+            assert b.size == os.path.getsize(os.path.join(metrics_table.uri, b.path)) > 0

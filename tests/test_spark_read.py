@@ -250,3 +250,35 @@ def test_empty_table_and_pruned_to_nothing(spark, metrics_table):
     assert df.count() == 0 and df.columns == metrics_schema().names
     metrics_table.insert(metrics_rows(100))
     assert read_table(spark, metrics_table.uri, filter=("host", "=", "nobody")).count() == 0
+
+
+def test_rowsets_whose_join_keys_would_clash_are_read_apart(spark, tmp_path):
+    """Deltas are joined on (base file size << 32 | row index): rowsets with base files of one
+    size are read by separate scans, or each would take the other's changes."""
+    from spark_jobs.read import read_table
+    t = tf.create_table(str(tmp_path / "k"), metrics_schema(), partitioning=metrics_partitioning())
+    data = metrics_rows(8)
+    for i in range(8):                       # one-row rowsets: several base files of one size
+        t.insert(data.slice(i, 1))
+    sizes = [r.base[0].size for r in t.state.rowsets.values()]
+    assert len(set(sizes)) < len(sizes)
+    t.update(keys(data, range(8)).append_column("value", pa.array([float(i) for i in range(8)])))
+    df = read_table(spark, t.uri)
+    assert plan_text(df).count("BroadcastHashJoin") == len(sizes) - len(set(sizes)) + 1
+    same(df, t.scan().to_arrow())
+    assert sorted(r.value for r in read_table(spark, t.uri, columns=["value"]).collect()) == [float(i) for i in range(8)]
+
+
+def test_a_replaced_base_file_with_deltas_is_refused(spark, tmp_path):
+    """The join key holds the base file's size, so the read checks it against the log's (§8.2)."""
+    import pyarrow.parquet as pq
+    from spark_jobs.read import read_table
+    t = tf.create_table(str(tmp_path / "r"), metrics_schema())
+    data = metrics_rows(100)
+    t.insert(data)
+    t.update(keys(data, [3]).append_column("value", pa.array([7.0])))
+    (rs,) = t.state.rowsets.values()
+    path = str(tmp_path / "r" / rs.base[0].path)
+    pq.write_table(pq.read_table(path), path, compression="none")     # same rows, another size
+    with pytest.raises(Exception, match="does not have the size the table log recorded"):
+        read_table(spark, t.uri).collect()
