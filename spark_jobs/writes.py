@@ -341,15 +341,21 @@ def insert_unsorted(uri: str, storage_options: dict | None, version: int, table_
             frags.append(tf.WriteFragment.from_json(json.loads(r["fragment"])))
 
     chunk, size = [], 0
-    for b in batches:
-        if b.num_rows:
-            chunk.append(b)
-            size += b.nbytes
-        if size >= chunk_bytes:
+    try:
+        for b in batches:
+            if b.num_rows:
+                chunk.append(b)
+                size += b.nbytes
+            if size >= chunk_bytes:
+                flush(chunk)
+                chunk, size = [], 0
+        if chunk:
             flush(chunk)
-            chunk, size = [], 0
-    if chunk:
-        flush(chunk)
+    except BaseException:
+        # a failed task reports no files to the driver: its finished chunks' files go here
+        if out["files"]:
+            tf.Storage(uri, storage_options).delete_quietly(out["files"])
+        raise
     if frags:
         out["fragment"] = tf.WriteFragment.combine(frags).to_json()
     return out

@@ -100,8 +100,8 @@ class _ColumnStats:
     def finish(self) -> dict:
         stats = column_stats(self.col, pa.array(self.extremes, self.col.arrow_type))
         stats["nulls"] = self.nulls
-        if "nan" in stats:
-            stats["nan"] = self.nan
+        if "nan" in stats or (self.col.type.kind in ("float", "double") and self.nan):
+            stats["nan"] = self.nan       # an all-NaN column has no extremes, but its NaN count
         return stats
 
 

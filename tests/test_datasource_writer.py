@@ -83,3 +83,17 @@ def test_bad_chunk_size_is_a_typed_error(tmp_path, bad):
     tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
     with pytest.raises(tf.InvalidOptionError, match="write_chunk_bytes"):
         _writer(uri, write_chunk_bytes=bad)
+
+
+def test_a_task_failing_after_its_first_chunk_leaves_no_files(tmp_path):
+    """A failed task reports nothing to the driver: it deletes its finished chunks' files itself
+    (found by the adversarial review)."""
+    uri = str(tmp_path / "m")
+    t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
+    files = table_files(uri)
+    rows = _shuffled(metrics_rows(3000, hosts=30))
+    bad = rows.slice(0, 1).set_column(0, "host", pa.array([None], pa.string()))
+    w = _writer(uri, write_chunk_bytes=rows.nbytes // 4)
+    with pytest.raises(tf.NullValueError):
+        w.write(iter(pa.concat_tables([rows, bad]).to_batches(max_chunksize=300)))
+    assert t.version == 0 and table_files(uri) == files

@@ -224,3 +224,19 @@ def test_streamed_rowsets_on_s3_and_a_failure_leaves_no_object(s3_table_root):
     with pytest.raises(tf.DuplicateKeyError):
         w.write(_rows([299_999, 299_999]))
     assert set(t.storage.fs.find(t.storage.root)) == listed
+
+
+def test_an_all_nan_column_keeps_its_nan_count(tmp_path):
+    """A column of NaN only has no extremes; the streamed stats still count its NaNs, as the
+    one-shot write does (found by the adversarial review)."""
+    schema = tf.Schema([tf.Column("key", "int64"), tf.Column("x", "double")], primary_key="key")
+    n = 3000
+    rows = pa.table({"key": np.arange(n, dtype=np.int64), "x": np.full(n, np.nan)})
+    tables = [tf.create_table(str(tmp_path / name), schema) for name in ("a", "b")]
+    snap = tables[0].snapshot()
+    w = snap.rowset_writer(snap.tablet_ids[0])
+    w.write(rows)
+    tables[0].commit_fragments([w.finish()], "INSERT")
+    tables[1].insert(rows)
+    (a,), (b,) = tables[0].state.rowsets.values(), tables[1].state.rowsets.values()
+    assert a.stats == b.stats and a.stats[schema.column("x").id]["nan"] == n
