@@ -481,15 +481,24 @@ class DataUnchanged(Requirement):
         return REBASE
 
 
+def _tag_after_winners(ctx: Context, name: str) -> bool | None:
+    """Whether the winners leave tag `name` present (True) or absent (False); None: untouched."""
+    last = None
+    for a in ctx.winner_actions:
+        if isinstance(a, (AddTag, RemoveTag)) and a.name == name:
+            last = isinstance(a, AddTag)
+    return last
+
+
 @dataclass(frozen=True)
 class TagAbsent(Requirement):
-    """No winner created a tag of this name (a tag)."""
+    """The winners did not leave a tag of this name (a tag)."""
 
     name: str = ""
     kind: ClassVar[str] = "tag_absent"
 
     def check(self, ctx: Context) -> Verdict:
-        if any(isinstance(a, AddTag) and a.name == self.name for a in ctx.winner_actions):
+        if _tag_after_winners(ctx, self.name):
             return Verdict(Outcome.FAIL, f"tag {self.name!r} was created concurrently",
                            TagExistsError(f"tag {self.name!r} was created concurrently; untag it first"))
         return REBASE
@@ -497,13 +506,13 @@ class TagAbsent(Requirement):
 
 @dataclass(frozen=True)
 class TagPresent(Requirement):
-    """No winner removed the tag (an untag)."""
+    """The winners did not leave the tag removed (an untag; a tag moved meanwhile is still there)."""
 
     name: str = ""
     kind: ClassVar[str] = "tag_present"
 
     def check(self, ctx: Context) -> Verdict:
-        if any(isinstance(a, RemoveTag) and a.name == self.name for a in ctx.winner_actions):
+        if _tag_after_winners(ctx, self.name) is False:
             return Verdict(Outcome.FAIL, f"tag {self.name!r} was removed concurrently",
                            TagNotFoundError(f"tag {self.name!r} was removed concurrently"))
         return REBASE

@@ -9,6 +9,7 @@ import tableformat as tf
 
 from conftest import _norm, metrics_partitioning, metrics_rows, metrics_schema
 from test_undo import kv, merge_all
+from test_undo_adversarial import during_next_commit
 
 KEY = ["host", "metric", "time"]
 
@@ -143,17 +144,6 @@ def test_restore_of_expired_history_is_refused(tmp_path):
     assert t.version == 2
 
 
-def _before_commit(t, action):
-    fired = []
-
-    def hook(step, rel):
-        if step == "commit" and rel.startswith("_log/") and not fired:
-            fired.append(rel)
-            action()
-    t.storage.fault_hook = hook
-    return fired
-
-
 @pytest.mark.parametrize("concurrent", ["merge", "update"])
 def test_restore_against_a_concurrent_write(tmp_path, concurrent):
     """A merging compaction (rowids change) or a data write lands first: restore plans again."""
@@ -167,9 +157,9 @@ def test_restore_against_a_concurrent_write(tmp_path, concurrent):
     t.insert(pa.table({"key": ["new"], "val": [1]}))
     other = tf.open_table(t.uri)
     if concurrent == "merge":
-        fired = _before_commit(t, lambda: merge_all(other))
+        fired = during_next_commit(t, lambda: merge_all(other))
     else:
-        fired = _before_commit(t, lambda: other.update(pa.table({"key": ["k5"], "val": [555]})))
+        fired = during_next_commit(t, lambda: other.update(pa.table({"key": ["k5"], "val": [555]})))
     v0 = t.version
     res = t.restore(target)
     t.storage.fault_hook = None

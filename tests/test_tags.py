@@ -8,6 +8,7 @@ import pytest
 import tableformat as tf
 
 from test_undo import kv, merge_all
+from test_undo_adversarial import during_next_commit
 
 
 def rows(t, as_of=None):
@@ -153,18 +154,6 @@ def test_tag_keeps_history_behind_an_alter(tmp_path):
     assert t.state.history_horizon == 2                        # the version before the ALTER
 
 
-def _hook_once(t, step_prefix, action):
-    """Run `action` once, just before `t` next tries to commit (a concurrent writer that wins)."""
-    fired = []
-
-    def hook(step, rel):
-        if step == "commit" and rel.startswith(step_prefix) and not fired:
-            fired.append(rel)
-            action()
-    t.storage.fault_hook = hook
-    return fired
-
-
 @pytest.mark.parametrize("first", ["tag", "vacuum"])
 def test_tag_against_concurrent_vacuum(tmp_path, first):
     """Whichever commits first, the vacuum deletes nothing the tagged version needs."""
@@ -176,10 +165,10 @@ def test_tag_against_concurrent_vacuum(tmp_path, first):
     want = rows(t, target)
     other = tf.open_table(t.uri)
     if first == "tag":      # the tag lands while the vacuum is about to commit its horizon
-        fired = _hook_once(t, "_log/", lambda: other.tag("pin", as_of=target))
+        fired = during_next_commit(t, lambda: other.tag("pin", as_of=target))
         t.vacuum(retain_seconds=0, grace_seconds=0)
     else:                   # the vacuum runs to its end while the tag is about to commit
-        fired = _hook_once(t, "_log/", lambda: other.vacuum(retain_seconds=0, grace_seconds=0))
+        fired = during_next_commit(t, lambda: other.vacuum(retain_seconds=0, grace_seconds=0))
         t.tag("pin", as_of=target)
     t.storage.fault_hook = None
     assert fired
@@ -196,7 +185,7 @@ def test_concurrent_tags_of_one_name(tmp_path):
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     other = tf.open_table(t.uri)
-    _hook_once(t, "_log/", lambda: other.tag("x", as_of=0))
+    during_next_commit(t, lambda: other.tag("x", as_of=0))
     with pytest.raises(tf.TagExistsError):
         t.tag("x")
     t.storage.fault_hook = None
@@ -246,3 +235,25 @@ def test_check_reports_a_tag_that_does_not_match_the_log(tmp_path):
     t.commit_fragments([bad])
     rep = t.check()
     assert not rep.ok and any("tag 'bad'" in v for v in rep.violations)
+
+
+def test_tag_races_are_judged_by_where_the_winners_leave_the_tag(tmp_path):
+    """An untag racing a move of the tag (untag + tag) still finds it; a tag racing a tag of the
+    name created and removed again finds none: the requirements read the winners in order."""
+    from tableformat.conflicts import Context, Outcome, TagAbsent, TagPresent
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.tag("release")
+    base = t.version
+    t.untag("release")
+    t.tag("release")
+    t.tag("x")
+    t.untag("x")
+
+    def verdict(req, start, end):
+        winners = [t._log.read_commit(v) for v in range(start + 1, end + 1)]
+        return req.check(Context(t.storage, t.state, t.state, winners, [], [])).outcome
+    assert verdict(TagPresent(name="release"), base, base + 2) is Outcome.REBASE      # moved: still there
+    assert verdict(TagPresent(name="release"), base, base + 1) is Outcome.FAIL        # removed
+    assert verdict(TagAbsent(name="x"), base + 2, base + 4) is Outcome.REBASE         # created and removed
+    assert verdict(TagAbsent(name="x"), base + 2, base + 3) is Outcome.FAIL           # created
