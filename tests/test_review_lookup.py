@@ -4,7 +4,8 @@ import pytest
 
 import tableformat as tf
 
-from test_tags import _hook_once, rows
+from test_tags import rows
+from test_undo_adversarial import during_next_commit
 from test_undo import kv, merge_all
 
 
@@ -20,7 +21,7 @@ def test_tag_of_latest_racing_an_update_and_its_undo_gc(tmp_path):
         other.update(pa.table({"key": ["a"], "val": [10]}))
         merge_all(other)
 
-    fired = _hook_once(t, "_log/", race)
+    fired = during_next_commit(t, race)
     try:
         t.tag("pin")
     except tf.HistoryExpiredError:
