@@ -65,6 +65,32 @@ def native_read_rows(spark, work: str, n: int) -> None:
     print(f"{'query':<36} {'read_table':>11} {'parquet':>9} {'throughput':>11}  target")
     for label, d, p, target in rows:
         print(f"{label:<36} {d:10.2f}s {p:8.2f}s {p / d:10.2f}x   >= {target}x")
+    floors(spark, t, uri, files, vid, parquet(f"sum({vid})"))
+
+
+def floors(spark, t, uri, files, vid, baseline) -> None:
+    """What any plan of Spark SQL over these files costs before it applies a single change: the
+    same sum with each base row's (file size, row index) key, and with a broadcast anti-join of
+    that key against the REDO files' keys (membership only, no values). Hand-built plans, not
+    read_table: they bound from below what a positional delta join can reach in Spark SQL."""
+    from pyspark.sql import functions as F
+    redo = {}
+    for rs in t.state.rowsets.values():
+        for d in t.state.deltas_of(rs.id):
+            redo["file://" + os.path.join(uri, d.path)] = rs.base[0].size
+    sizes = "map(" + ", ".join(f"'{p.rsplit('/', 2)[-2]}', {s}L" for p, s in redo.items()) + ")"
+    keyed = lambda: spark.read.schema(f"{vid} double").parquet(*files).selectExpr(
+        vid, "shiftleft(_metadata.file_size, 32) | _metadata.row_index AS k")
+    changed = lambda: spark.read.schema("rowid bigint").parquet(*redo).selectExpr(
+        f"shiftleft(element_at({sizes}, substring_index(substring_index(_metadata.file_path, '/', -2), '/', 1)), 32)"
+        " | rowid AS k")
+    plans = [("floor: sum with a row-index key", lambda: keyed().selectExpr(f"sum({vid})", "max(k)").collect()),
+             ("floor: + anti-join on REDO keys", lambda: keyed().join(F.broadcast(changed()), "k", "left_anti")
+              .selectExpr(f"sum({vid})").collect())]
+    for label, f in plans:
+        f(), baseline()
+        d, p = best(f), best(baseline)
+        print(f"{label:<36} {d:10.2f}s {p:8.2f}s {p / d:10.2f}x")
 
 
 def main() -> None:
