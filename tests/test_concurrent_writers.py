@@ -10,6 +10,9 @@ import pyarrow as pa
 import tableformat as tf
 
 SECONDS = float(os.environ.get("TF_CONCURRENCY_SECONDS", "4"))
+# each worker goes on past its time (up to GRACE more seconds) until it has made this many data
+# commits, so that a loaded machine slows the test down instead of starving it of commits
+MIN_COMMITS, GRACE = 4, 40
 KEYS = [f"k{i:03d}" for i in range(120)]
 
 
@@ -20,13 +23,13 @@ def schema():
 def worker(uri, opts, wid, out_path, seconds, compactor):
     import faulthandler
     import sys
-    faulthandler.dump_traceback_later(seconds + 60, exit=True, file=sys.stderr)   # a hang shows where it is
+    faulthandler.dump_traceback_later(seconds + GRACE + 60, exit=True, file=sys.stderr)   # a hang shows where
     rnd = random.Random(wid)
     t = tf.open_table(uri, storage_options=opts)
     deadline = time.time() + seconds
-    n = 0
+    n = made = 0
     with open(out_path, "w") as out:
-        while time.time() < deadline:
+        while time.time() < deadline or (made < MIN_COMMITS and time.time() < deadline + GRACE):
             n += 1
             if compactor and n % 3 == 0:
                 for r in t.compact():
@@ -44,6 +47,7 @@ def worker(uri, opts, wid, out_path, seconds, compactor):
                 continue        # nothing to do: no commit
             out.write(json.dumps({"version": r.version, "op": op, "keys": keys, "vals": vals}) + "\n")
             out.flush()
+            made += 1
 
 
 def apply(model, rec):
@@ -74,7 +78,7 @@ def run_writers(uri, opts, tmp_path, n=8, seconds=SECONDS):
     for p in procs:
         p.start()
     for p in procs:
-        p.join(seconds + 90)
+        p.join(seconds + GRACE + 90)
         assert p.exitcode == 0
     recs = [json.loads(line) for o in outs for line in open(o)]
     t = tf.open_table(uri, storage_options=opts)
