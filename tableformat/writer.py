@@ -70,11 +70,13 @@ _ROUTE_CHUNK = 1 << 17
 @dataclass
 class Routed:
     """One tablet's share of a batch, as routing found it chunk by chunk: batch row numbers
-    (ascending) and their encoded keys."""
+    (ascending), their encoded keys and, for a key of several columns, their series
+    (`series_ids`)."""
 
     ordinal: int
     rows: list[np.ndarray]
     keys: list[pa.Array]
+    series: list[np.ndarray] | None = None
 
 
 def route(state: TableState, batch: pa.Table) -> list[Routed]:
@@ -87,42 +89,109 @@ def route(state: TableState, batch: pa.Table) -> list[Routed]:
     tablet, so nothing of the whole batch is gathered on one thread."""
     single = len(state.partitioning.tablet_ids()) == 1
 
-    def one(start: int) -> dict[int, tuple[np.ndarray, pa.Array]]:
+    prefix = [c.name for c in state.schema.key_columns[:-1]]
+
+    def one(start: int) -> dict[int, tuple[np.ndarray, pa.Array, np.ndarray | None]]:
         part = batch.slice(start, _ROUTE_CHUNK)
         keys = encoded_keys(state, part)
         ordinal = state.partitioning.assign(state.schema, part, keys=keys)[0]
         if not part.num_rows:
             return {}
+        series = series_ids([part.column(c) for c in prefix], start) if prefix else None
         if single:
-            return {0: (np.arange(start, start + part.num_rows), keys)}
+            return {0: (np.arange(start, start + part.num_rows), keys, series)}
         order = np.argsort(ordinal.astype(np.int16) if ordinal.max(initial=0) < 32768 else ordinal, kind="stable")
         ordinal = ordinal[order]
         keys = keys.take(pa.array(order))
+        series = series[order] if series is not None else None
         cuts = np.r_[0, np.flatnonzero(np.diff(ordinal)) + 1, len(order)]
-        return {int(ordinal[a]): (order[a:b] + start, keys.slice(a, b - a)) for a, b in zip(cuts[:-1], cuts[1:])}
+        return {int(ordinal[a]): (order[a:b] + start, keys.slice(a, b - a),
+                                  series[a:b] if series is not None else None)
+                for a, b in zip(cuts[:-1], cuts[1:])}
 
     found: dict[int, Routed] = {}
     for part in pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK)):
-        for o, (rows, keys) in part.items():
-            r = found.setdefault(o, Routed(o, [], []))
+        for o, (rows, keys, series) in part.items():
+            r = found.setdefault(o, Routed(o, [], [], [] if series is not None else None))
             r.rows.append(rows)
             r.keys.append(keys)
+            if series is not None:
+                r.series.append(series)
     return [found[o] for o in sorted(found)]
 
 
-def sorted_tablet_keys(k: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """One tablet's rows (ascending batch row numbers) and their encoded keys, in key order,
-    and which repeat the key before them.
+def series_ids(prefix: list[pa.ChunkedArray | pa.Array], start: int = 0) -> np.ndarray:
+    """Per row, a number shared by a run of consecutive rows with equal values in `prefix` (the
+    key columns but the last: one time series' rows together), distinct between runs: the first
+    run is `start`, and each new run adds one (rows are `start`, `start` + 1, ... of the batch, so
+    runs of chunks routed apart never share a number)."""
+    n = len(prefix[0])
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        same = None
+        for col in prefix:
+            eq = pc.equal(col.slice(1), col.slice(0, n - 1))
+            same = eq if same is None else pc.and_(same, eq)
+        if isinstance(same, pa.ChunkedArray):
+            same = same.combine_chunks()
+        np.logical_not(same.to_numpy(zero_copy_only=False), out=new[1:])
+    ids = np.cumsum(new, dtype=np.int64)
+    ids += start - 1
+    return ids
 
-    A stable sort keeps batch order among equal keys, so the first one wins.
+
+_MIN_PIECE_ROWS = 16
+
+
+def run_order(k: pa.Array, series: np.ndarray | None = None) -> np.ndarray | None:
+    """The stable key order of `k` (positions) from its sorted runs, or None when they interleave.
+
+    Loads come as sorted runs: one series after another, each in time order, or batches
+    appended one after another, each in key order. Cut the keys into ascending pieces, at each
+    descent and where the series changes (`series_ids`); when no two pieces' key ranges
+    interleave, the order is the pieces laid out by first key: O(n) compares and a sort of
+    the pieces' first keys, where a sort of every key is O(n log n). Equal keys in two pieces
+    keep batch order (the earlier piece first), as a stable sort keeps them."""
+    n = len(k)
+    cut = pc.less(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    if series is not None:
+        cut |= series[1:] != series[:-1]
+    starts = np.flatnonzero(cut)
+    if (len(starts) + 1) * _MIN_PIECE_ROWS > n:
+        return None                              # short pieces: a full sort is cheaper
+    starts = np.r_[0, starts + 1]
+    ends = np.r_[starts[1:], n]
+    by_first = pc.array_sort_indices(k.take(pa.array(starts))).to_numpy()   # stable: ties by start
+    starts, ends = starts[by_first], ends[by_first]
+    if len(starts) > 1:
+        firsts, lasts = k.take(pa.array(starts[1:])), k.take(pa.array(ends[:-1] - 1))
+        apart = pc.less(lasts, firsts).to_numpy(zero_copy_only=False)
+        if not apart.all():
+            tie = pc.equal(lasts, firsts).to_numpy(zero_copy_only=False) & (starts[:-1] < starts[1:])
+            if not (apart | tie).all():
+                return None
+    lens = ends - starts
+    shift = starts - (np.cumsum(lens) - lens)    # a piece's first position less its place in the output
+    return np.arange(n, dtype=np.int64) + np.repeat(shift, lens)
+
+
+def sorted_tablet_keys(k: pa.Array, rows: np.ndarray,
+                       series: np.ndarray | None = None) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """One tablet's rows (ascending batch row numbers) and their encoded keys, in key order,
+    and which repeat the key before them. `series`: the rows' `series_ids`, if known.
+
+    A stable sort keeps batch order among equal keys, so the first one wins. Sorted runs
+    that do not interleave are laid out without a sort (`run_order`).
     """
     dup = np.zeros(len(rows), dtype=bool)
     if len(k) < 2:
         return rows, k, dup
     if pc.all(pc.less(k.slice(0, len(k) - 1), k.slice(1))).as_py():
         return rows, k, dup           # already in key order (a load of sorted data): no sort, no take
-    order = pc.array_sort_indices(k)
-    rows, k = rows[order.to_numpy()], k.take(order)
+    order = run_order(k, series)
+    if order is None:
+        order = pc.array_sort_indices(k).to_numpy()
+    rows, k = rows[order], k.take(pa.array(order))
     dup[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
     return rows, k, dup
 
@@ -160,8 +229,10 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         tablet = tablet_ids[r.ordinal]
         rows = r.rows[0] if len(r.rows) == 1 else np.concatenate(r.rows)
         k = r.keys[0] if len(r.keys) == 1 else pa.concat_arrays(r.keys)
-        r.rows = r.keys = None                     # memory: the pieces go as the tablet is gathered
-        rows, k, dup = sorted_tablet_keys(k, rows)
+        series = None if r.series is None else r.series[0] if len(r.series) == 1 else np.concatenate(r.series)
+        r.rows = r.keys = r.series = None          # memory: the pieces go as the tablet is gathered
+        rows, k, dup = sorted_tablet_keys(k, rows, series)
+        del series
         repeats = rows[dup]
         if dup.any():
             rows, k = rows[~dup], k.filter(pa.array(~dup))

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -260,3 +261,53 @@ def test_key_ordered_input_with_and_without_repeats(tmp_path):
     with pytest.raises(tf.DuplicateKeyError, match=r"2 key\(s\) already exist"):
         t.insert(pa.table({"k": pa.array([7, 8, 9, 10], pa.int64()), "v": ["p", "q", "r", "s"]}))
     assert t.check().ok and t.scan().count() == 2503
+
+
+def _load_orders(n_hosts=40, per_series=60):
+    """Rows of a metrics table in three load orders: one series after another (each in time
+    order), all series at each time point, shuffled."""
+    hosts = [f"h{h:03d}" for h in range(n_hosts)]
+    rows = [(h, m, t) for m in ["mem", "cpu", "disk"] for h in hosts for t in range(per_series)]
+    series = pa.table({"host": [r[0] for r in rows], "metric": [r[1] for r in rows],
+                       "time": pa.array([T0 + r[2] * 1_000_000 for r in rows], pa.timestamp("us", tz="UTC")),
+                       "value": pa.array(np.arange(len(rows), dtype=np.float64))})
+    by_time = series.take(pa.array(sorted(range(len(rows)), key=lambda i: (rows[i][2], i))))
+    shuffled = series.take(pa.array(np.random.default_rng(2).permutation(len(rows))))
+    return {"series": series, "time": by_time, "random": shuffled}
+
+
+def test_every_load_order_writes_the_same_rowsets(tmp_path):
+    """Series one after another are laid out by first key rather than sorted: the rowsets of a
+    load are the same, key for key and row for row, whatever the input order."""
+    got = {}
+    for name, data in _load_orders().items():
+        t = tf.create_table(str(tmp_path / name), metrics_schema(), partitioning=metrics_partitioning())
+        t.insert(data)
+        assert t.check().ok
+        by_tablet = {}
+        for rs in t.state.rowsets.values():
+            keys = read_pk_index(t._storage, rs)
+            assert pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py()
+            by_tablet[rs.tablet] = keys.to_pylist()
+        got[name] = (by_tablet, t.scan(ordered=True).to_arrow().to_pylist())
+    assert got["series"] == got["time"] == got["random"]
+    assert len(got["series"][1]) == 40 * 3 * 60
+
+
+@pytest.mark.parametrize("order", ["series", "time", "random"])
+def test_a_repeated_key_is_found_whatever_the_load_order(tmp_path, order):
+    """A key repeated across series (a series sent twice in part) fails the insert with the same
+    count and first key in every order; insert_ignore keeps its first occurrence in the batch."""
+    data = _load_orders(n_hosts=10, per_series=50)[order]
+    again = data.filter(pc.and_(pc.equal(data["host"], "h004"), pc.equal(data["metric"], "cpu"))).slice(0, 7)
+    again = again.set_column(3, "value", pa.array(np.full(7, -1.0)))
+    batch = pa.concat_tables([data, again])
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
+    with pytest.raises(tf.DuplicateKeyError, match=r"7 key\(s\) appear more than once") as e:
+        t.insert(batch)
+    assert e.value.count == 7 and t.version == 0
+    assert [k["time"] for k in e.value.keys] == sorted(again["time"].to_pylist())[:3]
+    res = t.insert_ignore(batch)
+    assert (res.inserted, res.ignored) == (data.num_rows, 7)
+    got = t.scan(columns=["value"], filter=[("value", "<", 0)]).to_arrow()
+    assert got.num_rows == 0                       # batch order: the first occurrence wins
