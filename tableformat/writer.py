@@ -94,10 +94,10 @@ def route(state: TableState, batch: pa.Table) -> list[Routed]:
     def one(start: int) -> dict[int, tuple[np.ndarray, pa.Array, np.ndarray | None]]:
         part = batch.slice(start, _ROUTE_CHUNK)
         keys = encoded_keys(state, part)
-        ordinal = state.partitioning.assign(state.schema, part, keys=keys)[0]
+        series = series_ids([part.column(c) for c in prefix], start) if prefix and part.num_rows else None
+        ordinal = state.partitioning.assign(state.schema, part, keys=keys, series=series)[0]
         if not part.num_rows:
             return {}
-        series = series_ids([part.column(c) for c in prefix], start) if prefix else None
         if single:
             return {0: (np.arange(start, start + part.num_rows), keys, series)}
         order = np.argsort(ordinal.astype(np.int16) if ordinal.max(initial=0) < 32768 else ordinal, kind="stable")
