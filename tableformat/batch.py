@@ -16,6 +16,7 @@ import pyarrow.types as pat
 
 from .errors import (CellTooLargeError, DecimalOutOfRangeError, InvalidDataError, MissingColumnError,
                      NullValueError, TypeMismatchError, UnknownColumnError)
+from .parallel import pmap
 from .schema import Column, Schema
 from .types import MAX_CELL_BYTES
 
@@ -124,16 +125,20 @@ def prepare(schema: Schema, data: Any, columns: Iterable[str] | None = None) -> 
         raise UnknownColumnError(f"input has column(s) {unknown} that table does not have; "
                                  f"columns are {schema.names}")
     n = t.num_rows
-    arrays, fields = [], []
-    for col in schema.columns:
+
+    def one(col: Column) -> pa.Array:
         if col.name in names:
-            arr = convert_column(t.column(col.name), col)
-        elif col.default is not None:
-            arr = pa.nulls(n, col.arrow_type).fill_null(pa.scalar(col.default, col.arrow_type))
-        elif col.nullable:
-            arr = pa.nulls(n, col.arrow_type)
-        else:
-            raise MissingColumnError(f"input lacks column {col.name!r}, which is not nullable and has no default")
-        arrays.append(arr)
-        fields.append(pa.field(col.name, col.arrow_type, nullable=col.nullable))
+            return convert_column(t.column(col.name), col)
+        if col.default is not None:
+            return pa.nulls(n, col.arrow_type).fill_null(pa.scalar(col.default, col.arrow_type))
+        if col.nullable:
+            return pa.nulls(n, col.arrow_type)
+        raise MissingColumnError(f"input lacks column {col.name!r}, which is not nullable and has no default")
+    # Columns are checked side by side on the worker pool when there are enough rows to pay for
+    # it; a bad column raises as it would alone (the first in schema order).
+    arrays = (pmap if n >= _PARALLEL_ROWS else lambda f, xs: list(map(f, xs)))(one, schema.columns)
+    fields = [pa.field(col.name, col.arrow_type, nullable=col.nullable) for col in schema.columns]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+_PARALLEL_ROWS = 1 << 16

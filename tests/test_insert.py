@@ -311,3 +311,22 @@ def test_a_repeated_key_is_found_whatever_the_load_order(tmp_path, order):
     assert (res.inserted, res.ignored) == (data.num_rows, 7)
     got = t.scan(columns=["value"], filter=[("value", "<", 0)]).to_arrow()
     assert got.num_rows == 0                       # batch order: the first occurrence wins
+
+
+@pytest.mark.parametrize("n", [10, 70_000])
+def test_of_two_bad_columns_the_first_in_schema_order_is_reported(tmp_path, n):
+    """Input columns are checked side by side when there are many rows; the error is still the
+    one a check column by column would raise first, and nothing is written."""
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
+    data = metrics_rows(n)
+    bad_metric = data.set_column(1, "metric", pa.array([None] + data["metric"].to_pylist()[1:], pa.string()))
+    bad_both = bad_metric.set_column(4, "price", pa.array([decimal.Decimal("1e20")] * n, pa.decimal128(38, 2)))
+    with pytest.raises(tf.NullValueError, match="'metric'"):
+        t.insert(bad_both)
+    with pytest.raises(tf.DecimalOutOfRangeError, match="'price'"):
+        t.insert(bad_both.set_column(1, "metric", data["metric"]))
+    with pytest.raises(tf.MissingColumnError, match="'time'"):
+        t.insert(bad_both.drop_columns(["time"]).set_column(1, "metric", data["metric"]))
+    with pytest.raises(tf.NullValueError, match="'metric'"):
+        t.insert(bad_both.drop_columns(["time"]))
+    assert t.version == 0 and t.scan().count() == 0
