@@ -330,3 +330,26 @@ def test_of_two_bad_columns_the_first_in_schema_order_is_reported(tmp_path, n):
     with pytest.raises(tf.NullValueError, match="'metric'"):
         t.insert(bad_both.drop_columns(["time"]))
     assert t.version == 0 and t.scan().count() == 0
+
+
+@pytest.mark.parametrize("precision", [1, 9, 10, 18])
+def test_decimal_digit_check_agrees_with_the_exact_comparison(precision):
+    """The int64 check of decimal(p <= 18) values agrees with comparing |value| to 10^p - 1,
+    at the bounds, beyond int64, behind NULLs (whose bytes are anything), in a slice and in
+    a later block of a long array."""
+    from tableformat.batch import _decimal_digits_fit, _max_decimal
+    col = tf.Column("d", f"decimal({precision},0)", nullable=True)
+    top = 10 ** precision - 1
+    edge = [top, -top, top + 1, -top - 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64, -2 ** 64, 2 ** 100, -2 ** 100, 0, -1]
+
+    def exact(arr):
+        return pc.all(pc.less_equal(pc.abs(arr), _max_decimal(col))).as_py() is not False
+    for v in edge:
+        for lead in (0, 200_000):                  # the value alone, or in the second block of a long array
+            arr = pa.array([0] * lead + [v], pa.decimal128(38, 0))
+            assert _decimal_digits_fit(arr, col) == exact(arr) == (abs(v) <= top), (v, lead)
+    wide = pa.array([2 ** 100, 5, -5, 2 ** 70], pa.decimal128(38, 0))
+    assert _decimal_digits_fit(wide.slice(1, 2), col)                   # a slice sees its own values only
+    hidden = pa.Array.from_buffers(wide.type, 4, [pa.py_buffer(np.packbits([0, 1, 1, 0], bitorder="little")),
+                                                  wide.buffers()[1]])
+    assert hidden.null_count == 2 and _decimal_digits_fit(hidden, col)    # too wide only behind NULLs
