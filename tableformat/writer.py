@@ -112,32 +112,49 @@ def route(state: TableState, batch: pa.Table) -> list[Routed]:
     found: dict[int, Routed] = {}
     for part in pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK)):
         for o, (rows, keys, series) in part.items():
-            r = found.setdefault(o, Routed(o, [], [], [] if series is not None else None))
+            r = found.setdefault(o, Routed(o, [], [], []))
             r.rows.append(rows)
             r.keys.append(keys)
-            if series is not None:
+            if series is None or r.series is None:
+                r.series = None             # a chunk without series numbers: none for the tablet
+            else:
                 r.series.append(series)
     return [found[o] for o in sorted(found)]
 
 
-def series_ids(prefix: list[pa.ChunkedArray | pa.Array], start: int = 0) -> np.ndarray:
+def series_ids(prefix: list[pa.ChunkedArray | pa.Array], start: int = 0) -> np.ndarray | None:
     """Per row, a number shared by a run of consecutive rows with equal values in `prefix` (the
     key columns but the last: one time series' rows together), distinct between runs: the first
     run is `start`, and each new run adds one (rows are `start`, `start` + 1, ... of the batch, so
-    runs of chunks routed apart never share a number)."""
+    runs of chunks routed apart never share a number). None when the first of many rows come in
+    short runs (series interleaved, as in time order): then no run is worth finding."""
     n = len(prefix[0])
+    if n > 2 * _SERIES_SAMPLE:
+        changes = np.count_nonzero(~_same_as_previous([c.slice(0, _SERIES_SAMPLE) for c in prefix]))
+        if (changes + 1) * _MIN_SERIES_ROWS > _SERIES_SAMPLE:
+            return None
     new = np.ones(n, dtype=bool)
     if n > 1:
-        same = None
-        for col in prefix:
-            eq = pc.equal(col.slice(1), col.slice(0, n - 1))
-            same = eq if same is None else pc.and_(same, eq)
-        if isinstance(same, pa.ChunkedArray):
-            same = same.combine_chunks()
-        np.logical_not(same.to_numpy(zero_copy_only=False), out=new[1:])
+        np.logical_not(_same_as_previous(prefix), out=new[1:])
     ids = np.cumsum(new, dtype=np.int64)
     ids += start - 1
     return ids
+
+
+_SERIES_SAMPLE = 4096
+_MIN_SERIES_ROWS = 4      # rows per series on average, below which runs are not numbered
+
+
+def _same_as_previous(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
+    """Per row but the first, whether it equals the row before it in every column."""
+    n = len(columns[0])
+    same = None
+    for col in columns:
+        eq = pc.equal(col.slice(1), col.slice(0, n - 1))
+        same = eq if same is None else pc.and_(same, eq)
+    if isinstance(same, pa.ChunkedArray):
+        same = same.combine_chunks()
+    return same.to_numpy(zero_copy_only=False)
 
 
 _MIN_PIECE_ROWS = 16
@@ -154,11 +171,13 @@ def run_order(k: pa.Array, series: np.ndarray | None = None) -> np.ndarray | Non
     keep batch order (the earlier piece first), as a stable sort keeps them."""
     n = len(k)
     cut = pc.less(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    if (int(np.count_nonzero(cut)) + 1) * _MIN_PIECE_ROWS > n:
+        return None                              # short pieces: a full sort is cheaper
     if series is not None:
         cut |= series[1:] != series[:-1]
     starts = np.flatnonzero(cut)
     if (len(starts) + 1) * _MIN_PIECE_ROWS > n:
-        return None                              # short pieces: a full sort is cheaper
+        return None
     starts = np.r_[0, starts + 1]
     ends = np.r_[starts[1:], n]
     by_first = pc.array_sort_indices(k.take(pa.array(starts))).to_numpy()   # stable: ties by start
