@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .actions import AddRowSet
 from .batch import prepare
 from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
-from .diskrowset import rowset_meta, write_rowset_data, write_rowset_keys
+from .diskrowset import rowset_meta, write_bloom, write_pk_index, write_rowset_data
 from .errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
 from .fragment import WriteFragment
 from .keyencoder import encode_keys
@@ -282,8 +282,8 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
 def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str]) -> list[RowSetMeta]:
     """Write each tablet's rows as rowsets, rolling at the target size.
 
-    A rowset's base data and its keys (PK index + bloom filter) are separate tasks on the
-    worker pool, so even one rowset keeps two cores busy; rows are taken from the batch only
+    A rowset's base data, its PK index and its bloom filter are separate tasks on the worker
+    pool, so even one rowset keeps two cores busy; rows are taken from the batch only
     inside a running task, so at most one rowset's data per worker is in memory at a time.
     """
     target = state.properties["rowset_target_bytes"]
@@ -300,16 +300,20 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
     def run(task):
         kind, (tablet, rows, keys, rowset_id) = task
         rowset_dir = f"tablets/{tablet}/{rowset_id}"
-        if kind == "keys":
-            return write_rowset_keys(storage, rowset_dir, keys, props, written)
+        if kind == "pk_index":
+            return write_pk_index(storage, rowset_dir, keys, props, written)
+        if kind == "bloom":
+            return write_bloom(storage, rowset_dir, keys, written)
         whole = len(rows) == plan.batch.num_rows and np.array_equal(rows, np.arange(len(rows)))
         data = plan.batch if whole else plan.batch.take(pa.array(rows))
         return write_rowset_data(storage, state.schema, rowset_dir, data, props, written)
 
-    # Longer tasks first (every rowset's data, then every rowset's keys), so the workers end
-    # together rather than one finishing a long task alone.
-    done = pmap(run, [(kind, job) for kind in ("data", "keys") for job in jobs])
-    return [rowset_meta(rowset_id, tablet, keys, *done[i], *done[len(jobs) + i])
+    # Longer tasks first (every rowset's data, then its bloom filter, then its PK index), and
+    # the short ones last, so the workers end together rather than one finishing a long task alone.
+    kinds = ("data", "bloom", "pk_index")
+    done = pmap(run, [(kind, job) for kind in kinds for job in jobs])
+    n = len(jobs)
+    return [rowset_meta(rowset_id, tablet, keys, *done[i], done[2 * n + i], done[n + i])
             for i, (tablet, _, keys, rowset_id) in enumerate(jobs)]
 
 
