@@ -157,7 +157,7 @@ def _same_as_previous(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
     return same.to_numpy(zero_copy_only=False)
 
 
-_MIN_PIECE_ROWS = 16
+_MIN_PIECE_ROWS = 16      # rows per piece on average, below which sorting every key is cheaper
 
 
 def run_order(k: pa.Array, series: np.ndarray | None = None) -> np.ndarray | None:
