@@ -70,13 +70,13 @@ _ROUTE_CHUNK = 1 << 17
 @dataclass
 class Routed:
     """One tablet's share of a batch, as routing found it chunk by chunk: batch row numbers
-    (ascending), their encoded keys and, for a key of several columns, their series
-    (`series_ids`)."""
+    (ascending), their encoded keys and, for a key of several columns, which rows start a
+    series (`series_ids`) among the tablet's rows (a byte a row)."""
 
     ordinal: int
     rows: list[np.ndarray]
     keys: list[pa.Array]
-    series: list[np.ndarray] | None = None
+    breaks: list[np.ndarray] | None = None
 
 
 def route(state: TableState, batch: pa.Table) -> list[Routed]:
@@ -99,26 +99,26 @@ def route(state: TableState, batch: pa.Table) -> list[Routed]:
         if not part.num_rows:
             return {}
         if single:
-            return {0: (np.arange(start, start + part.num_rows), keys, series)}
+            return {0: (np.arange(start, start + part.num_rows), keys, series_breaks(series))}
         order = np.argsort(ordinal.astype(np.int16) if ordinal.max(initial=0) < 32768 else ordinal, kind="stable")
         ordinal = ordinal[order]
         keys = keys.take(pa.array(order))
         series = series[order] if series is not None else None
         cuts = np.r_[0, np.flatnonzero(np.diff(ordinal)) + 1, len(order)]
         return {int(ordinal[a]): (order[a:b] + start, keys.slice(a, b - a),
-                                  series[a:b] if series is not None else None)
+                                  series_breaks(series[a:b]) if series is not None else None)
                 for a, b in zip(cuts[:-1], cuts[1:])}
 
     found: dict[int, Routed] = {}
     for part in pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK)):
-        for o, (rows, keys, series) in part.items():
+        for o, (rows, keys, breaks) in part.items():
             r = found.setdefault(o, Routed(o, [], [], []))
             r.rows.append(rows)
             r.keys.append(keys)
-            if series is None or r.series is None:
-                r.series = None             # a chunk without series numbers: none for the tablet
+            if breaks is None or r.breaks is None:
+                r.breaks = None             # a chunk without series numbers: none for the tablet
             else:
-                r.series.append(series)
+                r.breaks.append(breaks)
     return [found[o] for o in sorted(found)]
 
 
@@ -141,6 +141,16 @@ def series_ids(prefix: list[pa.ChunkedArray | pa.Array], start: int = 0) -> np.n
     return ids
 
 
+def series_breaks(series: np.ndarray | None) -> np.ndarray | None:
+    """Which rows start a series, from their `series_ids` (the first row does)."""
+    if series is None:
+        return None
+    breaks = np.empty(len(series), dtype=bool)
+    breaks[:1] = True
+    np.not_equal(series[1:], series[:-1], out=breaks[1:])
+    return breaks
+
+
 _SERIES_SAMPLE = 4096
 _MIN_SERIES_ROWS = 4      # rows per series on average, below which runs are not numbered
 
@@ -160,12 +170,12 @@ def _same_as_previous(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
 _MIN_PIECE_ROWS = 16      # rows per piece on average, below which sorting every key is cheaper
 
 
-def run_order(k: pa.Array, series: np.ndarray | None = None) -> np.ndarray | None:
+def run_order(k: pa.Array, breaks: np.ndarray | None = None) -> np.ndarray | None:
     """The stable key order of `k` (positions) from its sorted runs, or None when they interleave.
 
     Loads come as sorted runs: one series after another, each in time order, or batches
     appended one after another, each in key order. Cut the keys into ascending pieces, at each
-    descent and where the series changes (`series_ids`); when no two pieces' key ranges
+    descent and where a series starts (`breaks`, from `series_breaks`); when no two pieces' key ranges
     interleave, the order is the pieces laid out by first key: O(n) compares and a sort of
     the pieces' first keys, where a sort of every key is O(n log n). Equal keys in two pieces
     keep batch order (the earlier piece first), as a stable sort keeps them."""
@@ -173,8 +183,8 @@ def run_order(k: pa.Array, series: np.ndarray | None = None) -> np.ndarray | Non
     cut = pc.less(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
     if (int(np.count_nonzero(cut)) + 1) * _MIN_PIECE_ROWS > n:
         return None                              # short pieces: a full sort is cheaper
-    if series is not None:
-        cut |= series[1:] != series[:-1]
+    if breaks is not None:
+        cut |= breaks[1:]
     starts = np.flatnonzero(cut)
     if (len(starts) + 1) * _MIN_PIECE_ROWS > n:
         return None
@@ -195,9 +205,9 @@ def run_order(k: pa.Array, series: np.ndarray | None = None) -> np.ndarray | Non
 
 
 def sorted_tablet_keys(k: pa.Array, rows: np.ndarray,
-                       series: np.ndarray | None = None) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+                       breaks: np.ndarray | None = None) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """One tablet's rows (ascending batch row numbers) and their encoded keys, in key order,
-    and which repeat the key before them. `series`: the rows' `series_ids`, if known.
+    and which repeat the key before them. `breaks`: which rows start a series, if known.
 
     A stable sort keeps batch order among equal keys, so the first one wins. Sorted runs
     that do not interleave are laid out without a sort (`run_order`).
@@ -207,7 +217,7 @@ def sorted_tablet_keys(k: pa.Array, rows: np.ndarray,
         return rows, k, dup
     if pc.all(pc.less(k.slice(0, len(k) - 1), k.slice(1))).as_py():
         return rows, k, dup           # already in key order (a load of sorted data): no sort, no take
-    order = run_order(k, series)
+    order = run_order(k, breaks)
     if order is None:
         order = pc.array_sort_indices(k).to_numpy()
     rows, k = rows[order], k.take(pa.array(order))
@@ -248,10 +258,10 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         tablet = tablet_ids[r.ordinal]
         rows = r.rows[0] if len(r.rows) == 1 else np.concatenate(r.rows)
         k = r.keys[0] if len(r.keys) == 1 else pa.concat_arrays(r.keys)
-        series = None if r.series is None else r.series[0] if len(r.series) == 1 else np.concatenate(r.series)
-        r.rows = r.keys = r.series = None          # memory: the pieces go as the tablet is gathered
-        rows, k, dup = sorted_tablet_keys(k, rows, series)
-        del series
+        breaks = None if r.breaks is None else r.breaks[0] if len(r.breaks) == 1 else np.concatenate(r.breaks)
+        r.rows = r.keys = r.breaks = None          # memory: the pieces go as the tablet is gathered
+        rows, k, dup = sorted_tablet_keys(k, rows, breaks)
+        del breaks
         repeats = rows[dup]
         if dup.any():
             rows, k = rows[~dup], k.filter(pa.array(~dup))

@@ -365,7 +365,7 @@ def test_a_batch_whose_chunks_differ_in_series_order_loads_like_any_other(tmp_pa
     batch = pa.concat_tables([orders["series"], later])
     t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
     routed = writer.route(t.state, writer.prepare(t.state.schema, batch))
-    assert routed and all(r.series is None for r in routed)
+    assert routed and all(r.breaks is None for r in routed)
     t.insert(batch)
     u = tf.create_table(str(tmp_path / "u"), metrics_schema(), partitioning=metrics_partitioning())
     u.insert(batch.take(pa.array(np.random.default_rng(1).permutation(batch.num_rows))))

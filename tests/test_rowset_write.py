@@ -195,15 +195,17 @@ def _series_keys(shape):
 def test_series_laid_out_by_first_key_match_a_stable_sort(shape, laid_out):
     """Series one after another are laid out by first key without a sort when their ranges do not
     interleave, else sorted; either way the result is a stable sort's, repeats marked after the first."""
-    from tableformat.writer import run_order, series_ids, sorted_tablet_keys
+    from tableformat.writer import run_order, series_breaks, series_ids, sorted_tablet_keys
     keys, series_col = _series_keys(shape)
     series = series_ids([series_col], 100)
     assert series[0] == 100 and (np.diff(series) == [a != b for a, b in zip(series_col.to_pylist()[1:],
                                                                             series_col.to_pylist()[:-1])]).all()
+    breaks = series_breaks(series)
+    assert breaks.tolist() == [True] + np.diff(series).astype(bool).tolist()
     k = pa.array(keys, pa.binary())
-    assert (run_order(k, series) is not None) == laid_out               # which way it went
+    assert (run_order(k, breaks) is not None) == laid_out               # which way it went
     rows = np.arange(len(keys)) * 2 + 1
-    got_rows, got_keys, dup = sorted_tablet_keys(k, rows, series)
+    got_rows, got_keys, dup = sorted_tablet_keys(k, rows, breaks)
     order = sorted(range(len(keys)), key=lambda i: (keys[i], i))
     assert got_rows.tolist() == rows[order].tolist()
     assert got_keys.to_pylist() == [keys[i] for i in order]
@@ -218,10 +220,10 @@ def test_equal_keys_where_pieces_meet_keep_batch_order(earlier_first):
     from tableformat.writer import run_order, sorted_tablet_keys
     low, high = [b"k%04d" % i for i in range(0, 101)], [b"k%04d" % i for i in range(100, 200)]
     keys = low + high if earlier_first else high + low
-    series = np.where(np.arange(len(keys)) < (101 if earlier_first else 100), 0, 1)
+    breaks = np.arange(len(keys)) == (101 if earlier_first else 100)     # the second piece's first row
     k = pa.array(keys, pa.binary())
-    assert (run_order(k, series) is not None) == earlier_first
-    got_rows, got_keys, dup = sorted_tablet_keys(k, np.arange(len(keys)), series)
+    assert (run_order(k, breaks) is not None) == earlier_first
+    got_rows, got_keys, dup = sorted_tablet_keys(k, np.arange(len(keys)), breaks)
     at = got_keys.to_pylist().index(b"k0100")
     first, second = (100, 101) if earlier_first else (0, 200)
     assert got_rows[at:at + 2].tolist() == [first, second] and dup.tolist() == [i == at + 1 for i in range(len(keys))]
