@@ -146,8 +146,11 @@ class SplitBlockBloomFilter:
         words = np.zeros((num_blocks, 8), dtype="<u4")
         if n:
             # positions as intp, what numpy indexes with: narrower ones are converted on every scatter
-            base = (((h >> np.uint64(32)) * np.uint64(num_blocks)) >> np.uint64(32)).astype(np.intp)
-            base <<= 5                                      # bit 0 of the block's word in the lane
+            base = h >> np.uint64(32)                       # in place from here: one array, not four
+            base *= np.uint64(num_blocks)
+            base >>= np.uint64(32)
+            base <<= np.uint64(5)                           # bit 0 of the block's word in the lane
+            base = base.view(np.intp)                       # under 2^37: the same numbers
             low = h.astype(np.uint32)
             lane = np.empty(num_blocks * 32, dtype=bool)    # one byte per bit: a plain scatter
             bit, pos = np.empty(n, np.uint32), np.empty(n, np.intp)

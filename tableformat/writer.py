@@ -199,9 +199,12 @@ def run_order(k: pa.Array, breaks: np.ndarray | None = None) -> np.ndarray | Non
             tie = pc.equal(lasts, firsts).to_numpy(zero_copy_only=False) & (starts[:-1] < starts[1:])
             if not (apart | tie).all():
                 return None
+    # Each position is the one before it plus 1, but where a piece starts: one array, summed in place.
+    order = np.ones(n, dtype=np.int64)
     lens = ends - starts
-    shift = starts - (np.cumsum(lens) - lens)    # a piece's first position less its place in the output
-    return np.arange(n, dtype=np.int64) + np.repeat(shift, lens)
+    order[np.cumsum(lens[:-1])] = starts[1:] - (ends[:-1] - 1)
+    order[0] = starts[0]
+    return np.cumsum(order, out=order)
 
 
 def sorted_tablet_keys(k: pa.Array, rows: np.ndarray,
