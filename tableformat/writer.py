@@ -317,9 +317,7 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
             return write_pk_index(storage, rowset_dir, keys, props, written)
         if kind == "bloom":
             return write_bloom(storage, rowset_dir, keys, written)
-        whole = len(rows) == plan.batch.num_rows and np.array_equal(rows, np.arange(len(rows)))
-        data = plan.batch if whole else plan.batch.take(pa.array(rows))
-        return write_rowset_data(storage, state.schema, rowset_dir, data, props, written)
+        return write_rowset_data(storage, state.schema, rowset_dir, batch_rows(plan.batch, rows), props, written)
 
     # Longer tasks first (every rowset's data, then its bloom filter, then its PK index), and
     # the short ones last, so the workers end together rather than one finishing a long task alone.
@@ -328,6 +326,15 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
     n = len(jobs)
     return [rowset_meta(rowset_id, tablet, keys, *done[i], done[2 * n + i], done[n + i])
             for i, (tablet, _, keys, rowset_id) in enumerate(jobs)]
+
+
+def batch_rows(batch: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The batch's `rows`, in that order: a slice, with no copy, when they are a run of
+    consecutive rows (sorted input into one tablet, or a range partition's share of it)."""
+    n = len(rows)
+    if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n == 1 or bool((np.diff(rows) == 1).all())):
+        return batch.slice(int(rows[0]), n)
+    return batch.take(pa.array(rows))
 
 
 ON_DUPLICATE = ("fail", "ignore")

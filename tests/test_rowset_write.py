@@ -227,3 +227,19 @@ def test_equal_keys_where_pieces_meet_keep_batch_order(earlier_first):
     at = got_keys.to_pylist().index(b"k0100")
     first, second = (100, 101) if earlier_first else (0, 200)
     assert got_rows[at:at + 2].tolist() == [first, second] and dup.tolist() == [i == at + 1 for i in range(len(keys))]
+
+
+def test_consecutive_rows_of_a_batch_are_a_slice_not_a_copy():
+    """A rowset's rows that are a run of consecutive batch rows (sorted input into one tablet)
+    are written from a slice of the batch; any other rows are gathered, in their order."""
+    from tableformat.writer import batch_rows
+    batch = pa.table({"k": pa.array(np.arange(100)), "s": [f"v{i}" for i in range(100)]})
+    run = batch_rows(batch, np.arange(20, 60))
+    assert run.column("k").chunk(0).buffers()[1].address == \
+        batch.column("k").chunk(0).buffers()[1].address                 # the batch's own memory
+    assert run.to_pydict() == batch.slice(20, 40).to_pydict()
+    for rows in ([5, 4, 6], [1, 2, 4], [0, 2, 1, 3], [9], [3, 2, 1, 0, 5]):
+        got = batch_rows(batch, np.array(rows))
+        assert got["k"].to_pylist() == rows and got["s"].to_pylist() == [f"v{i}" for i in rows]
+    assert batch_rows(batch, np.array([7]))["k"].to_pylist() == [7]
+    assert batch_rows(batch, np.zeros(0, np.int64)).num_rows == 0
