@@ -170,17 +170,19 @@ def _same_as_previous(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
 _MIN_PIECE_ROWS = 16      # rows per piece on average, below which sorting every key is cheaper
 
 
-def run_order(k: pa.Array, breaks: np.ndarray | None = None) -> np.ndarray | None:
+def run_order(k: pa.Array, breaks: np.ndarray | None = None, cut: np.ndarray | None = None) -> np.ndarray | None:
     """The stable key order of `k` (positions) from its sorted runs, or None when they interleave.
 
     Loads come as sorted runs: one series after another, each in time order, or batches
-    appended one after another, each in key order. Cut the keys into ascending pieces, at each
-    descent and where a series starts (`breaks`, from `series_breaks`); when no two pieces' key ranges
-    interleave, the order is the pieces laid out by first key: O(n) compares and a sort of
-    the pieces' first keys, where a sort of every key is O(n log n). Equal keys in two pieces
-    keep batch order (the earlier piece first), as a stable sort keeps them."""
+    appended one after another, each in key order. Cut the keys into ascending pieces where the
+    key does not rise (`cut`: k[i + 1] <= k[i], if known) and where a series starts (`breaks`,
+    from `series_breaks`); when no two pieces' key ranges interleave, the order is the pieces
+    laid out by first key: O(n) compares and a sort of the pieces' first keys, where a sort of
+    every key is O(n log n). Equal keys in two pieces keep batch order (the earlier piece
+    first), as a stable sort keeps them."""
     n = len(k)
-    cut = pc.less(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    if cut is None:
+        cut = pc.less_equal(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
     if (int(np.count_nonzero(cut)) + 1) * _MIN_PIECE_ROWS > n:
         return None                              # short pieces: a full sort is cheaper
     if breaks is not None:
@@ -218,9 +220,10 @@ def sorted_tablet_keys(k: pa.Array, rows: np.ndarray,
     dup = np.zeros(len(rows), dtype=bool)
     if len(k) < 2:
         return rows, k, dup
-    if pc.all(pc.less(k.slice(0, len(k) - 1), k.slice(1))).as_py():
+    cut = pc.less_equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
+    if not cut.any():
         return rows, k, dup           # already in key order (a load of sorted data): no sort, no take
-    order = run_order(k, breaks)
+    order = run_order(k, breaks, cut)
     if order is None:
         order = pc.array_sort_indices(k).to_numpy()
     rows, k = rows[order], k.take(pa.array(order))
