@@ -361,7 +361,8 @@ def test_a_batch_whose_chunks_differ_in_series_order_loads_like_any_other(tmp_pa
     from tableformat import writer
     monkeypatch.setattr(writer, "_ROUTE_CHUNK", 9000)
     orders = _load_orders(n_hosts=50, per_series=60)                    # 9000 rows each
-    later = orders["time"].set_column(2, "time", pc.add(orders["time"]["time"], pa.scalar(10**9, pa.duration("us"))))
+    shifted = pc.add(orders["time"]["time"], pa.scalar(10**9, pa.duration("us")))
+    later = orders["time"].set_column(2, "time", shifted)
     batch = pa.concat_tables([orders["series"], later])
     t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
     routed = writer.route(t.state, writer.prepare(t.state.schema, batch))

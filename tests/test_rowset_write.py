@@ -191,7 +191,8 @@ def _series_keys(shape):
 
 @pytest.mark.parametrize("shape,laid_out", [
     ("series", True), ("shuffled series", True), ("series split", True), ("series repeated", True),
-    ("range repeated", False), ("series interleaved", False), ("one row each", False), ("descending", False), ("single run", True)])
+    ("range repeated", False), ("series interleaved", False), ("one row each", False), ("descending", False),
+    ("single run", True)])
 def test_series_laid_out_by_first_key_match_a_stable_sort(shape, laid_out):
     """Series one after another are laid out by first key without a sort when their ranges do not
     interleave, else sorted; either way the result is a stable sort's, repeats marked after the first."""
@@ -226,7 +227,8 @@ def test_equal_keys_where_pieces_meet_keep_batch_order(earlier_first):
     got_rows, got_keys, dup = sorted_tablet_keys(k, np.arange(len(keys)), breaks)
     at = got_keys.to_pylist().index(b"k0100")
     first, second = (100, 101) if earlier_first else (0, 200)
-    assert got_rows[at:at + 2].tolist() == [first, second] and dup.tolist() == [i == at + 1 for i in range(len(keys))]
+    assert got_rows[at:at + 2].tolist() == [first, second]
+    assert dup.tolist() == [i == at + 1 for i in range(len(keys))]
 
 
 def test_consecutive_rows_of_a_batch_are_a_slice_not_a_copy():
