@@ -10,12 +10,14 @@ from __future__ import annotations
 import decimal
 from typing import Any, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from .errors import (CellTooLargeError, DecimalOutOfRangeError, InvalidDataError, MissingColumnError,
                      NullValueError, TypeMismatchError, UnknownColumnError)
+from .parallel import pmap
 from .schema import Column, Schema
 from .types import MAX_CELL_BYTES
 
@@ -89,8 +91,7 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
                                     f"without loss ({e})") from None
     if col.type.kind == "decimal" and arr.null_count < len(arr):
         # Arrow does not check that decimal128(p, s) values really have at most p digits.
-        fits = pc.less_equal(pc.abs(arr), _max_decimal(col))
-        if not pc.all(fits).as_py():
+        if not _decimal_digits_fit(arr, col):
             raise DecimalOutOfRangeError(f"column {col.name!r}: a value needs more than {col.type.precision} "
                                          f"digits ({col.type.name})")
     if col.type.is_variable_width and len(arr):
@@ -105,6 +106,32 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
     if check_nulls and not col.nullable and arr.null_count:
         raise NullValueError(f"column {col.name!r} is not nullable but has {arr.null_count} NULL value(s)")
     return arr
+
+
+def _decimal_digits_fit(arr: pa.Array, col: Column) -> bool:
+    """Every value of a decimal128 array has at most the column's precision in digits.
+
+    Up to 18 digits, a value fits when its 128 bits are a sign-extended int64 within
+    +-(10^p - 1): two numpy passes over the buffer, where pc.abs allocates a copy."""
+    p = col.type.precision
+    if p > 18 or arr.type.bit_width != 128:
+        return pc.all(pc.less_equal(pc.abs(arr), _max_decimal(col))).as_py()
+    n, off = len(arr), arr.offset
+    words = np.frombuffer(arr.buffers()[1], dtype="<i8", count=2 * (off + n))[2 * off:].reshape(n, 2)
+    valid = np.asarray(arr.is_valid()) if arr.null_count else None     # a NULL slot's bytes are anything
+    bound = np.uint64(10 ** p - 1)
+    for a in range(0, n, _DECIMAL_BLOCK):                   # blocks: the temporaries stay in cache
+        lo, hi = words[a:a + _DECIMAL_BLOCK, 0], words[a:a + _DECIMAL_BLOCK, 1]
+        ok = (lo.view(np.uint64) + bound) <= bound * np.uint64(2)   # -bound <= lo <= bound, one compare
+        ok &= hi == (lo >> 63)                                      # and the high word only extends its sign
+        if valid is not None:
+            ok |= ~valid[a:a + _DECIMAL_BLOCK]
+        if not ok.all():
+            return False
+    return True
+
+
+_DECIMAL_BLOCK = 1 << 17
 
 
 def _max_decimal(col: Column) -> pa.Scalar:
@@ -124,16 +151,20 @@ def prepare(schema: Schema, data: Any, columns: Iterable[str] | None = None) -> 
         raise UnknownColumnError(f"input has column(s) {unknown} that table does not have; "
                                  f"columns are {schema.names}")
     n = t.num_rows
-    arrays, fields = [], []
-    for col in schema.columns:
+
+    def one(col: Column) -> pa.Array:
         if col.name in names:
-            arr = convert_column(t.column(col.name), col)
-        elif col.default is not None:
-            arr = pa.nulls(n, col.arrow_type).fill_null(pa.scalar(col.default, col.arrow_type))
-        elif col.nullable:
-            arr = pa.nulls(n, col.arrow_type)
-        else:
-            raise MissingColumnError(f"input lacks column {col.name!r}, which is not nullable and has no default")
-        arrays.append(arr)
-        fields.append(pa.field(col.name, col.arrow_type, nullable=col.nullable))
+            return convert_column(t.column(col.name), col)
+        if col.default is not None:
+            return pa.nulls(n, col.arrow_type).fill_null(pa.scalar(col.default, col.arrow_type))
+        if col.nullable:
+            return pa.nulls(n, col.arrow_type)
+        raise MissingColumnError(f"input lacks column {col.name!r}, which is not nullable and has no default")
+    # Columns are checked side by side on the worker pool when there are enough rows to pay for
+    # it; a bad column raises as it would alone (the first in schema order).
+    arrays = (pmap if n >= _PARALLEL_ROWS else lambda f, xs: list(map(f, xs)))(one, schema.columns)
+    fields = [pa.field(col.name, col.arrow_type, nullable=col.nullable) for col in schema.columns]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+_PARALLEL_ROWS = 1 << 16

@@ -145,12 +145,15 @@ class SplitBlockBloomFilter:
         num_blocks = max(1, -(-n * SBBF_BITS_PER_KEY // 256))
         words = np.zeros((num_blocks, 8), dtype="<u4")
         if n:
-            itype = np.int32 if num_blocks < 1 << 26 else np.int64
-            base = (((h >> np.uint64(32)) * np.uint64(num_blocks)) >> np.uint64(32)).astype(itype)
-            base <<= 5                                      # bit 0 of the block's word in the lane
+            # positions as intp, what numpy indexes with: narrower ones are converted on every scatter
+            base = h >> np.uint64(32)                       # in place from here: one array, not four
+            base *= np.uint64(num_blocks)
+            base >>= np.uint64(32)
+            base <<= np.uint64(5)                           # bit 0 of the block's word in the lane
+            base = base.view(np.intp)                       # under 2^37: the same numbers
             low = h.astype(np.uint32)
             lane = np.empty(num_blocks * 32, dtype=bool)    # one byte per bit: a plain scatter
-            bit, pos = np.empty(n, np.uint32), np.empty(n, itype)
+            bit, pos = np.empty(n, np.uint32), np.empty(n, np.intp)
             for i in range(8):
                 np.multiply(low, SBBF_SALT[i], out=bit)
                 bit >>= np.uint32(27)

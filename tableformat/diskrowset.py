@@ -115,9 +115,9 @@ def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: p
     return base, stats
 
 
-def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, properties: dict,
-                      written: list[str]) -> tuple[FileRef, FileRef]:
-    """A rowset's PK index and bloom filter, from its sorted encoded keys."""
+def write_pk_index(storage: Storage, rowset_dir: str, keys: pa.Array, properties: dict,
+                   written: list[str]) -> FileRef:
+    """A rowset's PK index (§6), from its sorted encoded keys."""
     block = properties["pk_index_block_rows"]
     first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64)))
     idx_schema = pa.schema([pa.field("key", pa.binary(), nullable=False)],
@@ -127,18 +127,26 @@ def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, propert
                                 row_group_size=block, write_statistics=False)
     idx_path = f"{rowset_dir}/pkindex.parquet"
     idx_size = storage.write(idx_path, idx_buf)
-    idx_crc = zlib.crc32(idx_buf)
     written.append(idx_path)
-    del idx_buf
+    return FileRef(idx_path, idx_size, crc32=zlib.crc32(idx_buf))
 
+
+def write_bloom(storage: Storage, rowset_dir: str, keys: pa.Array, written: list[str]) -> FileRef:
+    """A rowset's bloom filter (§7), from its encoded keys."""
     bloom = SplitBlockBloomFilter.build(keys)
     bloom_path = f"{rowset_dir}/bloom.bin"
     bloom_bytes = bloom.to_bytes()
     storage.write(bloom_path, bloom_bytes)
     written.append(bloom_path)
     FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes, len(bloom_bytes))
-    return (FileRef(idx_path, idx_size, crc32=idx_crc),
-            FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes)))
+    return FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes))
+
+
+def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, properties: dict,
+                      written: list[str]) -> tuple[FileRef, FileRef]:
+    """A rowset's PK index and bloom filter, from its sorted encoded keys."""
+    return (write_pk_index(storage, rowset_dir, keys, properties, written),
+            write_bloom(storage, rowset_dir, keys, written))
 
 
 def rowset_meta(rowset_id: str, tablet: str, keys: pa.Array, base: FileRef, stats: dict,

@@ -93,27 +93,54 @@ def _murmur2_64(arr: pa.Array, seed: int, lengths: np.ndarray | None = None) -> 
     first, last = int(starts[0]), int(starts[-1] + lens[-1])
     padded = np.zeros(last - first + 16, dtype=np.uint8)
     padded[: last - first] = data[first:last]
+    aligned = padded[: 8 * (len(padded) // 8)].view("<u8")
     starts = starts - first
     h = lens.astype(np.uint64)
     np.multiply(h, M, out=h)
     np.bitwise_xor(h, np.uint64(seed), out=h)
     nwords = lens >> 3
-    max_words = int(nwords.max())
+    # A value's word j straddles aligned words q + j and q + j + 1 (q = start // 8), shifted by the
+    # same amount for every j: each aligned word is read once, as the high part of word j and
+    # then the low part of word j + 1.
+    q = starts >> 3
+    lo_shift = ((starts & 7) << 3).astype(np.uint64)
+    hi_shift = np.uint64(63) - lo_shift          # hi << (64 - lo) as (hi << 1) << (63 - lo): no 64-bit shift
+    rows = None                                  # None: every value still has words to mix
+    cur = np.take(aligned, q)
     k = np.empty(n, dtype=np.uint64)
     tmp = np.empty(n, dtype=np.uint64)
-    for j in range(max_words):
-        if int(nwords.min()) > j:
-            _mix_into(h, _gather_words(padded, starts + 8 * j, k), tmp)
-        else:
+    for j in range(int(nwords.max())):
+        if rows is None and int(nwords.min()) <= j:
             rows = np.flatnonzero(nwords > j)
-            m = len(rows)
+            q, lo_shift, hi_shift, cur = q[rows], lo_shift[rows], hi_shift[rows], cur[rows]
+        elif rows is not None:
+            keep = np.flatnonzero(nwords[rows] > j)
+            if len(keep) < len(rows):
+                rows, q, lo_shift, hi_shift, cur = rows[keep], q[keep], lo_shift[keep], hi_shift[keep], cur[keep]
+        m = len(cur)
+        nxt = np.take(aligned, q + (j + 1))
+        word = np.right_shift(cur, lo_shift, out=k[:m])
+        np.left_shift(nxt, np.uint64(1), out=tmp[:m])
+        np.left_shift(tmp[:m], hi_shift, out=tmp[:m])
+        np.bitwise_or(word, tmp[:m], out=word)
+        if rows is None:
+            _mix_into(h, word, tmp)
+        else:
             hs = h[rows]
-            _mix_into(hs, _gather_words(padded, starts[rows] + 8 * j, k[:m]), tmp[:m])
+            _mix_into(hs, word, tmp[:m])
             h[rows] = hs
+        cur = nxt
     tail = (lens & 7).astype(np.uint64)
     if tail.any():
         # The tail bytes XORed in at shifts 0..48 are exactly their masked little-endian word.
-        word = _gather_words(padded, starts + (nwords << 3), k)
+        if rows is None:            # every value had all its words mixed: the tail starts in `cur`
+            word = np.right_shift(cur, lo_shift, out=k)
+            nxt = np.take(aligned, q + (int(nwords[0]) + 1))
+            np.left_shift(nxt, np.uint64(1), out=nxt)
+            np.left_shift(nxt, hi_shift, out=nxt)
+            np.bitwise_or(word, nxt, out=word)
+        else:
+            word = _gather_words(padded, starts + (nwords << 3), k)
         np.multiply(tail, np.uint64(8), out=tail)
         mask = np.left_shift(np.uint64(1), tail, out=tmp)
         np.subtract(mask, np.uint64(1), out=mask)

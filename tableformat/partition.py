@@ -135,29 +135,34 @@ class Partitioning:
         return out
 
     # assignment ------------------------------------------------------------------------
-    def assign(self, schema: Schema, table: pa.Table, strict: bool = True,
-               keys: pa.Array | None = None) -> tuple[np.ndarray, list[str]]:
+    def assign(self, schema: Schema, table: pa.Table, strict: bool = True, keys: pa.Array | None = None,
+               series: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
         """Tablet ordinal per row and the tablet ids.
 
         Rows in no range partition raise NoRangePartitionError, or get -1 when not strict.
         `keys`, the rows' encoded primary keys when the caller has them, spare encoding the
-        columns again for a level on a prefix of the key (and a range on the whole key).
+        columns again for a level on a prefix of the key (and a range on the whole key);
+        `series`, numbers of the runs of rows equal in every key column but the last
+        (writer.series_ids), spare finding the runs of such a level's values again.
         """
         range_pos = self._range_positions(schema, table, strict, keys)
         ordinal = range_pos.astype(np.int64)
         for level in self.hash_levels:
-            ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level, keys).astype(np.int64)
+            ordinal = ordinal * level.buckets + self.bucket_of(schema, table, level, keys, series).astype(np.int64)
         ordinal[range_pos < 0] = -1
         return ordinal, self.tablet_ids()
 
     def bucket_of(self, schema: Schema, table: pa.Table, level: HashLevel,
-                  keys: pa.Array | None = None) -> np.ndarray:
+                  keys: pa.Array | None = None, series: np.ndarray | None = None) -> np.ndarray:
         kcols = schema.key_columns
         if keys is not None and list(level.column_ids) == [c.id for c in kcols[:len(level.column_ids)]]:
             columns = [table.column(c.name) for c in kcols]
             lengths = prefix_lengths(columns, [c.type for c in kcols], len(level.column_ids))
             if lengths is not None:           # the level's encoding is a prefix of each key: hash that
-                starts = _run_starts(columns[:len(level.column_ids)])
+                if series is not None and len(level.column_ids) < len(kcols):
+                    starts = _series_starts(series)    # runs of the whole key prefix: within the level's
+                else:
+                    starts = _run_starts(columns[:len(level.column_ids)])
                 if starts is None:
                     return murmur2_64(keys, level.seed, lengths) % np.uint64(level.buckets)
                 run_hash = murmur2_64(keys.take(pa.array(starts)), level.seed, lengths[starts])
@@ -250,6 +255,12 @@ class Partitioning:
                   for r in d["ranges"]),
             d["next_range_id"],
         )
+
+
+def _series_starts(series: np.ndarray) -> np.ndarray | None:
+    """_run_starts from the runs' numbers (writer.series_ids)."""
+    starts = np.flatnonzero(series[1:] != series[:-1]) + 1
+    return None if (len(starts) + 1) * 4 > len(series) else np.r_[0, starts]
 
 
 def _run_starts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray | None:

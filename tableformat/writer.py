@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .actions import AddRowSet
 from .batch import prepare
 from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
-from .diskrowset import rowset_meta, write_rowset_data, write_rowset_keys
+from .diskrowset import rowset_meta, write_bloom, write_pk_index, write_rowset_data
 from .errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
 from .fragment import WriteFragment
 from .keyencoder import encode_keys
@@ -70,11 +70,13 @@ _ROUTE_CHUNK = 1 << 17
 @dataclass
 class Routed:
     """One tablet's share of a batch, as routing found it chunk by chunk: batch row numbers
-    (ascending) and their encoded keys."""
+    (ascending), their encoded keys and, for a key of several columns, which rows start a
+    series (`series_ids`) among the tablet's rows (a byte a row)."""
 
     ordinal: int
     rows: list[np.ndarray]
     keys: list[pa.Array]
+    breaks: list[np.ndarray] | None = None
 
 
 def route(state: TableState, batch: pa.Table) -> list[Routed]:
@@ -87,42 +89,144 @@ def route(state: TableState, batch: pa.Table) -> list[Routed]:
     tablet, so nothing of the whole batch is gathered on one thread."""
     single = len(state.partitioning.tablet_ids()) == 1
 
-    def one(start: int) -> dict[int, tuple[np.ndarray, pa.Array]]:
+    prefix = [c.name for c in state.schema.key_columns[:-1]]
+
+    def one(start: int) -> dict[int, tuple[np.ndarray, pa.Array, np.ndarray | None]]:
         part = batch.slice(start, _ROUTE_CHUNK)
         keys = encoded_keys(state, part)
-        ordinal = state.partitioning.assign(state.schema, part, keys=keys)[0]
+        series = series_ids([part.column(c) for c in prefix], start) if prefix and part.num_rows else None
+        ordinal = state.partitioning.assign(state.schema, part, keys=keys, series=series)[0]
         if not part.num_rows:
             return {}
         if single:
-            return {0: (np.arange(start, start + part.num_rows), keys)}
+            return {0: (np.arange(start, start + part.num_rows), keys, series_breaks(series))}
         order = np.argsort(ordinal.astype(np.int16) if ordinal.max(initial=0) < 32768 else ordinal, kind="stable")
         ordinal = ordinal[order]
         keys = keys.take(pa.array(order))
+        series = series[order] if series is not None else None
         cuts = np.r_[0, np.flatnonzero(np.diff(ordinal)) + 1, len(order)]
-        return {int(ordinal[a]): (order[a:b] + start, keys.slice(a, b - a)) for a, b in zip(cuts[:-1], cuts[1:])}
+        return {int(ordinal[a]): (order[a:b] + start, keys.slice(a, b - a),
+                                  series_breaks(series[a:b]) if series is not None else None)
+                for a, b in zip(cuts[:-1], cuts[1:])}
 
     found: dict[int, Routed] = {}
     for part in pmap(one, range(0, max(batch.num_rows, 1), _ROUTE_CHUNK)):
-        for o, (rows, keys) in part.items():
-            r = found.setdefault(o, Routed(o, [], []))
+        for o, (rows, keys, breaks) in part.items():
+            r = found.setdefault(o, Routed(o, [], [], []))
             r.rows.append(rows)
             r.keys.append(keys)
+            if breaks is None or r.breaks is None:
+                r.breaks = None             # a chunk without series numbers: none for the tablet
+            else:
+                r.breaks.append(breaks)
     return [found[o] for o in sorted(found)]
 
 
-def sorted_tablet_keys(k: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """One tablet's rows (ascending batch row numbers) and their encoded keys, in key order,
-    and which repeat the key before them.
+def series_ids(prefix: list[pa.ChunkedArray | pa.Array], start: int = 0) -> np.ndarray | None:
+    """Per row, a number shared by a run of consecutive rows with equal values in `prefix` (the
+    key columns but the last: one time series' rows together), distinct between runs: the first
+    run is `start`, and each new run adds one (rows are `start`, `start` + 1, ... of the batch, so
+    runs of chunks routed apart never share a number). None when the first of many rows come in
+    short runs (series interleaved, as in time order): then no run is worth finding."""
+    n = len(prefix[0])
+    if n > 2 * _SERIES_SAMPLE:
+        changes = np.count_nonzero(~_same_as_previous([c.slice(0, _SERIES_SAMPLE) for c in prefix]))
+        if (changes + 1) * _MIN_SERIES_ROWS > _SERIES_SAMPLE:
+            return None
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        np.logical_not(_same_as_previous(prefix), out=new[1:])
+    ids = np.cumsum(new, dtype=np.int64)
+    ids += start - 1
+    return ids
 
-    A stable sort keeps batch order among equal keys, so the first one wins.
+
+def series_breaks(series: np.ndarray | None) -> np.ndarray | None:
+    """Which rows start a series, from their `series_ids` (the first row does)."""
+    if series is None:
+        return None
+    breaks = np.empty(len(series), dtype=bool)
+    breaks[:1] = True
+    np.not_equal(series[1:], series[:-1], out=breaks[1:])
+    return breaks
+
+
+_SERIES_SAMPLE = 4096
+_MIN_SERIES_ROWS = 4      # rows per series on average, below which runs are not numbered
+
+
+def _same_as_previous(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
+    """Per row but the first, whether it equals the row before it in every column."""
+    n = len(columns[0])
+    same = None
+    for col in columns:
+        eq = pc.equal(col.slice(1), col.slice(0, n - 1))
+        same = eq if same is None else pc.and_(same, eq)
+    if isinstance(same, pa.ChunkedArray):
+        same = same.combine_chunks()
+    return same.to_numpy(zero_copy_only=False)
+
+
+_MIN_PIECE_ROWS = 16      # rows per piece on average, below which sorting every key is cheaper
+
+
+def run_order(k: pa.Array, breaks: np.ndarray | None = None, cut: np.ndarray | None = None) -> np.ndarray | None:
+    """The stable key order of `k` (positions) from its sorted runs, or None when they interleave.
+
+    Loads come as sorted runs: one series after another, each in time order, or batches
+    appended one after another, each in key order. Cut the keys into ascending pieces where the
+    key does not rise (`cut`: k[i + 1] <= k[i], if known) and where a series starts (`breaks`,
+    from `series_breaks`); when no two pieces' key ranges interleave, the order is the pieces
+    laid out by first key: O(n) compares and a sort of the pieces' first keys, where a sort of
+    every key is O(n log n). Equal keys in two pieces keep batch order (the earlier piece
+    first), as a stable sort keeps them."""
+    n = len(k)
+    if cut is None:
+        cut = pc.less_equal(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    if (int(np.count_nonzero(cut)) + 1) * _MIN_PIECE_ROWS > n:
+        return None                              # short pieces: a full sort is cheaper
+    if breaks is not None:
+        cut |= breaks[1:]
+    starts = np.flatnonzero(cut)
+    if (len(starts) + 1) * _MIN_PIECE_ROWS > n:
+        return None
+    starts = np.r_[0, starts + 1]
+    ends = np.r_[starts[1:], n]
+    by_first = pc.array_sort_indices(k.take(pa.array(starts))).to_numpy()   # stable: ties by start
+    starts, ends = starts[by_first], ends[by_first]
+    if len(starts) > 1:
+        firsts, lasts = k.take(pa.array(starts[1:])), k.take(pa.array(ends[:-1] - 1))
+        apart = pc.less(lasts, firsts).to_numpy(zero_copy_only=False)
+        if not apart.all():
+            tie = pc.equal(lasts, firsts).to_numpy(zero_copy_only=False) & (starts[:-1] < starts[1:])
+            if not (apart | tie).all():
+                return None
+    # Each position is the one before it plus 1, but where a piece starts: one array, summed in place.
+    order = np.ones(n, dtype=np.int64)
+    lens = ends - starts
+    order[np.cumsum(lens[:-1])] = starts[1:] - (ends[:-1] - 1)
+    order[0] = starts[0]
+    return np.cumsum(order, out=order)
+
+
+def sorted_tablet_keys(k: pa.Array, rows: np.ndarray,
+                       breaks: np.ndarray | None = None) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """One tablet's rows (ascending batch row numbers) and their encoded keys, in key order,
+    and which repeat the key before them. `breaks`: which rows start a series, if known.
+
+    A stable sort keeps batch order among equal keys, so the first one wins. Sorted runs
+    that do not interleave are laid out without a sort (`run_order`).
     """
     dup = np.zeros(len(rows), dtype=bool)
     if len(k) < 2:
         return rows, k, dup
-    if pc.all(pc.less(k.slice(0, len(k) - 1), k.slice(1))).as_py():
+    cut = pc.less_equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
+    if not cut.any():
         return rows, k, dup           # already in key order (a load of sorted data): no sort, no take
-    order = pc.array_sort_indices(k)
-    rows, k = rows[order.to_numpy()], k.take(order)
+    order = run_order(k, breaks, cut)
+    if order is None:
+        order = pc.array_sort_indices(k).to_numpy()
+    rows, k = rows[order], k.take(pa.array(order))
     dup[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
     return rows, k, dup
 
@@ -160,8 +264,10 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
         tablet = tablet_ids[r.ordinal]
         rows = r.rows[0] if len(r.rows) == 1 else np.concatenate(r.rows)
         k = r.keys[0] if len(r.keys) == 1 else pa.concat_arrays(r.keys)
-        r.rows = r.keys = None                     # memory: the pieces go as the tablet is gathered
-        rows, k, dup = sorted_tablet_keys(k, rows)
+        breaks = None if r.breaks is None else r.breaks[0] if len(r.breaks) == 1 else np.concatenate(r.breaks)
+        r.rows = r.keys = r.breaks = None          # memory: the pieces go as the tablet is gathered
+        rows, k, dup = sorted_tablet_keys(k, rows, breaks)
+        del breaks
         repeats = rows[dup]
         if dup.any():
             rows, k = rows[~dup], k.filter(pa.array(~dup))
@@ -192,8 +298,8 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
 def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str]) -> list[RowSetMeta]:
     """Write each tablet's rows as rowsets, rolling at the target size.
 
-    A rowset's base data and its keys (PK index + bloom filter) are separate tasks on the
-    worker pool, so even one rowset keeps two cores busy; rows are taken from the batch only
+    A rowset's base data, its PK index and its bloom filter are separate tasks on the worker
+    pool, so even one rowset keeps two cores busy; rows are taken from the batch only
     inside a running task, so at most one rowset's data per worker is in memory at a time.
     """
     target = state.properties["rowset_target_bytes"]
@@ -210,17 +316,28 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
     def run(task):
         kind, (tablet, rows, keys, rowset_id) = task
         rowset_dir = f"tablets/{tablet}/{rowset_id}"
-        if kind == "keys":
-            return write_rowset_keys(storage, rowset_dir, keys, props, written)
-        whole = len(rows) == plan.batch.num_rows and np.array_equal(rows, np.arange(len(rows)))
-        data = plan.batch if whole else plan.batch.take(pa.array(rows))
-        return write_rowset_data(storage, state.schema, rowset_dir, data, props, written)
+        if kind == "pk_index":
+            return write_pk_index(storage, rowset_dir, keys, props, written)
+        if kind == "bloom":
+            return write_bloom(storage, rowset_dir, keys, written)
+        return write_rowset_data(storage, state.schema, rowset_dir, batch_rows(plan.batch, rows), props, written)
 
-    # Longer tasks first (every rowset's data, then every rowset's keys), so the workers end
-    # together rather than one finishing a long task alone.
-    done = pmap(run, [(kind, job) for kind in ("data", "keys") for job in jobs])
-    return [rowset_meta(rowset_id, tablet, keys, *done[i], *done[len(jobs) + i])
+    # Longer tasks first (every rowset's data, then its bloom filter, then its PK index), and
+    # the short ones last, so the workers end together rather than one finishing a long task alone.
+    kinds = ("data", "bloom", "pk_index")
+    done = pmap(run, [(kind, job) for kind in kinds for job in jobs])
+    n = len(jobs)
+    return [rowset_meta(rowset_id, tablet, keys, *done[i], done[2 * n + i], done[n + i])
             for i, (tablet, _, keys, rowset_id) in enumerate(jobs)]
+
+
+def batch_rows(batch: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The batch's `rows`, in that order: a slice, with no copy, when they are a run of
+    consecutive rows (sorted input into one tablet, or a range partition's share of it)."""
+    n = len(rows)
+    if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n == 1 or bool((np.diff(rows) == 1).all())):
+        return batch.slice(int(rows[0]), n)
+    return batch.take(pa.array(rows))
 
 
 ON_DUPLICATE = ("fail", "ignore")

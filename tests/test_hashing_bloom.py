@@ -190,3 +190,16 @@ def test_single_value_fast_path_equals_the_vectorized_hash():
     for i, v in enumerate(values):
         assert murmur2_64(pa.array([v], pa.binary()), 7)[0] == batch[i]
         assert murmur2_64(pa.array(values, pa.binary()).slice(i, 1), 7)[0] == batch[i]
+
+
+@pytest.mark.parametrize("length", [0, 3, 8, 13, 16, 26, 40])
+def test_values_of_one_length_at_every_alignment_equal_scalar(length):
+    """Values all of one length (fixed-width keys, a series' keys) take the path where each
+    value's tail continues from its last word; every alignment of the values in the buffer."""
+    rng = np.random.default_rng(length)
+    for lead in range(8):
+        values = [rng.bytes(length) for _ in range(37)]
+        arr = pa.array([b"x" * lead] + values, pa.binary()).slice(1)
+        assert murmur2_64(arr, 99).tolist() == [murmur2_64_bytes(v, 99) for v in values], lead
+        cut = np.full(len(values), max(0, length - 5), np.int64)        # uniform prefixes too
+        assert murmur2_64(arr, 7, cut).tolist() == [murmur2_64_bytes(v[:int(n)], 7) for v, n in zip(values, cut)]

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -260,3 +261,116 @@ def test_key_ordered_input_with_and_without_repeats(tmp_path):
     with pytest.raises(tf.DuplicateKeyError, match=r"2 key\(s\) already exist"):
         t.insert(pa.table({"k": pa.array([7, 8, 9, 10], pa.int64()), "v": ["p", "q", "r", "s"]}))
     assert t.check().ok and t.scan().count() == 2503
+
+
+def _load_orders(n_hosts=40, per_series=60):
+    """Rows of a metrics table in three load orders: one series after another (each in time
+    order), all series at each time point, shuffled."""
+    hosts = [f"h{h:03d}" for h in range(n_hosts)]
+    rows = [(h, m, t) for m in ["mem", "cpu", "disk"] for h in hosts for t in range(per_series)]
+    series = pa.table({"host": [r[0] for r in rows], "metric": [r[1] for r in rows],
+                       "time": pa.array([T0 + r[2] * 1_000_000 for r in rows], pa.timestamp("us", tz="UTC")),
+                       "value": pa.array(np.arange(len(rows), dtype=np.float64))})
+    by_time = series.take(pa.array(sorted(range(len(rows)), key=lambda i: (rows[i][2], i))))
+    shuffled = series.take(pa.array(np.random.default_rng(2).permutation(len(rows))))
+    return {"series": series, "time": by_time, "random": shuffled}
+
+
+def test_every_load_order_writes_the_same_rowsets(tmp_path):
+    """Series one after another are laid out by first key rather than sorted: the rowsets of a
+    load are the same, key for key and row for row, whatever the input order."""
+    got = {}
+    for name, data in _load_orders().items():
+        t = tf.create_table(str(tmp_path / name), metrics_schema(), partitioning=metrics_partitioning())
+        t.insert(data)
+        assert t.check().ok
+        by_tablet = {}
+        for rs in t.state.rowsets.values():
+            keys = read_pk_index(t._storage, rs)
+            assert pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py()
+            by_tablet[rs.tablet] = keys.to_pylist()
+        got[name] = (by_tablet, t.scan(ordered=True).to_arrow().to_pylist())
+    assert got["series"] == got["time"] == got["random"]
+    assert len(got["series"][1]) == 40 * 3 * 60
+
+
+@pytest.mark.parametrize("order", ["series", "time", "random"])
+def test_a_repeated_key_is_found_whatever_the_load_order(tmp_path, order):
+    """A key repeated across series (a series sent twice in part) fails the insert with the same
+    count and first key in every order; insert_ignore keeps its first occurrence in the batch."""
+    data = _load_orders(n_hosts=10, per_series=50)[order]
+    again = data.filter(pc.and_(pc.equal(data["host"], "h004"), pc.equal(data["metric"], "cpu"))).slice(0, 7)
+    again = again.set_column(3, "value", pa.array(np.full(7, -1.0)))
+    batch = pa.concat_tables([data, again])
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
+    with pytest.raises(tf.DuplicateKeyError, match=r"7 key\(s\) appear more than once") as e:
+        t.insert(batch)
+    assert e.value.count == 7 and t.version == 0
+    assert [k["time"] for k in e.value.keys] == sorted(again["time"].to_pylist())[:3]
+    res = t.insert_ignore(batch)
+    assert (res.inserted, res.ignored) == (data.num_rows, 7)
+    got = t.scan(columns=["value"], filter=[("value", "<", 0)]).to_arrow()
+    assert got.num_rows == 0                       # batch order: the first occurrence wins
+
+
+@pytest.mark.parametrize("n", [10, 70_000])
+def test_of_two_bad_columns_the_first_in_schema_order_is_reported(tmp_path, n):
+    """Input columns are checked side by side when there are many rows; the error is still the
+    one a check column by column would raise first, and nothing is written."""
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
+    data = metrics_rows(n)
+    bad_metric = data.set_column(1, "metric", pa.array([None] + data["metric"].to_pylist()[1:], pa.string()))
+    bad_both = bad_metric.set_column(4, "price", pa.array([decimal.Decimal("1e20")] * n, pa.decimal128(38, 2)))
+    with pytest.raises(tf.NullValueError, match="'metric'"):
+        t.insert(bad_both)
+    with pytest.raises(tf.DecimalOutOfRangeError, match="'price'"):
+        t.insert(bad_both.set_column(1, "metric", data["metric"]))
+    with pytest.raises(tf.MissingColumnError, match="'time'"):
+        t.insert(bad_both.drop_columns(["time"]).set_column(1, "metric", data["metric"]))
+    with pytest.raises(tf.NullValueError, match="'metric'"):
+        t.insert(bad_both.drop_columns(["time"]))
+    assert t.version == 0 and t.scan().count() == 0
+
+
+@pytest.mark.parametrize("precision", [1, 9, 10, 18])
+def test_decimal_digit_check_agrees_with_the_exact_comparison(precision):
+    """The int64 check of decimal(p <= 18) values agrees with comparing |value| to 10^p - 1,
+    at the bounds, beyond int64, behind NULLs (whose bytes are anything), in a slice and in
+    a later block of a long array."""
+    from tableformat.batch import _decimal_digits_fit, _max_decimal
+    col = tf.Column("d", f"decimal({precision},0)", nullable=True)
+    top = 10 ** precision - 1
+    edge = [top, -top, top + 1, -top - 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64, -2 ** 64, 2 ** 100, -2 ** 100, 0, -1]
+
+    def exact(arr):
+        return pc.all(pc.less_equal(pc.abs(arr), _max_decimal(col))).as_py() is not False
+    for v in edge:
+        for lead in (0, 200_000):                  # the value alone, or in the second block of a long array
+            arr = pa.array([0] * lead + [v], pa.decimal128(38, 0))
+            assert _decimal_digits_fit(arr, col) == exact(arr) == (abs(v) <= top), (v, lead)
+    wide = pa.array([2 ** 100, 5, -5, 2 ** 70], pa.decimal128(38, 0))
+    assert _decimal_digits_fit(wide.slice(1, 2), col)                   # a slice sees its own values only
+    hidden = pa.Array.from_buffers(wide.type, 4, [pa.py_buffer(np.packbits([0, 1, 1, 0], bitorder="little")),
+                                                  wide.buffers()[1]])
+    assert hidden.null_count == 2 and _decimal_digits_fit(hidden, col)    # too wide only behind NULLs
+
+
+def test_a_batch_whose_chunks_differ_in_series_order_loads_like_any_other(tmp_path, monkeypatch):
+    """Routing numbers series chunk by chunk; a chunk whose rows interleave series gets none,
+    and then its tablets have none: their rows are still sorted exactly."""
+    from tableformat import writer
+    monkeypatch.setattr(writer, "_ROUTE_CHUNK", 9000)
+    orders = _load_orders(n_hosts=50, per_series=60)                    # 9000 rows each
+    shifted = pc.add(orders["time"]["time"], pa.scalar(10**9, pa.duration("us")))
+    later = orders["time"].set_column(2, "time", shifted)
+    batch = pa.concat_tables([orders["series"], later])
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
+    routed = writer.route(t.state, writer.prepare(t.state.schema, batch))
+    assert routed and all(r.breaks is None for r in routed)
+    t.insert(batch)
+    u = tf.create_table(str(tmp_path / "u"), metrics_schema(), partitioning=metrics_partitioning())
+    u.insert(batch.take(pa.array(np.random.default_rng(1).permutation(batch.num_rows))))
+    for a, b in zip(sorted(t.state.rowsets.values(), key=lambda r: r.tablet),
+                    sorted(u.state.rowsets.values(), key=lambda r: r.tablet)):
+        assert read_pk_index(t._storage, a).equals(read_pk_index(u._storage, b))
+    assert t.scan(ordered=True).to_arrow().equals(u.scan(ordered=True).to_arrow())

@@ -158,3 +158,90 @@ def test_tablet_keys_in_order_match_a_stable_sort(shape):
     want_keys = [keys[i] for i in order]
     assert dup.tolist() == [i > 0 and want_keys[i] == want_keys[i - 1] for i in range(len(keys))]
 
+
+
+def _series_keys(shape):
+    """(keys, series column) of a composite key (series, time) in load orders: series one after
+    another in an order that is not the key order (so the sorted runs overlap), and variants."""
+    rng = np.random.default_rng(5)
+    order = [(m, h) for m in range(4) for h in range(30)]      # metric-major: runs span all hosts
+    pieces = [[(f"h{h:02d}m{m}", t) for t in range(40)] for m, h in order]
+    if shape == "series":
+        pass
+    elif shape == "shuffled series":
+        pieces = [pieces[i] for i in rng.permutation(len(pieces))]
+    elif shape == "series split":         # a series in two parts, the later part first
+        pieces = pieces[:5] + [pieces[5][20:]] + pieces[6:] + [pieces[5][:20]]
+    elif shape == "series repeated":      # a series' last row comes again later: a repeat where they meet
+        pieces = pieces + [pieces[7][-1:]]
+    elif shape == "range repeated":       # a series' last rows come again later: they overlap
+        pieces = pieces + [pieces[7][30:]]
+    elif shape == "series interleaved":   # two parts of one series that interleave in time
+        pieces = pieces + [[(pieces[3][0][0], t + 0.5) for t in range(0, 38, 2)]]
+    elif shape == "one row each":
+        pieces = [[row] for p in pieces for row in p[:2]]
+    elif shape == "descending":
+        pieces = [list(reversed(p)) for p in pieces[::-1]]
+    elif shape == "single run":
+        pieces = [[row for p in sorted(pieces) for row in p]]
+    rows = [row for p in pieces for row in p]
+    keys = [s.encode() + b"\x00\x00" + f"{t:08.1f}".encode() for s, t in rows]
+    return keys, pa.array([s for s, _ in rows])
+
+
+@pytest.mark.parametrize("shape,laid_out", [
+    ("series", True), ("shuffled series", True), ("series split", True), ("series repeated", True),
+    ("range repeated", False), ("series interleaved", False), ("one row each", False), ("descending", False),
+    ("single run", True)])
+def test_series_laid_out_by_first_key_match_a_stable_sort(shape, laid_out):
+    """Series one after another are laid out by first key without a sort when their ranges do not
+    interleave, else sorted; either way the result is a stable sort's, repeats marked after the first."""
+    from tableformat.writer import run_order, series_breaks, series_ids, sorted_tablet_keys
+    keys, series_col = _series_keys(shape)
+    series = series_ids([series_col], 100)
+    assert series[0] == 100 and (np.diff(series) == [a != b for a, b in zip(series_col.to_pylist()[1:],
+                                                                            series_col.to_pylist()[:-1])]).all()
+    breaks = series_breaks(series)
+    assert breaks.tolist() == [True] + np.diff(series).astype(bool).tolist()
+    k = pa.array(keys, pa.binary())
+    assert (run_order(k, breaks) is not None) == laid_out               # which way it went
+    rows = np.arange(len(keys)) * 2 + 1
+    got_rows, got_keys, dup = sorted_tablet_keys(k, rows, breaks)
+    order = sorted(range(len(keys)), key=lambda i: (keys[i], i))
+    assert got_rows.tolist() == rows[order].tolist()
+    assert got_keys.to_pylist() == [keys[i] for i in order]
+    assert dup.tolist() == [i > 0 and keys[order[i]] == keys[order[i - 1]] for i in range(len(keys))]
+    assert dup.any() == shape.endswith("repeated")
+
+
+@pytest.mark.parametrize("earlier_first", [True, False])
+def test_equal_keys_where_pieces_meet_keep_batch_order(earlier_first):
+    """Two pieces meeting at an equal key: laid out only when the earlier piece in the batch comes
+    first, so the first occurrence stays first (and is the one kept); else a stable sort."""
+    from tableformat.writer import run_order, sorted_tablet_keys
+    low, high = [b"k%04d" % i for i in range(0, 101)], [b"k%04d" % i for i in range(100, 200)]
+    keys = low + high if earlier_first else high + low
+    breaks = np.arange(len(keys)) == (101 if earlier_first else 100)     # the second piece's first row
+    k = pa.array(keys, pa.binary())
+    assert (run_order(k, breaks) is not None) == earlier_first
+    got_rows, got_keys, dup = sorted_tablet_keys(k, np.arange(len(keys)), breaks)
+    at = got_keys.to_pylist().index(b"k0100")
+    first, second = (100, 101) if earlier_first else (0, 200)
+    assert got_rows[at:at + 2].tolist() == [first, second]
+    assert dup.tolist() == [i == at + 1 for i in range(len(keys))]
+
+
+def test_consecutive_rows_of_a_batch_are_a_slice_not_a_copy():
+    """A rowset's rows that are a run of consecutive batch rows (sorted input into one tablet)
+    are written from a slice of the batch; any other rows are gathered, in their order."""
+    from tableformat.writer import batch_rows
+    batch = pa.table({"k": pa.array(np.arange(100)), "s": [f"v{i}" for i in range(100)]})
+    run = batch_rows(batch, np.arange(20, 60))
+    assert run.column("k").chunk(0).buffers()[1].address == \
+        batch.column("k").chunk(0).buffers()[1].address                 # the batch's own memory
+    assert run.to_pydict() == batch.slice(20, 40).to_pydict()
+    for rows in ([5, 4, 6], [1, 2, 4], [0, 2, 1, 3], [9], [3, 2, 1, 0, 5]):
+        got = batch_rows(batch, np.array(rows))
+        assert got["k"].to_pylist() == rows and got["s"].to_pylist() == [f"v{i}" for i in rows]
+    assert batch_rows(batch, np.array([7]))["k"].to_pylist() == [7]
+    assert batch_rows(batch, np.zeros(0, np.int64)).num_rows == 0
