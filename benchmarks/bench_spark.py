@@ -69,10 +69,11 @@ def native_read_rows(spark, work: str, n: int) -> None:
 
 
 def floors(spark, t, uri, files, vid, baseline) -> None:
-    """What any plan of Spark SQL over these files costs before it applies a single change: the
-    same sum with each base row's (file size, row index) key, and with a broadcast anti-join of
-    that key against the REDO files' keys (membership only, no values). Hand-built plans, not
-    read_table: they bound from below what a positional delta join can reach in Spark SQL."""
+    """Hand-built plans, not read_table, against the same baseline. The sum with each base row's
+    (file size, row index) key (kept alive by a max) is about what any plan matching REDO records to
+    base rows by position pays before it applies a single change. The sum after
+    a broadcast anti-join of that key with the REDO files' keys (membership only, no values) is
+    the cheapest join Spark offers for it."""
     from pyspark.sql import functions as F
     redo = {}
     for rs in t.state.rowsets.values():
@@ -84,8 +85,8 @@ def floors(spark, t, uri, files, vid, baseline) -> None:
     changed = lambda: spark.read.schema("rowid bigint").parquet(*redo).selectExpr(
         f"shiftleft(element_at({sizes}, substring_index(substring_index(_metadata.file_path, '/', -2), '/', 1)), 32)"
         " | rowid AS k")
-    plans = [("floor: sum with a row-index key", lambda: keyed().selectExpr(f"sum({vid})", "max(k)").collect()),
-             ("floor: + anti-join on REDO keys", lambda: keyed().join(F.broadcast(changed()), "k", "left_anti")
+    plans = [("bound: sum with a row-index key", lambda: keyed().selectExpr(f"sum({vid})", "max(k)").collect()),
+             ("reference: + anti-join on REDO keys", lambda: keyed().join(F.broadcast(changed()), "k", "left_anti")
               .selectExpr(f"sum({vid})").collect())]
     for label, f in plans:
         f(), baseline()
