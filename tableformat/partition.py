@@ -270,16 +270,22 @@ def _run_starts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray | N
     n = len(columns[0])
     if n < 2 or (n > 2 * _SAMPLE and _run_starts([c.slice(0, _SAMPLE) for c in columns]) is None):
         return None
+    starts = np.flatnonzero(~same_as_previous(columns)) + 1
+    if (len(starts) + 1) * 4 > n:
+        return None
+    return np.r_[0, starts]
+
+
+def same_as_previous(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
+    """Per row but the first, whether it equals the row before it in every column."""
+    n = len(columns[0])
     same = None
     for col in columns:
         eq = pc.equal(col.slice(1), col.slice(0, n - 1))
         same = eq if same is None else pc.and_(same, eq)
     if isinstance(same, pa.ChunkedArray):
         same = same.combine_chunks()
-    starts = np.flatnonzero(~same.to_numpy(zero_copy_only=False)) + 1
-    if (len(starts) + 1) * 4 > n:
-        return None
-    return np.r_[0, starts]
+    return same.to_numpy(zero_copy_only=False)
 
 
 def _as_tuple(v: Any, n: int, what: str) -> tuple:

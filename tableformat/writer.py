@@ -25,6 +25,7 @@ from .keyencoder import encode_keys
 from .keyprobe import probe
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
+from .partition import same_as_previous
 from .storage import Storage
 from .types import MAX_ENCODED_KEY_BYTES
 
@@ -130,12 +131,12 @@ def series_ids(prefix: list[pa.ChunkedArray | pa.Array], start: int = 0) -> np.n
     short runs (series interleaved, as in time order): then no run is worth finding."""
     n = len(prefix[0])
     if n > 2 * _SERIES_SAMPLE:
-        changes = np.count_nonzero(~_same_as_previous([c.slice(0, _SERIES_SAMPLE) for c in prefix]))
+        changes = np.count_nonzero(~same_as_previous([c.slice(0, _SERIES_SAMPLE) for c in prefix]))
         if (changes + 1) * _MIN_SERIES_ROWS > _SERIES_SAMPLE:
             return None
     new = np.ones(n, dtype=bool)
     if n > 1:
-        np.logical_not(_same_as_previous(prefix), out=new[1:])
+        np.logical_not(same_as_previous(prefix), out=new[1:])
     ids = np.cumsum(new, dtype=np.int64)
     ids += start - 1
     return ids
@@ -153,18 +154,6 @@ def series_breaks(series: np.ndarray | None) -> np.ndarray | None:
 
 _SERIES_SAMPLE = 4096
 _MIN_SERIES_ROWS = 4      # rows per series on average, below which runs are not numbered
-
-
-def _same_as_previous(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
-    """Per row but the first, whether it equals the row before it in every column."""
-    n = len(columns[0])
-    same = None
-    for col in columns:
-        eq = pc.equal(col.slice(1), col.slice(0, n - 1))
-        same = eq if same is None else pc.and_(same, eq)
-    if isinstance(same, pa.ChunkedArray):
-        same = same.combine_chunks()
-    return same.to_numpy(zero_copy_only=False)
 
 
 _MIN_PIECE_ROWS = 16      # rows per piece on average, below which sorting every key is cheaper
