@@ -24,7 +24,6 @@ from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, foo
                         prefetch_columns, to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
-from .parallel import pmap
 from .schema import Column, Schema
 from .storage import Storage
 
@@ -142,30 +141,10 @@ def write_bloom(storage: Storage, rowset_dir: str, keys: pa.Array, written: list
     return FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes))
 
 
-def write_rowset_keys(storage: Storage, rowset_dir: str, keys: pa.Array, properties: dict,
-                      written: list[str]) -> tuple[FileRef, FileRef]:
-    """A rowset's PK index and bloom filter, from its sorted encoded keys."""
-    return (write_pk_index(storage, rowset_dir, keys, properties, written),
-            write_bloom(storage, rowset_dir, keys, written))
-
-
 def rowset_meta(rowset_id: str, tablet: str, keys: pa.Array, base: FileRef, stats: dict,
                 pk_index: FileRef, bloom: FileRef) -> RowSetMeta:
     """The descriptor of a rowset whose data and key files are written."""
     return RowSetMeta(rowset_id, tablet, len(keys), keys[0].as_py(), keys[-1].as_py(), (base,), pk_index, bloom, stats)
-
-
-def write_rowset(storage: Storage, schema: Schema, tablet: str, data: pa.Table, keys: pa.Array,
-                 properties: dict, written: list[str], rowset_id: str | None = None) -> RowSetMeta:
-    """Write a batch already sorted by key as one DiskRowSet. Appends each path to `written`.
-
-    Base data and keys are written side by side on the worker pool (inline on a worker)."""
-    rowset_id = rowset_id or uuid.uuid4().hex
-    rowset_dir = f"tablets/{tablet}/{rowset_id}"
-    (base, stats), (pk_index, bloom) = pmap(lambda part: part(), [
-        lambda: write_rowset_data(storage, schema, rowset_dir, data, properties, written),
-        lambda: write_rowset_keys(storage, rowset_dir, keys, properties, written)])
-    return rowset_meta(rowset_id, tablet, keys, base, stats, pk_index, bloom)
 
 
 # --- reading -----------------------------------------------------------------------------

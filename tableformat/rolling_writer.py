@@ -107,7 +107,8 @@ class _ColumnStats:
 
 class DiskRowSetWriter:
     """One rowset written as its sorted rows arrive (Kudu's DiskRowSetWriter): the files of
-    `diskrowset.write_rowset`, with the same row groups and PK index blocks, streamed to storage.
+    a one-shot insert (`writer.write_plan`), with the same row groups and PK index blocks, streamed
+    to storage.
 
     Encodings are chosen from the rowset's first rows (up to the engine's dictionary sample),
     since row groups are written before the rest is seen; then rows wait only for a full row
