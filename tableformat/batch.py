@@ -68,10 +68,16 @@ def _compatible(src: pa.DataType, col: Column) -> bool:
     return False
 
 
+def one_array(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The column as one array; a single chunk as it is (combine_chunks would copy it)."""
+    if not isinstance(a, pa.ChunkedArray):
+        return a
+    return a.chunk(0) if a.num_chunks == 1 else a.combine_chunks()
+
+
 def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bool = True) -> pa.Array:
     """Cast one input column to the column's type, applying Kudu's value rules."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    arr = one_array(arr)
     if pat.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     target = col.arrow_type

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from .cfile_set import FILE_CACHE, arrow_owned, bool_array, field_name
 from . import deltafile
 from .deltafile import DELETE, REDO, REINSERT, UNDO, flag_name
+from .batch import one_array
 from .errors import CorruptFileError
 from .metadata import DeltaFileMeta, RowSetMeta
 from .schema import Column
@@ -262,11 +263,6 @@ def _in_rows(changes: tuple[np.ndarray, pa.Array], start: int, stop: int, rowids
     return ids[lo:hi] - start, values.slice(lo, hi - lo)
 
 
-def _one_array(a: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The column as one array; a single chunk as it is (combine_chunks would copy it)."""
-    if not isinstance(a, pa.ChunkedArray):
-        return a
-    return a.chunk(0) if a.num_chunks == 1 else a.combine_chunks()
 
 
 def _fixed_numeric(a: pa.Array) -> bool:
@@ -289,7 +285,7 @@ class _Drop:
             if len(dead) <= max(16, n // 256):
                 starts, stops = np.r_[0, dead + 1], np.r_[dead, n]
                 runs = stops > starts
-                a = _one_array(col)     # slices of an Array: pa.chunked_array of ChunkedArrays goes through Python
+                a = one_array(col)     # slices of an Array: pa.chunked_array of ChunkedArrays goes through Python
                 return pa.chunked_array([a.slice(s, m) for s, m in zip(
                     starts[runs].tolist(), (stops[runs] - starts[runs]).tolist())], col.type)
         return col.filter(self.mask)
@@ -299,7 +295,7 @@ class _Drop:
         numbers without NULLs in one pass: the filter's output is a new buffer no one else holds
         yet, so the changes that survive are scattered into it, where they land once the deleted
         rows before them are gone."""
-        base = _one_array(base)
+        base = one_array(base)
         values = values.cast(base.type)
         if not (_fixed_numeric(base) and not values.null_count):
             return self.apply(_place(base, pos, values))
@@ -322,7 +318,7 @@ def _place(base: pa.Array | pa.ChunkedArray, pos: np.ndarray, values: pa.Array) 
     (measured 2.8x faster than replace_with_mask). Variable-width columns: one take over
     [base, values] (measured 2.3x faster than replace_with_mask, which rebuilds the value
     buffer byte by byte)."""
-    base = _one_array(base)
+    base = one_array(base)
     values = values.cast(base.type)
     n = len(base)
     if _fixed_numeric(base) and not values.null_count:

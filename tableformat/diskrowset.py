@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .batch import one_array
 from .bloom import BloomFilter, SplitBlockBloomFilter, read_bloom
 from .cfile_set import (FILE_CACHE, PARQUET_CODEC, column_stats, field_name, footer_chunks, parquet_file,
                         prefetch_columns, to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
@@ -99,16 +100,11 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
          for i, (c, a) in enumerate(zip(columns, arrays))}
 
 
-def _one_array(col: pa.ChunkedArray) -> pa.Array:
-    """The column as one array; a single chunk as it is (combine_chunks would copy it)."""
-    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-
-
 def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: pa.Table, properties: dict,
                       written: list[str]) -> tuple[FileRef, dict]:
     """A rowset's base data (rows already in key order): its base file and column statistics."""
     cols = list(schema.columns)
-    arrays = [_one_array(data.column(c.name)) for c in cols]
+    arrays = [one_array(data.column(c.name)) for c in cols]
     base, stats = write_base_file(storage, rowset_dir, cols, arrays, properties["row_group_rows"])
     written.append(base.path)
     return base, stats

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .batch import one_array
 from .types import ColumnType
 
 
@@ -61,8 +62,7 @@ def encode_keys(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], termi
     `terminal` says whether the last column given is the last column of the full
     key (raw string bytes) or a prefix of it (escaped and terminated).
     """
-    columns = [(c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()) if isinstance(c, pa.ChunkedArray) else c
-               for c in columns]
+    columns = [one_array(c) for c in columns]
     n = len(columns[0]) if columns else 0
     # Segments: each string column (escaped and terminated unless last), each run of fixed-width
     # columns (one byte matrix); `terminated` says a 00 00 follows the segment.
@@ -114,8 +114,7 @@ def fixed_key_numbers(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType])
     compare as the keys do, with no binary array. None for other columns."""
     if not columns or any(ct.is_variable_width for ct in ctypes) or sum(ct.key_width for ct in ctypes) > 8:
         return None
-    columns = [(c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()) if isinstance(c, pa.ChunkedArray) else c
-               for c in columns]
+    columns = [one_array(c) for c in columns]
     n = len(columns[0])
     m = np.zeros((n, 8), dtype=np.uint8)
     at = 0
@@ -141,8 +140,7 @@ def prefix_lengths(columns: Sequence[pa.Array], ctypes: Sequence[ColumnType], co
         if not ctype.is_variable_width:
             total += ctype.key_width
             continue
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+        arr = one_array(arr)
         b = arr.cast(pa.binary())
         if i < len(columns) - 1 and _has_nul(b):
             return None

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .actions import AddRowSet
-from .batch import prepare
+from .batch import one_array, prepare
 from .bloom import SEED, SplitBlockBloomFilter
 from .cfile_set import column_stats, parquet_writer
 from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
@@ -163,7 +163,7 @@ class DiskRowSetWriter:
             if pending < self.head_rows and not final:
                 return
             head = pa.concat_tables(self.rows)
-            schema, options = base_file_layout(self.cols, [_one_array(head.column(c.name)) for c in self.cols])
+            schema, options = base_file_layout(self.cols, [one_array(head.column(c.name)) for c in self.cols])
             self._base = self._open(f"base-{uuid.uuid4().hex[:12]}.parquet", schema, **options)
         n = pending if final else pending - pending % self.rg_rows
         if not n:
@@ -227,8 +227,6 @@ class DiskRowSetWriter:
         self.rows, self.keys, self.hashes = [], [], []
 
 
-def _one_array(col: pa.ChunkedArray) -> pa.Array:
-    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 class RollingRowSetWriter:
