@@ -128,3 +128,53 @@ def s3_table_root(s3_endpoint, request):
     return f"s3://{bucket}", opts
 
 
+
+
+# --- layers: a marker per test from what it runs, and one pass/fail line per layer -----------
+LAYERS = {"engine": "the pure-Python engine", "cli": "the command line", "spark": "runs local Spark",
+          "s3": "runs against the loopback S3 server", "airflow": "runs real Airflow DAGs"}
+LAYER_COUNTS: dict = {}     # layer -> outcome -> count, for the summary
+
+
+def pytest_configure(config):
+    for name, doc in LAYERS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+    config.addinivalue_line("markers", "slow: takes more than a few seconds")
+
+
+def _layer(item) -> str:
+    """The layer a test guards, from the fixtures it uses and its file: a red run then says
+    which layer broke (`pytest -m spark` runs one)."""
+    fixtures, name = set(item.fixturenames), item.path.name
+    if "airflow" in name:
+        return "airflow"
+    if fixtures & {"s3_endpoint", "s3_table_root"}:
+        return "s3"
+    if "spark" in fixtures or "spark" in name:
+        return "spark"
+    return "cli" if name.startswith("test_cli") else "engine"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(getattr(pytest.mark, _layer(item)))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        layer = next((m for m in LAYERS if m in report.keywords), "engine")
+        counts = LAYER_COUNTS.setdefault(layer, {})
+        counts[report.outcome] = counts.get(report.outcome, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    counts = LAYER_COUNTS
+    if not counts:
+        return
+    terminalreporter.section("layers")
+    for layer in LAYERS:
+        c = counts.get(layer)
+        if c:
+            verdict = "FAIL" if c.get("failed") else "ok"
+            terminalreporter.write_line(f"layer {layer:8s} {verdict:4s} {c.get('passed', 0)} passed, "
+                                        f"{c.get('failed', 0)} failed, {c.get('skipped', 0)} skipped")
