@@ -207,12 +207,22 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         if deletes:
             base = base.where("NOT coalesce(__deleted, false)")
     if missing:   # rows written before the column was added: its read default
-        base = base.select("*", *[F.lit(c.read_default).cast(spark_type(c.type)).alias(f"c{c.id}")
-                                  for c in plan.read_columns if c.id in missing])
+        base = base.select("*", *[_default(c).alias(f"c{c.id}") for c in plan.read_columns if c.id in missing])
         cols.update({i: f"c{i}" for i in missing})
     for cid in updated:
         cols[cid] = f"CASE WHEN __u{cid} THEN __v{cid} ELSE {cols[cid]} END"
     return base.selectExpr(*[f"{cols[c.id]} AS {_q(c.name)}" for c in plan.read_columns])
+
+
+def _default(c):
+    """A column's read default as a Spark value of its type. A date or timestamp Python's datetime
+    cannot hold is kept as int days or microseconds (`Column.read_default`): a cast of an int to
+    a timestamp would read it as seconds."""
+    from pyspark.sql import functions as F
+    v = c.read_default
+    if v is not None and c.type.kind in ("date", "unixtime_micros") and isinstance(v, int):
+        return _literal(c.type, v)
+    return F.lit(v).cast(spark_type(c.type))
 
 
 def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
@@ -282,6 +292,12 @@ def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPla
 
 # --- filters ----------------------------------------------------------------------------
 
+# Spark hands a pushed-down filter's value to a Python data source as a Python date or datetime:
+# beyond these (with a day's margin for the session time zone) it cannot, and the query fails
+_PY_MICROS = (-62_135_596_800_000_000 + 86_400_000_000, 253_402_300_799_999_999 - 86_400_000_000)
+_PY_DAYS = (-719_162, 2_932_896)
+
+
 def _literal(ctype, value):
     """A domain value (`Scanner.predicates`: int, int days, int microseconds, Decimal, float, str,
     bytes, bool) as a Spark literal of the column's own type: comparisons then never cast the
@@ -301,6 +317,34 @@ def _literal(ctype, value):
     if k == "binary":
         return F.lit(bytearray(value))
     return F.lit(value)
+
+
+def _beyond_python(ctype, value) -> bool:
+    """A timestamp or date Python's datetime cannot hold: compared as a number (unix_micros,
+    unix_date), which Spark does not push down, so the value never has to become a datetime."""
+    lo, hi = _PY_MICROS if ctype.kind == "unixtime_micros" else _PY_DAYS if ctype.kind == "date" else (None, None)
+    return lo is not None and not lo <= value <= hi
+
+
+def _operands(c, ctype, value):
+    """(column side, value side) of one comparison, exact (`_literal`, `_beyond_python`)."""
+    from pyspark.sql import functions as F
+    if _beyond_python(ctype, value):
+        return (F.unix_micros(c) if ctype.kind == "unixtime_micros" else F.unix_date(c)), F.lit(int(value))
+    return c, _literal(ctype, value)
+
+
+def _in(c, ctype, values):
+    """`in`: members Python can hold as one isin (pushed down), the others compared as numbers."""
+    from pyspark.sql import functions as F
+    far = [v for v in values if _beyond_python(ctype, v)]
+    near = [_literal(ctype, v) for v in values if not _beyond_python(ctype, v)]
+    e = c.isin(*near) if near else None
+    if far:
+        col = F.unix_micros(c) if ctype.kind == "unixtime_micros" else F.unix_date(c)
+        e2 = col.isin(*[F.lit(int(v)) for v in far])
+        e = e2 if e is None else e | e2
+    return e
 
 
 def _float_term(c, op: str, v):
@@ -347,9 +391,9 @@ def _spark_filter(predicates: list):
         elif p.ctype.kind in ("float", "double"):
             e = _float_term(c, op, p.value)
         elif op == "in":
-            e = c.isin(*[_literal(p.ctype, v) for v in p.value])
+            e = _in(c, p.ctype, p.value)
         else:
-            v = _literal(p.ctype, p.value)
+            c, v = _operands(c, p.ctype, p.value)
             e = {"=": c == v, "!=": c != v, "<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v}[op]
         cond = e if cond is None else cond & e
     return cond
