@@ -32,8 +32,8 @@ from .snapshots import open_snapshot
 from .writes import (KEY_COL, LAYOUT_COLS, TABLET_COL, TASK_BATCH_ROWS, RejectedRows, coalesced, collect_rows,
                      commit_fragments, result_batch, run_job)
 
-RESULT_SCHEMA = ("fragment string, files string, inserted long, updated long, deleted long, ignored long, "
-                 "missing long, duplicate long, sample string")
+RESULT_SCHEMA = ("fragment string, files string, counts string, inserted long, updated long, deleted long, "
+                 "ignored long, missing long, duplicate long, sample string")
 OPS = ("update", "update_ignore", "delete", "delete_ignore", "upsert", "insert", "insert_ignore")
 
 
@@ -42,16 +42,15 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
                     error_path: str | None, table_id: str | None = None) -> dict:
     """Executor side: plan this task's rows on the snapshot with the engine and write its
     deltas and rowsets; the result holds the task's write fragment (JSON)."""
-    out = {"fragment": None, "files": [], "inserted": 0, "updated": 0, "deleted": 0, "ignored": 0, "missing": 0,
-           "duplicate": 0, "sample": ""}
+    out = {"fragment": None, "files": [], "counts": {}, "inserted": 0, "updated": 0, "deleted": 0, "ignored": 0,
+           "missing": 0, "duplicate": 0, "sample": ""}
     if data is None or data.num_rows == 0:
         return out
     snap = open_snapshot(uri, storage_options, version, table_id)
     data = data.drop([c for c in data.column_names if c == TABLET_COL])
     frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE")
     batch, failed, _ops = frag.rejected
-    out.update({k: frag.counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored", "missing",
-                                                    "duplicate")})
+    add_counts(out, frag.counts)
     if len(failed):
         out["sample"] = snap.describe_rows(batch, failed)
         if on_error == "fail":
@@ -64,6 +63,29 @@ def merge_partition(uri: str, storage_options: dict | None, version: int, data: 
 
 
 COUNTS = ("inserted", "updated", "deleted", "ignored", "missing", "duplicate")
+# what the job's on_error='report' planning adds: the engine's own writes never record them
+# (under 'fail' they fail the job, under 'ignore' they are among `ignored`)
+REPORT_ONLY = ("missing", "duplicate")
+
+
+def add_counts(out: dict, counts: dict) -> None:
+    """Add a fragment's counts to a task's result: every count the planner made (`counts`, all
+    of them, whatever they are: the commit records these), and the ones the job reads by name."""
+    for k, v in counts.items():
+        out["counts"][k] = out["counts"].get(k, 0) + int(v)
+        if k in COUNTS:
+            out[k] += int(v)
+
+
+def job_counts(results: list[dict]) -> dict:
+    """The counts a merge commits: every task's counts summed, as the engine's one-batch plan
+    would have counted them (§14: every writer records the same counts)."""
+    total: dict = {}
+    for r in results:
+        for k, v in r["counts"].items():
+            if k not in REPORT_ONLY:
+                total[k] = total.get(k, 0) + int(v)
+    return total
 
 
 def merge_task(uri: str, storage_options: dict | None, version: int, table_id: str | None, op: str | None,
@@ -76,7 +98,7 @@ def merge_task(uri: str, storage_options: dict | None, version: int, table_id: s
     def fn(batches):
         snap = open_snapshot(uri, storage_options, version, table_id)
         limit = int(snap.state.properties["rowset_target_bytes"])
-        out = {"fragment": None, "files": [], **{k: 0 for k in COUNTS}, "sample": ""}
+        out = {"fragment": None, "files": [], "counts": {}, **{k: 0 for k in COUNTS}, "sample": ""}
         frags: list[tf.WriteFragment] = []
         errors = RejectedRows(error_path if on_error == "collect" else None)
         pending: list[pa.Table] = []
@@ -89,8 +111,7 @@ def merge_task(uri: str, storage_options: dict | None, version: int, table_id: s
                 return
             frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE")
             batch, failed, _ops = frag.rejected
-            for k in COUNTS:
-                out[k] += frag.counts.get(k, 0)
+            add_counts(out, frag.counts)
             if len(failed):
                 if not out["sample"]:
                     out["sample"] = snap.describe_rows(batch, failed)
@@ -170,9 +191,8 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
                                           "nothing was written", missing)
             raise tf.DuplicateKeyError(f"{dup} key(s) already exist in table {table.name!r} (first: {sample}); "
                                        "nothing was written", dup)
-        counts = {k: sum(r[k] for r in results) for k in ("inserted", "updated", "deleted", "ignored")}
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], "MERGE",
-                                counts)
+                                job_counts(results))
     return run_job(spark, df, uri, storage_options, False, make_task, RESULT_SCHEMA, finish, max_restarts, "merge",
                    partitions, keep_order=True, native=True)
 

@@ -61,10 +61,11 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
         jvm_schemes = [jvm_schemes]
     snap = open_snapshot(uri, storage_options, parse_as_of(as_of))
     schema = snap.schema
-    names = list(snap.scan(columns, filter).columns)   # the engine's checks of columns and filter
-    terms = [filter] if isinstance(filter, tuple) else list(filter or [])
-    read_names = names + [t[0] for t in terms if t[0] not in names]
-    read_names = list(dict.fromkeys(read_names))
+    scanner = snap.scan(columns, filter)        # the engine's checks of columns and filter
+    names, predicates = list(scanner.columns), scanner.predicates
+    read_names = names + [p.column for p in predicates if p.column not in names]
+    # no column at all (count(*)): Spark's reader needs one to count rows by; the first key column
+    read_names = list(dict.fromkeys(read_names)) or [schema.primary_key[0]]
     plan = snap.read_plan(read_names, filter)
     storage = tf.Storage(uri, storage_options)
     scheme_reason = _jvm_unreadable(storage, jvm_schemes)
@@ -93,7 +94,7 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
         df = parts[0]
         for p in parts[1:]:
             df = df.unionByName(p)
-    cond = _spark_filter(schema, terms)
+    cond = _spark_filter(predicates)
     if cond is not None:
         df = df.filter(cond)
     return df if list(df.columns) == names else df.selectExpr(*[_q(n) for n in names])
@@ -206,12 +207,22 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         if deletes:
             base = base.where("NOT coalesce(__deleted, false)")
     if missing:   # rows written before the column was added: its read default
-        base = base.select("*", *[F.lit(c.read_default).cast(spark_type(c.type)).alias(f"c{c.id}")
-                                  for c in plan.read_columns if c.id in missing])
+        base = base.select("*", *[_default(c).alias(f"c{c.id}") for c in plan.read_columns if c.id in missing])
         cols.update({i: f"c{i}" for i in missing})
     for cid in updated:
         cols[cid] = f"CASE WHEN __u{cid} THEN __v{cid} ELSE {cols[cid]} END"
     return base.selectExpr(*[f"{cols[c.id]} AS {_q(c.name)}" for c in plan.read_columns])
+
+
+def _default(c):
+    """A column's read default as a Spark value of its type. A date or timestamp Python's datetime
+    cannot hold is kept as int days or microseconds (`Column.read_default`): a cast of an int to
+    a timestamp would read it as seconds."""
+    from pyspark.sql import functions as F
+    v = c.read_default
+    if v is not None and c.type.kind in ("date", "unixtime_micros") and isinstance(v, int):
+        return _literal(c.type, v)
+    return F.lit(v).cast(spark_type(c.type))
 
 
 def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
@@ -281,58 +292,108 @@ def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPla
 
 # --- filters ----------------------------------------------------------------------------
 
+# Spark hands a pushed-down filter's value to a Python data source as a Python date or datetime:
+# beyond these (with a day's margin for the session time zone) it cannot, and the query fails
+_PY_MICROS = (-62_135_596_800_000_000 + 86_400_000_000, 253_402_300_799_999_999 - 86_400_000_000)
+_PY_DAYS = (-719_162, 2_932_896)
+
+
 def _literal(ctype, value):
+    """A domain value (`Scanner.predicates`: int, int days, int microseconds, Decimal, float, str,
+    bytes, bool) as a Spark literal of the column's own type: comparisons then never cast the
+    column (a bigint compared with a double is rounded) and every value fits."""
     from pyspark.sql import functions as F
-    if isinstance(value, int) and not isinstance(value, bool):
-        if ctype.kind == "unixtime_micros":
-            return F.timestamp_micros(F.lit(value))
-        if ctype.kind == "date":
-            return F.date_from_unix_date(F.lit(value))
-    if hasattr(value, "as_py"):   # an Arrow scalar
-        return _literal(ctype, value.as_py())
+    k = ctype.kind
+    if k == "unixtime_micros":
+        return F.timestamp_micros(F.lit(int(value)))
+    if k == "date":
+        return F.date_from_unix_date(F.lit(int(value)))
+    if k == "decimal":
+        return F.lit(format(value, "f")).cast(spark_type(ctype))
+    if k in ("int8", "int16", "int32", "int64"):
+        return F.lit(int(value)).cast(spark_type(ctype))
+    if k in ("float", "double"):
+        return F.lit(float(value))                  # a double: a float32 column is compared as double
+    if k == "binary":
+        return F.lit(bytearray(value))
     return F.lit(value)
 
 
-def _is_nan(v) -> bool:
-    return isinstance(v, float) and v != v
+def _beyond_python(ctype, value) -> bool:
+    """A timestamp or date Python's datetime cannot hold: compared as a number (unix_micros,
+    unix_date), which Spark does not push down, so the value never has to become a datetime."""
+    lo, hi = _PY_MICROS if ctype.kind == "unixtime_micros" else _PY_DAYS if ctype.kind == "date" else (None, None)
+    return lo is not None and not lo <= value <= hi
 
 
-def _compare(c, ctype, op: str, value):
-    """One comparison. On float columns Parquet statistics leave NaN out, so a pushed-down
-    `>`, `>=` or `!=` could skip a row group holding only matching NaN rows: those terms are
-    written so Spark keeps them out of the scan (`OR isnan`), and NaN literals become isnan."""
+def _operands(c, ctype, value):
+    """(column side, value side) of one comparison, exact (`_literal`, `_beyond_python`)."""
     from pyspark.sql import functions as F
-    op = {"==": "=", "<>": "!="}.get(op, op)
-    if ctype.kind in ("float", "double"):
-        if _is_nan(value):
-            nan, notnull = F.isnan(c), c.isNotNull()
-            return {"=": nan, ">=": nan, ">": F.lit(False), "<": notnull & ~nan, "<=": notnull,
-                    "!=": notnull & ~nan}[op]
-        if op in (">", ">=", "!="):
-            v = F.lit(value)
-            return ((c > v) if op == ">" else (c >= v) if op == ">=" else (c != v)) | F.isnan(c)
-    v = _literal(ctype, value)
-    return {"=": c == v, "!=": c != v, "<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v}[op]
+    if _beyond_python(ctype, value):
+        return (F.unix_micros(c) if ctype.kind == "unixtime_micros" else F.unix_date(c)), F.lit(int(value))
+    return c, _literal(ctype, value)
 
 
-def _spark_filter(schema: tf.Schema, terms: list):
-    """The engine's filter terms as one Spark condition. Spark compares as the engine does
-    (NULL matches nothing; NaN = NaN and above every number; -0.0 = 0.0), specs/format.md §13."""
+def _in(c, ctype, values):
+    """`in`: members Python can hold as one isin (pushed down), the others compared as numbers."""
+    from pyspark.sql import functions as F
+    far = [v for v in values if _beyond_python(ctype, v)]
+    near = [_literal(ctype, v) for v in values if not _beyond_python(ctype, v)]
+    e = c.isin(*near) if near else None
+    if far:
+        col = F.unix_micros(c) if ctype.kind == "unixtime_micros" else F.unix_date(c)
+        e2 = col.isin(*[F.lit(int(v)) for v in far])
+        e = e2 if e is None else e | e2
+    return e
+
+
+def _float_term(c, op: str, v):
+    """A normalized term on a float column. Parquet statistics leave NaN out, so a pushed-down
+    `>`, `>=` or `!=` could skip a row group holding only matching NaN rows: those terms are
+    written so Spark keeps them out of the scan (`OR isnan`); NaN values become isnan; `in`
+    is one `=` per member (-0.0 = 0.0 by comparison, not by a hash set)."""
+    from pyspark.sql import functions as F
+    nan = F.isnan(c)
+    if op == "in":
+        e = None
+        for x in v:
+            m = nan if x != x else c == _literal_double(x)
+            e = m if e is None else e | m
+        return e
+    if v != v:          # the engine left =, !=, <, <= with NaN (>= is = NaN, > is none)
+        return {"=": nan, "!=": c.isNotNull() & ~nan, "<": c.isNotNull() & ~nan, "<=": c.isNotNull()}[op]
+    lit = _literal_double(v)
+    if op in (">", ">=", "!="):
+        return ((c > lit) if op == ">" else (c >= lit) if op == ">=" else (c != lit)) | nan
+    return {"=": c == lit, "<": c < lit, "<=": c <= lit}[op]
+
+
+def _literal_double(v):
+    from pyspark.sql import functions as F
+    return F.lit(float(v) + 0.0)
+
+
+def _spark_filter(predicates: list):
+    """The engine's normalized filter terms (`Scanner.predicates`: each value already placed in
+    the column's domain by the engine, §13, so nothing is left to round) as one Spark
+    condition. Spark compares as the engine does (NULL matches nothing; NaN = NaN and above
+    every number; -0.0 = 0.0), specs/format.md §13."""
     from pyspark.sql import functions as F
     cond = None
-    for t in terms:
-        name, op = t[0], str(t[1]).strip().lower().replace("_", " ")
-        c, ctype = _col(name), schema.column(name).type
+    for p in predicates:
+        c, op = _col(p.column), p.op
         if op == "is null":
             e = c.isNull()
         elif op == "is not null":
             e = c.isNotNull()
+        elif op == "none":
+            e = F.lit(False)
+        elif p.ctype.kind in ("float", "double"):
+            e = _float_term(c, op, p.value)
         elif op == "in":
-            vals = [v for v in t[2] if v is not None]
-            e = c.isin(*[_literal(ctype, v) for v in vals]) if vals else c.isNull() & c.isNotNull()
-            if ctype.kind in ("float", "double") and any(_is_nan(v) for v in vals):
-                e = e | F.isnan(c)
+            e = _in(c, p.ctype, p.value)
         else:
-            e = _compare(c, ctype, op, t[2])
+            c, v = _operands(c, p.ctype, p.value)
+            e = {"=": c == v, "!=": c != v, "<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v}[op]
         cond = e if cond is None else cond & e
     return cond

@@ -176,9 +176,11 @@ def sorted_by_key(spark: Any, df: Any, uri: str, storage_options: dict | None, v
 
 
 # key types whose Spark order is the byte order of their key encoding (signed integers and
-# timestamps sign-flipped big-endian, decimals likewise, strings and binary as unsigned bytes)
+# timestamps sign-flipped big-endian, decimals likewise, strings and binary as unsigned bytes),
+# given as the table's own Spark type, so the engine changes no value before encoding it. Not
+# varchar: the engine truncates it first, so rows Spark orders apart can share an encoded key.
 _NATIVE_ORDER_KINDS = ("int8", "int16", "int32", "int64", "date", "unixtime_micros", "decimal", "string",
-                       "varchar", "binary")
+                       "binary")
 NATIVE_LAYOUT_MAX_TABLETS = 32     # a task holds up to a rowset's encoding sample per tablet
 
 
@@ -363,7 +365,10 @@ def insert_unsorted(uri: str, storage_options: dict | None, version: int, table_
 
 def result_batch(r: dict) -> pa.RecordBatch:
     """One task's result as the one-row batch the driver collects (fragment and files as JSON)."""
-    return pa.RecordBatch.from_pylist([{**r, "fragment": json.dumps(r["fragment"]), "files": json.dumps(r["files"])}])
+    r = {**r, "fragment": json.dumps(r["fragment"]), "files": json.dumps(r["files"])}
+    if "counts" in r:
+        r["counts"] = json.dumps(r["counts"])
+    return pa.RecordBatch.from_pylist([r])
 
 
 def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict: bool,
@@ -390,6 +395,9 @@ def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict:
         rows = laid_out.mapInArrow(make_task(version, table_id), result_schema).collect()   # one row per task
         results = [{**r.asDict(), "fragment": json.loads(r["fragment"]), "files": json.loads(r["files"])}
                    for r in rows]
+        for r in results:
+            if "counts" in r:
+                r["counts"] = json.loads(r["counts"])
         try:
             return finish(table, version, results)
         except tf.RestartRequired:

@@ -13,6 +13,7 @@ from .metadata import FORMAT_VERSION, CommitInfo
 from .mvcc import Timestamp, parse_as_of
 from .rolling_writer import RollingRowSetWriter
 from .partition import HashPartition, PartitionSchema, RangePartition
+from .predicate import Predicate
 from .rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
 from .scan import Scanner, ScanTask
 from .schema import Column, Schema
@@ -25,5 +26,5 @@ __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSche
            "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION",
            "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
            "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
-           "DeltaFilePlan", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
+           "DeltaFilePlan", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
 __version__ = "0.1.0"
