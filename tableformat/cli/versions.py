@@ -14,6 +14,7 @@ import pyarrow as pa
 
 import tableformat as tf
 
+from ..batch import python_array
 from ..errors import InvalidDataError, InvalidOptionError
 from .display import grid, iso
 from .options import options_for
@@ -85,7 +86,8 @@ def _keys(specs: list[str], schema: tf.Schema) -> pa.Table:
             raise InvalidOptionError(f"--key {spec!r} lacks primary key column(s) {missing}")
         for k in pk:
             values[k].append(typed(schema.column(k).type, given[k], f"--key {k}", InvalidDataError))
-    return pa.table({k: pa.array(v, schema.column(k).arrow_type) for k, v in values.items()})
+    # typed by the engine's input path: a value the column type cannot hold is its typed error
+    return pa.table({k: python_array(k, v, schema.column(k).arrow_type) for k, v in values.items()})
 
 
 def cmd_lookup(args, opts) -> int:
