@@ -278,6 +278,7 @@ def test_cli_bad_files_are_one_typed_line(t, tmp_path, capsys, command):
     (["lookup", "--key", "k=1,d=1.5,ts=100000000000000000000000"], "TypeMismatchError", "column 'ts'.*64-bit"),
     (["lookup", "--key", "k=1,d=1.5,ts=99999-01-01"], "InvalidDataError", "--key ts"),
     (["lookup", "--key", "k=1,d=1.5,ts=1", "--columns", "s,s"], "InvalidOptionError", "more than once"),
+    (["lookup", "--key", "k=1,d=1.5,ts=1,k=2"], "InvalidOptionError", "gives column 'k' twice"),
     (["scan", "--columns", "s,k,s"], "InvalidOptionError", "more than once"),
     (["scan", "--where", "ts < 99999-01-01"], "InvalidFilterError", "'ts'"),
     (["scan", "--where", "n = 1.5.5"], "InvalidFilterError", "'n'"),

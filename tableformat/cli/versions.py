@@ -80,6 +80,8 @@ def _keys(specs: list[str], schema: tf.Schema) -> pa.Table:
             if not sep or name.strip() not in values:
                 raise InvalidOptionError(f"--key {spec!r}: give every primary key column as name=value "
                                          f"separated by commas (the key is {', '.join(pk)})")
+            if name.strip() in given:          # k=1,k=2 would look up k=2 without a word
+                raise InvalidOptionError(f"--key {spec!r} gives column {name.strip()!r} twice")
             given[name.strip()] = text
         missing = [k for k in pk if k not in given]
         if missing:
