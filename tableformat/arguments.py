@@ -13,7 +13,7 @@ Conventions, the same everywhere:
   value is refused rather than overflowing later;
 - a single string where a list of names is expected means a list of that one
   name (`columns="value"` is `columns=["value"]`), as for `primary_key` and
-  partition columns; any other non-list is refused.
+  partition columns; any other non-list is refused, and so is a name given twice.
 """
 from __future__ import annotations
 
@@ -125,6 +125,9 @@ def names(value: Any, what: str, *, none: bool = True, empty: bool = True,
         raise error(f"{what} must be a list of column names (strings), got {given(bad[0])} in {given(value)}")
     if not empty and not value:
         _fail(error, what, "a non-empty list of column names", value)
+    if len(set(value)) != len(value):     # a name twice: which column a result's name means is ambiguous
+        dups = sorted({v for v in value if value.count(v) > 1})
+        raise error(f"{what} must name each column once, got {dups} more than once in {given(value)}")
     return list(value)
 
 

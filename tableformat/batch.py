@@ -8,7 +8,7 @@ decimals must fit their precision, missing columns take their default.
 from __future__ import annotations
 
 import decimal
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -23,25 +23,120 @@ from .types import MAX_CELL_BYTES
 
 
 def to_arrow_table(data: Any) -> pa.Table:
-    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, a pandas DataFrame or a list of dicts."""
+    """Accept a pyarrow Table/RecordBatch/RecordBatchReader, a pandas DataFrame, a list of dicts
+    (rows) or a dict of columns: the one path every input takes, so every input gets the same
+    typed errors. A value Arrow cannot hold (an int beyond 64 bits, a column mixing types) is
+    a TypeMismatchError naming its column; column names must be distinct strings."""
     if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
-        try:
-            return pa.Table.from_pandas(data, preserve_index=False)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise TypeMismatchError(f"cannot convert the DataFrame to Arrow: {e}") from None
-    if isinstance(data, list) and all(isinstance(r, dict) for r in data):
-        try:
-            return pa.Table.from_pylist(data)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise TypeMismatchError(f"cannot convert the rows to Arrow: {e}") from None
-    raise InvalidDataError(f"input must be a pyarrow Table, RecordBatch, RecordBatchReader, pandas DataFrame "
-                           f"or list of dicts, got {type(data).__name__}")
+        t = data
+    elif isinstance(data, pa.RecordBatch):
+        t = pa.Table.from_batches([data])
+    elif isinstance(data, pa.RecordBatchReader):
+        unique_names(data.schema.names)
+        t = data.read_all()
+    elif type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
+        t = _from_pandas(data)
+    elif isinstance(data, dict):
+        t = _from_columns(data)
+    elif isinstance(data, list) and all(isinstance(r, dict) for r in data):
+        t = _from_rows(data)
+    else:
+        raise InvalidDataError(f"{_INPUT_KINDS}, got {type(data).__name__}")
+    unique_names(t.column_names)
+    return t
+
+
+_INPUT_KINDS = ("input must be a pyarrow Table, RecordBatch, RecordBatchReader, pandas DataFrame, list of dicts "
+                "(rows) or dict of columns (lists)")
+
+
+def unique_names(names: Sequence[Any]) -> list[str]:
+    """The input's column names, each a string given once: a name given twice would match a
+    column ambiguously (whichever reader looked it up would pick one, or fail untyped)."""
+    names = list(names)
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise InvalidDataError(f"input column names must be strings, got {bad[0]!r} ({type(bad[0]).__name__})")
+    if len(set(names)) != len(names):
+        dups = sorted({n for n in names if names.count(n) > 1})
+        raise InvalidDataError(f"input has duplicate column names {dups}: each column may be given once "
+                               f"(columns: {names})")
+    return names
+
+
+# What converting Python values to Arrow raises for a value it cannot hold.
+_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError,
+                      TypeError, ValueError)
+
+
+def unconvertible(name: str, e: BaseException, target: pa.DataType | None = None) -> InvalidDataError:
+    """The typed error for input column `name` whose values Arrow cannot hold (as `target`)."""
+    msg = " ".join(str(e).split())
+    if isinstance(e, OverflowError):
+        msg = f"an integer is beyond the 64-bit range ({msg})"
+    if target is not None and pat.is_decimal(target) and isinstance(e, (pa.ArrowInvalid, OverflowError)):
+        return DecimalOutOfRangeError(f"column {name!r}: a value does not fit {target}: {msg}")
+    into = f" as {target}" if target is not None else ""
+    return TypeMismatchError(f"column {name!r}: a value cannot be converted to Arrow{into}: {msg}")
+
+
+def python_array(name: str, values: Any, to: pa.DataType | None = None) -> pa.Array:
+    """Python values (a list, a numpy array, an Arrow array) as one Arrow array, of type `to`
+    when given; a value Arrow cannot hold raises `unconvertible` for column `name`."""
+    if not _list_like(values):
+        raise InvalidDataError(f"column {name!r} must be a list of values, got {type(values).__name__}")
+    try:
+        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+            values = one_array(values)
+            return values if to is None or values.type == to else values.cast(to)
+        return pa.array(values, to)
+    except _CONVERSION_ERRORS as e:
+        raise unconvertible(name, e, to) from None
+
+
+def _list_like(values: Any) -> bool:
+    return not isinstance(values, (str, bytes, dict)) and hasattr(values, "__len__")
+
+
+def _from_columns(data: dict) -> pa.Table:
+    names = unique_names(data.keys())
+    scalar = next((n for n in names if not _list_like(data[n])), None)
+    if scalar is not None:
+        raise InvalidDataError(f"{_INPUT_KINDS}, got a dict whose {scalar!r} is a {type(data[scalar]).__name__}, "
+                               "not a list of values")
+    arrays = [python_array(n, data[n]) for n in names]
+    lengths = {len(a) for a in arrays}
+    if len(lengths) > 1:
+        raise InvalidDataError(f"the columns have different lengths: "
+                               + ", ".join(f"{n!r}: {len(a)}" for n, a in zip(names, arrays)))
+    return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})
+
+
+def _from_rows(rows: list[dict]) -> pa.Table:
+    """Rows to columns; a key any row has is a column (NULL in the rows without it), where
+    Arrow's from_pylist takes the first row's keys and drops the others' extra keys silently."""
+    names = list(rows[0]) if rows else []
+    seen = set(names)
+    for r in rows:                  # the keys, row by row, as from_pylist's own column lists go
+        if len(r) != len(names) or not seen.issuperset(r):
+            names += [k for k in r if k not in seen]
+            seen.update(r)
+    unique_names(names)
+    return pa.Table.from_arrays([python_array(n, [r.get(n) for r in rows]) for n in names], names=names) \
+        if names else pa.table({})
+
+
+def _from_pandas(df) -> pa.Table:
+    unique_names([c if isinstance(c, str) else str(c) for c in df.columns])   # Arrow names them str(c)
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except _CONVERSION_ERRORS as e:
+        for c in df.columns:        # name the column that failed
+            try:
+                pa.Array.from_pandas(df[c])
+            except _CONVERSION_ERRORS as ce:
+                raise unconvertible(str(c), ce) from None
+        raise TypeMismatchError(f"cannot convert the DataFrame to Arrow: {' '.join(str(e).split())}") from None
 
 
 def _compatible(src: pa.DataType, col: Column) -> bool:
@@ -150,8 +245,6 @@ def prepare(schema: Schema, data: Any, columns: Iterable[str] | None = None) -> 
     """Validate input for an insert: every schema column present, converted and checked."""
     t = to_arrow_table(data)
     names = list(t.column_names)
-    if len(set(names)) != len(names):
-        raise InvalidDataError(f"input has duplicate column names: {names}")
     unknown = [n for n in names if not schema.has_column(n)]
     if unknown:
         raise UnknownColumnError(f"input has column(s) {unknown} that table does not have; "

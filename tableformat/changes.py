@@ -21,7 +21,7 @@ from .cfile_set import field_name
 from .diskrowset import read_base_columns
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
-from .schema import Column
+from .schema import Column, Schema
 from .storage import Storage
 
 _SPARSE_ROWS = 16384   # touched rows are read in slices of this many rowids
@@ -291,27 +291,38 @@ def _net(t, op, changed, cols, key_names, before_image):
     return out.take(pa.array(perm)), new_op[keep][perm], any_changed[keep][perm]
 
 
-def with_skipped(out: pa.Table, storage: Storage, commits: Sequence[Commit]) -> pa.Table:
+def with_skipped(out: pa.Table, storage: Storage, commits: Sequence[Commit], start: Schema, end: Schema) -> pa.Table:
     """The changes plus the rows those commits skipped (`skipped` actions, §14): `_op` "skipped",
-    the input's values (null for a column the input lacked) and a `_reason`, in commit order."""
-    from .actions import AddSkipped
+    the input's values (null for a column the input lacked) and a `_reason`, in commit order.
+
+    A skipped file names its columns as the schema of its commit did; they are matched to the
+    output's (the `end` schema's) by column ID, as every reader matches columns, so a column
+    dropped and added again under the same name since is the new column, NULL in the old rows."""
+    from .actions import AddSkipped, AlterDefinition
     from .sequence import read_skipped
     reason = pa.field("_reason", pa.string())
     parts = [out.append_column(reason, pa.nulls(out.num_rows, pa.string()))]
+    schema = start                                     # the schema as of each commit
     for c in commits:
+        for a in c.of(AlterDefinition):
+            schema = a.schema
         for a in c.of(AddSkipped):
             t = read_skipped(storage, a.file)
             n = t.num_rows
             arrays = []
             for f in out.schema:
+                src = None                             # the file's column holding this output column
+                if end.has_column(f.name):
+                    cid = end.column(f.name).id
+                    src = next((x.name for x in schema.columns if x.id == cid), None)
                 if f.name == "_op":
                     arrays.append(pa.array(["skipped"] * n, pa.string()))
                 elif f.name == "_version":
                     arrays.append(pa.array(np.full(n, c.version, np.int64)))
                 elif f.name == "_timestamp":
                     arrays.append(pa.array(np.full(n, c.timestamp, np.int64)).cast(f.type))
-                elif f.name in t.column_names:
-                    arrays.append(t.column(f.name).cast(f.type))
+                elif src is not None and src in t.column_names:
+                    arrays.append(t.column(src).cast(f.type))
                 else:
                     arrays.append(pa.nulls(n, f.type))
             arrays.append(t.column("_reason"))

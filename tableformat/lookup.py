@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from .batch import convert_column, to_arrow_table
 from .delta_tracker import apply_deltas
 from .diskrowset import read_base_rows
-from .errors import (InvalidDataError, InvalidOptionError, MissingColumnError, NullValueError,
+from .errors import (InvalidOptionError, MissingColumnError, NullValueError,
                      UnknownScanColumnError)
 from .keyencoder import encode_keys
 from .keyprobe import probe_hashed
@@ -31,25 +31,20 @@ FOUND = "_found"
 MISSING = ("omit", "null")
 
 
-def key_table(state: TableState, data: Any) -> pa.Table:
+def key_table(state: TableState, data: Any, what: str = "lookup keys") -> pa.Table:
     """The key columns of `data` (Arrow, pandas, a dict of lists, a list of dicts), converted to the
     schema's key types; other columns are ignored."""
-    if isinstance(data, dict):
-        try:
-            data = pa.table(data)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-            raise InvalidDataError(f"cannot convert the dict of key columns to Arrow: {e}") from None
     t = to_arrow_table(data)
     schema = state.schema
     missing = [k for k in schema.primary_key if k not in t.column_names]
     if missing:
-        raise MissingColumnError(f"lookup keys lack primary key column(s) {missing} of table {state.name!r}; "
+        raise MissingColumnError(f"{what} lack primary key column(s) {missing} of table {state.name!r}; "
                                  f"the key is {list(schema.primary_key)}")
     arrays = []
     for c in schema.key_columns:
         arr = convert_column(t.column(c.name), c, check_nulls=False)
         if arr.null_count:
-            raise NullValueError(f"lookup key column {c.name!r} has {arr.null_count} NULL value(s); a primary "
+            raise NullValueError(f"{what}: key column {c.name!r} has {arr.null_count} NULL value(s); a primary "
                                  "key is never NULL")
         arrays.append(arr)
     return pa.table(arrays, names=list(schema.primary_key))

@@ -20,18 +20,19 @@ import pyarrow as pa
 from . import arguments as arg, mvcc
 from .actions import AddDelta, AddTag, Commit, CreateTable, RemoveTag, apply_commit
 from .alter import AlterTable, write_alter
-from .batch import convert_column, to_arrow_table
+from .batch import to_arrow_table
 from .changes import collect_changes, finish, with_skipped
 from .check import CheckReport, check as run_check
 from .compaction import write_compaction
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from .conflicts import HistoryKept, TagAbsent, TagPresent
-from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError, SchemaError,
+from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError,
+                     MissingColumnError, SchemaError,
                      TableExistsError, TableReplacedError, TagExistsError, TagNotFoundError)
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
 from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
-from .lookup import lookup as run_lookup
+from .lookup import key_table, lookup as run_lookup
 from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
 from .restore import check_restorable, restore_keys, write_restore
@@ -135,9 +136,8 @@ class Snapshot:
         """Each row's tablet ordinal (-1: in no range partition, when not strict): what a
         distributed job shuffles by."""
         arg.boolean(strict, "strict")
-        t = to_arrow_table(data)
         st = self.state
-        keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
+        keys = key_table(st, data, "rows to route")
         return st.partitioning.assign(st.schema, keys, strict=strict)[0]
 
     def route_keys(self, data: Any, strict: bool = True) -> tuple[np.ndarray, pa.Array]:
@@ -145,9 +145,8 @@ class Snapshot:
         primary key (binary, memcmp-ordered as the engine orders keys): what a distributed
         job range-partitions and sorts by."""
         arg.boolean(strict, "strict")
-        t = to_arrow_table(data)
         st = self.state
-        keys = pa.table({c.name: convert_column(t.column(c.name), c) for c in st.schema.key_columns})
+        keys = key_table(st, data, "rows to route")
         encoded = encoded_keys(st, keys)        # encoded once: hashing a key prefix reuses it
         return st.partitioning.assign(st.schema, keys, strict=strict, keys=encoded)[0], encoded
 
@@ -164,6 +163,10 @@ class Snapshot:
     def describe_rows(self, batch: pa.Table, rows, limit: int = 3) -> str:
         """The first keys of `rows` of a batch, for messages."""
         arg.instance(batch, "batch", pa.Table, "a pyarrow Table")
+        to_arrow_table(batch)                   # its column names, each once
+        missing = [k for k in self.schema.primary_key if k not in batch.column_names]
+        if missing:
+            raise MissingColumnError(f"batch lacks primary key column(s) {missing}")
         arg.integer(limit, "limit", 0, 10 ** 6)
         arg.instance(rows, "rows", (list, tuple, range, np.ndarray, pa.Array), "a list or array of row numbers")
         r = np.asarray(rows.to_pylist() if isinstance(rows, pa.Array) else rows, dtype=object)
@@ -342,7 +345,7 @@ class Table:
                                            images == "full")
         out = finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
                      pa.timestamp("us", tz="UTC"))
-        return with_skipped(out, self._storage, commits) if skipped else out
+        return with_skipped(out, self._storage, commits, start_state.schema, end_state.schema) if skipped else out
 
     def inspect(self, kind: str, as_of: Any = None) -> pa.Table:
         """A metadata table of the snapshot, from the log alone: `kind` is history, tablets,

@@ -158,3 +158,62 @@ def test_fuzzed_batches_never_corrupt_the_table(tmp_path_factory, batch, op):
         assert str(e)
         assert t.version == before and t.scan().count() == rows and table_files(root / "t") == files
     assert tf.open_table(str(root / "t")).check().ok
+
+
+# --- issue #24: one input-conversion path, typed errors for every write and lookup ----------------
+
+def _twice(name):
+    row = pa.table({**ROW, "value": [1.0], "tag": ["a"]})
+    return row.append_column(name, row.column(name))
+
+
+@pytest.mark.parametrize("op", ["update", "update_ignore", "upsert", "delete", "delete_ignore", "insert"])
+def test_duplicate_column_names_are_typed_for_every_write(tmp_path, op):
+    """#24.8: update/upsert/delete of input with a column twice raised a bare KeyError."""
+    t = base_table(tmp_path)
+    before, files = t.version, table_files(tmp_path / "t")
+    with pytest.raises(tf.InvalidDataError, match=r"duplicate column names \['tag'\]"):
+        getattr(t, op)(_twice("tag"))
+    assert t.version == before and table_files(tmp_path / "t") == files
+
+
+def test_lookup_with_the_key_column_twice_is_typed(tmp_path):
+    """#24.9"""
+    t = base_table(tmp_path)
+    with pytest.raises(tf.InvalidDataError, match=r"duplicate column names \['host'\]"):
+        t.lookup(_twice("host"))
+
+
+@pytest.mark.parametrize("keys", [
+    {"host": ["h"], "metric": ["m"], "time": [T0], "value": [1.0], "zz": [10**23]},     # an ignored column
+    {"host": ["h"], "metric": ["m"], "time": [10**23]},
+    [{"host": "h", "metric": "m", "time": 10**23}],
+], ids=["dict, other column", "dict", "rows"])
+def test_lookup_of_an_int_beyond_int64_is_typed_and_names_the_column(tmp_path, keys):
+    """#24.10: lookup({"k": [10**23]}) and the list-of-dicts form raised OverflowError."""
+    t = base_table(tmp_path)
+    col = "zz" if "zz" in (keys if isinstance(keys, dict) else {}) else "time"
+    with pytest.raises(tf.TypeMismatchError, match=f"column '{col}'.*64-bit"):
+        t.lookup(keys)
+
+
+@pytest.mark.parametrize("op", ["insert", "update", "upsert"])
+def test_rows_with_an_int_beyond_int64_are_typed_for_writes(tmp_path, op):
+    """#24.10: batch.to_arrow_table's list-of-dicts path raised OverflowError for insert and update."""
+    t = base_table(tmp_path)
+    before, files = t.version, table_files(tmp_path / "t")
+    row = {"host": "h", "metric": "m", "time": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), "tag": "x"}
+    with pytest.raises(tf.TypeMismatchError, match="column 'price'.*64-bit"):
+        getattr(t, op)([row, {**row, "price": 10**40}])
+    assert t.version == before and table_files(tmp_path / "t") == files
+
+
+def test_rows_keep_keys_the_first_row_lacks(tmp_path):
+    """Arrow's from_pylist takes its columns from the first row: a key only later rows have was
+    dropped without a word. Every key of every row is a column."""
+    t = base_table(tmp_path)
+    when = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=T0 + 5)
+    row = {"host": "new", "metric": "m", "time": when}
+    t.insert([row, {**row, "host": "new2", "tag": "kept"}])
+    got = {r["host"]: r["tag"] for r in t.scan(filter=[("host", "in", ["new", "new2"])]).to_arrow().to_pylist()}
+    assert got == {"new": None, "new2": "kept"}

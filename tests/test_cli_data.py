@@ -164,3 +164,74 @@ def test_inspect_command(t, tmp_path):
     assert len(r.stdout.splitlines()) >= 4
     r = run("inspect", t.uri, "snapshots", code=2)
     assert "invalid choice" in r.stderr
+
+
+# --- issue #24 -----------------------------------------------------------------------------------
+
+def test_collect_to_a_path_that_cannot_be_written_commits_nothing(t, tmp_path):
+    """#24.7: the rejected rows were written after the commit, so a failure there exited 1 with
+    the good rows committed. They are written first now."""
+    t.insert(rows(3))
+    before = content(t)
+    ins = write(tmp_path, rows(2, start=2), "jsonl")          # key 2 exists: rejected; key 3 is new
+    (tmp_path / "afile").write_text("x")
+    bad = tmp_path / "afile" / "rejects.parquet"               # its parent is a file
+    line = one_line_error(run("insert", t.uri, "--input", ins, "--on-error", f"collect={bad}", code=1),
+                          "InvalidOptionError")
+    assert "cannot write the rejected rows" in line and "nothing was committed" in line
+    assert t.refresh().version == 1 and content(t).equals(before)
+
+
+def test_a_failed_commit_removes_the_rejects_file_it_wrote(t, tmp_path, monkeypatch, capsys):
+    """#24.7: the rejects are written before the commit; a commit that then fails leaves no
+    rejects file behind (and, exit 1, no version)."""
+    from tableformat.cli.run import main
+    from tableformat.storage import Storage
+    t.insert(rows(3))
+    before = content(t)
+    ins = write(tmp_path, rows(2, start=2), "jsonl")
+    rej = tmp_path / "rejects.parquet"
+
+    def fail_the_commit(self, step, rel):
+        if step == "commit":
+            raise OSError("the commit's PUT failed")
+    monkeypatch.setattr(Storage, "_fault", fail_the_commit)
+    assert main(["insert", t.uri, "--input", str(ins), "--on-error", f"collect={rej}"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: OSError: the commit's PUT failed"), err
+    monkeypatch.undo()
+    assert not rej.exists()
+    assert t.refresh().version == 1 and content(t).equals(before)
+    # and with the commit working, the same run lands and the rejects are there
+    assert main(["insert", t.uri, "--input", str(ins), "--on-error", f"collect={rej}"]) == 0
+    assert pq.read_table(rej).column("id").to_pylist() == [2] and t.refresh().version == 2
+
+
+@pytest.mark.parametrize("cmd", ["upsert", "update", "delete", "insert"])
+def test_a_csv_with_a_repeated_header_is_one_typed_line(t, tmp_path, cmd):
+    """#24.8: the CLI upsert of a CSV whose header repeats a column hit a bare KeyError."""
+    t.insert(rows(3))
+    p = tmp_path / "dup.csv"
+    for header in ("id,name,name\n1,a,b\n", "id,id\n1,1\n"):
+        p.write_text(header)
+        line = one_line_error(run(cmd, t.uri, "--input", p, code=1), "SchemaMismatchError")
+        assert "duplicate column names" in line
+    assert t.refresh().version == 1
+
+
+def test_lookup_of_a_key_beyond_int64_names_the_column(t):
+    """#24.11: `lookup --key id=10**23` printed `error: OverflowError: ...` without the column."""
+    t.insert(rows(3))
+    line = one_line_error(run("lookup", t.uri, "--key", "id=100000000000000000000000", code=1),
+                          "TypeMismatchError")
+    assert "column 'id'" in line and "64-bit" in line
+
+
+@pytest.mark.parametrize("first", ["5", '"text"', "[1, 2]", "null", "true"])
+def test_a_json_line_that_is_not_an_object_is_one_typed_line(t, tmp_path, first):
+    """#24.12: a first line `5` printed `error: TypeError: 'int' object is not iterable`."""
+    p = tmp_path / "f.jsonl"
+    p.write_text(first + "\n" + '{"id": 1}\n')
+    line = one_line_error(run("insert", t.uri, "--input", p, code=1), "SchemaMismatchError")
+    assert "line 1 is not a JSON object" in line
+    assert t.refresh().version == 0

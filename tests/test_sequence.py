@@ -218,6 +218,32 @@ def test_skipped_file_is_kept_within_history_and_checked(t):
     assert t.changes(v, skipped=True).num_rows == 1
 
 
+def test_skipped_rows_match_columns_by_id_after_a_drop_and_re_add(t):
+    """#24.6: a column dropped and added again under the same name is a new column (a new ID):
+    the skipped row's old string value is not the new int64 column's (it was cast by name)."""
+    v = t.version
+    t.upsert(batch([1], ["late"], [1]))                 # skipped: the stored lsn is 10
+    with t.alter() as a:
+        a.drop_column("value")
+    with t.alter() as a:
+        a.add_column("value", "int64")
+    t.upsert(pa.table({"id": [2], "value": [7], "lsn": [12]}))
+    ch = t.changes(v, skipped=True)
+    got = [(r["_op"], r["id"], r["value"], r["lsn"], r["_reason"]) for r in ch.to_pylist()]
+    assert got == [("skipped", 1, None, 1, "stale_sequence"), ("update", 2, 7, 12, None)]
+    assert ch.schema.field("value").type == pa.int64()
+
+
+def test_skipped_rows_keep_a_renamed_column(t):
+    """Matched by ID: a column renamed since the skip still carries the skipped value."""
+    v = t.version
+    t.upsert(batch([1], ["late"], [1]))
+    with t.alter() as a:
+        a.rename_column("value", "label")
+    ch = t.changes(v, skipped=True)
+    assert [(r["_op"], r["id"], r["label"]) for r in ch.to_pylist()] == [("skipped", 1, "late")]
+
+
 # --- concurrency --------------------------------------------------------------------------------
 
 def test_fragment_restarts_when_a_concurrent_update_changed_the_sequence(t):

@@ -21,6 +21,7 @@ import pyarrow as pa
 import tableformat as tf
 
 from ..errors import InvalidOptionError, SchemaMismatchError
+from ..transaction import committed
 from .display import grid
 from .options import options_for, safe_uri
 from .output import emit
@@ -55,6 +56,10 @@ def _open_input(path: str):
 
 
 def _check_columns(names: list[str], schema: tf.Schema, table: str) -> None:
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise SchemaMismatchError(f"input has duplicate column names {dups}: each column may be given once "
+                                  f"(columns: {names})")
     unknown = [n for n in names if not schema.has_column(n)]
     if unknown:
         raise SchemaMismatchError(f"input column(s) {unknown} are not in table {table!r}; its columns are "
@@ -82,9 +87,13 @@ def read_batches(path: str, fmt: str, schema: tf.Schema, table: str) -> tuple[It
         first = f.readline()
         f.seek(0)
         try:
-            names = list(json.loads(first)) if first.strip() else []
+            obj = json.loads(first) if first.strip() else {}
         except ValueError as e:
             raise SchemaMismatchError(f"{path}: line 1 is not a JSON object: {e}") from None
+        if not isinstance(obj, dict):        # a row is an object; 5, "x" or [1] would be iterated as names
+            raise SchemaMismatchError(f"{path}: line 1 is not a JSON object (one object per row), got "
+                                      f"{type(obj).__name__} {first.strip()[:40].decode('utf-8', 'replace')}")
+        names = list(obj)
         _check_columns(names, schema, table)
         explicit = pa.schema([pa.field(n, types[n]) for n in names])
         reader = pj.open_json(f, read_options=pj.ReadOptions(block_size=8 << 20),
@@ -149,7 +158,13 @@ def cmd_write(args, opts) -> int:
 
 
 def _write_collecting(t: tf.Table, command: str, data: pa.Table, columns, path: str):
-    """Skip the rows a strict operation rejects and write them to `path`; one commit."""
+    """Skip the rows a strict operation rejects and write them to `path`; one commit.
+
+    The rejected rows are written to `path` before the commit, so nothing that can fail
+    follows it: a rejects file that cannot be written leaves the table unchanged, and a commit
+    that fails (or restarts, which may reject other rows) removes the file it was written
+    with. Exit 0: the commit landed and `path` holds its rejected rows (no file when there
+    are none). Exit 1: nothing was committed and this run left no rejects file."""
     for _ in range(10):
         snap = t.snapshot()
         if command == "insert":
@@ -160,18 +175,44 @@ def _write_collecting(t: tf.Table, command: str, data: pa.Table, columns, path: 
                                        operation=command.upper())
             batch, rows, _ops = frag.rejected
         try:
+            if len(rows):
+                _write_rejects(batch.take(pa.array(rows)), path)
+        except BaseException:
+            t.storage.delete_quietly(frag.files)            # the fragment's files, never committed
+            raise
+        try:
             res = t.commit_fragments([frag], command.upper())
-        except tf.RestartRequired:
-            continue
-        if len(rows):
-            fmt = OUT_FORMATS[input_format(path, None) if any(path.lower().endswith(e) for e in FORMATS)
-                              else "parquet"]
-            bad = batch.take(pa.array(rows))
-            import contextlib
-            with contextlib.redirect_stdout(io.StringIO()):
-                emit(bad.schema, bad.to_batches(), fmt, path, None)
+        except BaseException as e:
+            if len(rows) and not committed(e):        # landed, then a later step failed: the rows stay
+                _remove_rejects(path, e)
+            if isinstance(e, tf.RestartRequired):
+                continue
+            raise
         return res, len(rows)
     raise tf.CommitConflictError(f"{command} restarted 10 times under concurrent writes; run it again")
+
+
+def _write_rejects(bad: pa.Table, path: str) -> None:
+    fmt = OUT_FORMATS[input_format(path, None) if any(path.lower().endswith(e) for e in FORMATS) else "parquet"]
+    import contextlib
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            emit(bad.schema, bad.to_batches(), fmt, path, None)
+    except OSError as e:
+        raise InvalidOptionError(f"--on-error collect={safe_uri(path)}: cannot write the rejected rows there "
+                                 f"({type(e).__name__}: {e}); nothing was committed") from None
+
+
+def _remove_rejects(path: str, cause: BaseException) -> None:
+    """The commit failed: the rejects file written for it must not stay behind."""
+    import fsspec
+    try:
+        fs, p = fsspec.core.url_to_fs(path)
+        fs.rm(p)
+    except FileNotFoundError:
+        pass
+    except Exception as e:  # noqa: BLE001  the commit's own error is the one to report
+        cause.add_note(f"the rejects file {safe_uri(path)} of the failed commit could not be removed: {e}")
 
 
 def cmd_inspect(args, opts) -> int:

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 import tableformat as tf
 
+from ..batch import python_array
 from ..errors import InvalidDataError, InvalidOptionError
 from .display import grid, iso
 from .options import options_for
@@ -79,13 +80,16 @@ def _keys(specs: list[str], schema: tf.Schema) -> pa.Table:
             if not sep or name.strip() not in values:
                 raise InvalidOptionError(f"--key {spec!r}: give every primary key column as name=value "
                                          f"separated by commas (the key is {', '.join(pk)})")
+            if name.strip() in given:          # k=1,k=2 would look up k=2 without a word
+                raise InvalidOptionError(f"--key {spec!r} gives column {name.strip()!r} twice")
             given[name.strip()] = text
         missing = [k for k in pk if k not in given]
         if missing:
             raise InvalidOptionError(f"--key {spec!r} lacks primary key column(s) {missing}")
         for k in pk:
             values[k].append(typed(schema.column(k).type, given[k], f"--key {k}", InvalidDataError))
-    return pa.table({k: pa.array(v, schema.column(k).arrow_type) for k, v in values.items()})
+    # typed by the engine's input path: a value the column type cannot hold is its typed error
+    return pa.table({k: python_array(k, v, schema.column(k).arrow_type) for k, v in values.items()})
 
 
 def cmd_lookup(args, opts) -> int:
