@@ -205,6 +205,21 @@ def test_compaction_dag_spark_engine(compaction_runs):
     assert rep["compaction"]["engine"] == "spark" and rep["compaction"]["actions_committed"] >= 1
 
 
+@needs_airflow
+def test_compaction_dag_with_exactly_one_table(airflow_env, tmp_path):
+    """The most likely first setup: one table. The summary over one mapped report is still a list."""
+    t = _fragmented_table(str(tmp_path / "only"))
+    expect = t.to_arrow()
+    conf = {"defaults": {"vacuum": {"retain_seconds": 0, "grace_seconds": 0}}, "tables": [{"uri": t.uri}]}
+    run, = run_airflow(airflow_env, "tableformat_compaction", ["2026-11-21T00:00:00+00:00"],
+                       AIRFLOW_VAR_TABLEFORMAT_TABLES=json.dumps(conf))
+    assert_succeeded(run)
+    summary = run["xcom"]["summarize"]["-1"]
+    assert summary["tables"] == ["only"] and [r["table"] for r in summary["per_table"]] == ["only"]
+    assert summary["actions_committed"] >= 1 and summary["files_vacuumed"] > 0
+    assert_same_rows(tf.open_table(t.uri).to_arrow(), expect)
+
+
 def test_overlapping_compactions_of_one_table_do_no_harm(tmp_path):
     """What two overlapping DAG runs do to one table: both succeed, the rows are intact."""
     t = _fragmented_table(str(tmp_path / "metrics"))
