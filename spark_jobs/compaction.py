@@ -26,7 +26,8 @@ def _run_group(uri: str, storage_options: dict | None, actions: list[dict]) -> l
         act = tf.CompactionAction(a["kind"], a["tablet"], tuple(a["rowsets"]), a["score"], a["reason"],
                                a["bytes_read"], tuple(a["columns"]))
         r = t.compact_action(act)
-        out.append({"kind": act.kind, "tablet": act.tablet, "version": r.version if r else None})
+        out.append({"kind": act.kind, "tablet": act.tablet, "version": r.version if r else None,
+                    "rowsets_added": r.rowsets_added if r else 0, "bytes_written": r.bytes_written if r else 0})
     return out
 
 
@@ -46,7 +47,8 @@ def compact_table(spark: Any, uri: str, budget_bytes: int = 256 * 1024 * 1024,
         rdd = spark.sparkContext.parallelize(payload, len(payload))
         results = rdd.flatMap(lambda g: _run_group(uri, storage_options, json.loads(g))).collect()
     return {"plan": str(plan), "actions": len(plan.actions),
-            "committed": sum(1 for r in results if r["version"] is not None), "results": results}
+            "committed": sum(1 for r in results if r["version"] is not None),
+            "bytes_written": sum(r["bytes_written"] for r in results), "results": results}
 
 
 def main(argv=None) -> None:

@@ -23,6 +23,7 @@ Filters are pushed when `spark.sql.python.filterPushdown.enabled` is true.
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -211,6 +212,13 @@ class TableFormatDataSource(DataSource):
         return TableFormatWriter(dict(self.options), overwrite)
 
 
+_registered: "weakref.WeakSet" = weakref.WeakSet()
+
+
 def register(spark: Any) -> None:
-    """Register the data source on a SparkSession (idempotent)."""
+    """Register the data source on a SparkSession, once: registering again made Spark log
+    `DataSourceManager: ... replaced a previously registered data source` on every fallback read."""
+    if spark in _registered:
+        return
     spark.dataSource.register(TableFormatDataSource)
+    _registered.add(spark)

@@ -14,6 +14,8 @@ See `specs/format.md`, section "Schema changes".
 """
 from __future__ import annotations
 
+import datetime as _dt
+
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -161,8 +163,11 @@ class AlterTable:
             new = RangeBound(p.next_range_id, lo, hi, lov, hiv)
             for r in p.ranges:
                 if r.overlaps(lo, hi) and new.overlaps(r.lower, r.upper):
-                    raise PartitionSchemaError(f"range partition [{lower}, {upper}) overlaps "
-                                               f"[{r.lower_values}, {r.upper_values})")
+                    rcols = [st.schema.by_id(i) for i in p.range_column_ids]
+                    raise PartitionSchemaError(
+                        f"range partition {_shown(rcols, lov, hiv)} overlaps the existing range partition "
+                        f"{_shown(rcols, r.lower_values, r.upper_values)} (an open end reaches to -inf/+inf; "
+                        "drop or narrow that one first)")
             ranges = sorted([*p.ranges, new], key=lambda r: (r.lower is not None, r.lower or b""))
             return replace(st, partitioning=replace(p, ranges=tuple(ranges), next_range_id=p.next_range_id + 1))
         self._steps.append((f"add range partition [{lower}, {upper})", step))
@@ -208,6 +213,24 @@ def _require(schema: Schema, name: str) -> Column:
     if not schema.has_column(name):
         raise ColumnNotFoundError(f"column {name!r} is not in the schema; columns are {schema.names}")
     return schema.column(name)
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def _iso(d: _dt.datetime) -> str:
+    return d.isoformat().replace("+00:00", "Z")
+
+
+def _shown(rcols: list, lower: tuple | None, upper: tuple | None) -> str:
+    """A range as typed values, e.g. [2024-01-01T00:00:00Z, +inf): times in ISO, open ends as -inf/+inf."""
+    def one(vals, open_end):
+        if vals is None:
+            return open_end
+        txt = [_iso(_EPOCH + _dt.timedelta(microseconds=v)) if c.type.kind == "unixtime_micros" and isinstance(v, int)
+               else _iso(v) if isinstance(v, _dt.datetime) else repr(v) for c, v in zip(rcols, vals)]
+        return txt[0] if len(txt) == 1 else "(" + ", ".join(txt) + ")"
+    return f"[{one(lower, '-inf')}, {one(upper, '+inf')})"
 
 
 def _encode_bound(st: TableState, v: Any, what: str):

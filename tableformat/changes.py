@@ -101,6 +101,15 @@ class _Records:
         return t.take(pa.array(perm)), changed[perm]
 
 
+def _same(old: pa.Array, new: pa.Array) -> np.ndarray:
+    """Where two arrays hold the same value: equal, both NULL, or both NaN."""
+    same = pc.fill_null(pc.equal(old, new), False)
+    same = pc.or_(same, pc.and_(pc.is_null(old), pc.is_null(new)))
+    if pa.types.is_floating(old.type):
+        same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(old), pc.is_nan(new)), False))
+    return same.to_numpy(zero_copy_only=False)
+
+
 def _arr(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
@@ -191,6 +200,8 @@ def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_i
             mask = np.zeros(n, dtype=bool)
             mask[pos[flags]] = True
             vals = t.column(field_name(c.id)).filter(pa.array(flags)).combine_chunks().cast(c.arrow_type)
+            if need_base:      # a cell written with the value it had is no change (§9.2)
+                changed[np.flatnonzero(flags)[_same(_arr(prev[c.id]).take(pa.array(pos[flags])), vals)], j] = False
             cur[c.id] = pc.replace_with_mask(_arr(cur[c.id]), pa.array(mask), vals)
         if d.path not in in_range:
             continue

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import arguments as arg, mvcc
-from .actions import AddDelta, AddTag, Commit, CreateTable, RemoveTag, apply_commit
+from .actions import AddDelta, AddRowSet, AddTag, Commit, CreateTable, RemoveTag, apply_commit
 from .alter import AlterTable, write_alter
 from .batch import to_arrow_table
 from .changes import collect_changes, finish, with_skipped
@@ -80,6 +80,14 @@ def _result(commit: Commit | None, frag: WriteFragment | None, state: TableState
     return WriteResult(commit.version, Timestamp(commit.timestamp), commit.operation, **c,
                        rowsets_added=len(rowsets),
                        bytes_written=sum(r.size_bytes for r in rowsets) + sum(d.size for d in deltas))
+
+
+def _written(commit: Commit) -> WriteResult:
+    """A rewrite's result from what it committed: the rowsets it added and the bytes of every file it
+    added (base, PK index and bloom files of the rowsets; UNDO and remapped REDO delta files)."""
+    rowsets = [a.rowset for a in commit.of(AddRowSet)]
+    return WriteResult(commit.version, Timestamp(commit.timestamp), commit.operation, rowsets_added=len(rowsets),
+                       bytes_written=sum(r.size_bytes for r in rowsets) + sum(a.delta.size for a in commit.of(AddDelta)))
 
 
 class Snapshot:
@@ -310,7 +318,8 @@ class Table:
 
         Columns: `_op` (insert / update / delete), `_version`, `_timestamp`, every
         column of the row's after-image (key only for a delete), `_changed_columns`
-        (for updates) and, with before_image=True, `_before_<column>`.
+        (for updates: the columns whose value changed; with images="changed", which reads no
+        base data, the columns written) and, with before_image=True, `_before_<column>`.
         mode="all" gives every change in commit order; mode="net" one net change
         per key. images="changed" fills only the key and the changed cells of an
         update, which needs no base data at all. skipped=True (mode="all") adds the
@@ -467,7 +476,7 @@ class Table:
             commit = Transaction(self, frag, COMPACTION_PROPERTIES).commit()
         except CommitConflictError:
             return None
-        return WriteResult(commit.version, Timestamp(commit.timestamp), commit.operation)
+        return _written(commit)
 
     def restore(self, as_of: Any) -> WriteResult:
         """One commit making the current rows equal to the rows as of `as_of` (a version,

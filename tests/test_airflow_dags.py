@@ -205,6 +205,21 @@ def test_compaction_dag_spark_engine(compaction_runs):
     assert rep["compaction"]["engine"] == "spark" and rep["compaction"]["actions_committed"] >= 1
 
 
+@needs_airflow
+def test_compaction_dag_with_exactly_one_table(airflow_env, tmp_path):
+    """The most likely first setup: one table. The summary over one mapped report is still a list."""
+    t = _fragmented_table(str(tmp_path / "only"))
+    expect = t.to_arrow()
+    conf = {"defaults": {"vacuum": {"retain_seconds": 0, "grace_seconds": 0}}, "tables": [{"uri": t.uri}]}
+    run, = run_airflow(airflow_env, "tableformat_compaction", ["2026-11-21T00:00:00+00:00"],
+                       AIRFLOW_VAR_TABLEFORMAT_TABLES=json.dumps(conf))
+    assert_succeeded(run)
+    summary = run["xcom"]["summarize"]["-1"]
+    assert summary["tables"] == ["only"] and [r["table"] for r in summary["per_table"]] == ["only"]
+    assert summary["actions_committed"] >= 1 and summary["files_vacuumed"] > 0
+    assert_same_rows(tf.open_table(t.uri).to_arrow(), expect)
+
+
 def test_overlapping_compactions_of_one_table_do_no_harm(tmp_path):
     """What two overlapping DAG runs do to one table: both succeed, the rows are intact."""
     t = _fragmented_table(str(tmp_path / "metrics"))
@@ -393,6 +408,69 @@ def test_export_refuses_overlapping_intervals_and_another_tables_output(tmp_path
     tf.create_table(str(tmp_path / "metrics"), metrics_schema(), partitioning=metrics_partitioning())
     with pytest.raises(export.ExportError, match="another table"):
         export.export_interval(cfg, s + h, s + 2 * h)
+
+
+WAITER = r'''
+import datetime as dt, logging, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import tableformat_config as config, tableformat_export as export
+signal.signal(signal.SIGTERM, lambda *a: None)    # a host whose handler returns (as Airflow's task runner)
+signal.signal(signal.SIGINT, lambda *a: None)
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, force=True)
+cfg = config.parse_config([{"uri": sys.argv[2], "export": {"output": sys.argv[3], "settle_seconds": 0}}])[0]
+now = dt.datetime.now(dt.timezone.utc)
+try:
+    export.export_interval(cfg, now - dt.timedelta(seconds=60), now + dt.timedelta(seconds=300))
+except export.ExportWaitInterrupted as e:
+    print("INTERRUPTED", e, flush=True)
+    sys.exit(3)
+print("FINISHED", flush=True)
+'''
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_export_settle_wait_ends_promptly_on_a_signal(tmp_path, sig):
+    """The wait for an interval to end ignored SIGTERM and SIGINT under Airflow (its handlers return):
+    it now ends within a second or two, with a typed error and nothing exported."""
+    import signal
+    t = tf.create_table(str(tmp_path / "metrics"), metrics_schema(), partitioning=metrics_partitioning())
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    p = subprocess.Popen([sys.executable, str(script), str(DAGS), t.uri, str(tmp_path / "out")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in p.stdout:                      # the wait has begun once it is explained
+        lines.append(line)
+        if "waiting" in line:
+            break
+    assert "settle_seconds" in lines[-1] and "max_wait_seconds" in lines[-1], lines
+    time.sleep(0.5)
+    sent = time.monotonic()
+    p.send_signal(getattr(signal, sig))
+    out = p.communicate(timeout=60)[0]
+    assert time.monotonic() - sent < 5, "the wait ignored the signal"
+    assert p.returncode == 3 and f"INTERRUPTED {sig} received" in out, out
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*.parquet"))
+
+
+def test_export_wait_is_bounded_and_explained(tmp_path):
+    t = tf.create_table(str(tmp_path / "metrics"), metrics_schema(), partitioning=metrics_partitioning())
+    waits = []
+    now = dt.datetime.now(dt.timezone.utc)
+    cfg = config.parse_config([{"uri": t.uri, "export": {"output": str(tmp_path / "out")}}])[0]
+    assert cfg.export.wait_bound == 660                             # settle_seconds 60 + 600
+    t0 = time.monotonic()
+    with pytest.raises(export.ExportNotDueError, match=r"max_wait_seconds \(660 s\).*can run after"):
+        export.export_interval(cfg, now, now + dt.timedelta(hours=1), sleep=waits.append)    # the current hour
+    assert time.monotonic() - t0 < 5 and waits == []
+    export.export_interval(cfg, now - dt.timedelta(minutes=5), now + dt.timedelta(seconds=30), sleep=waits.append)
+    assert len(waits) == 1 and 60 < waits[0] <= 90                 # the end plus settle_seconds, in bound
+    short = config.parse_config([{"uri": t.uri, "export": {"output": str(tmp_path / "out"),
+                                                           "max_wait_seconds": 70}}])[0]
+    with pytest.raises(export.ExportNotDueError):
+        export.export_interval(short, now, now + dt.timedelta(seconds=30), sleep=waits.append)
+    with pytest.raises(config.ConfigError, match="below settle_seconds"):
+        config.parse_config([{"uri": t.uri, "export": {"output": "/o", "max_wait_seconds": 5}}])
 
 
 # --- configuration ---------------------------------------------------------------------------------

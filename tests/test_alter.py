@@ -219,3 +219,16 @@ def test_drop_then_readd_under_every_compaction(tmp_path, kind):
         (new,) = t.state.rowsets.values()
         assert new.base[0].column_ids == tuple(c.id for c in t.schema.columns)
     assert t.check().ok
+
+
+def test_overlapping_range_partition_error_shows_typed_bounds(tmp_path):
+    import datetime as dt
+    s = tf.Schema([tf.Column("h", "string"), tf.Column("time", "unixtime_micros")], primary_key=["h", "time"])
+    t = tf.create_table(str(tmp_path / "t"), s, partitioning=tf.PartitionSchema(
+        range=tf.RangePartition(["time"], splits=[1_700_000_000_000_000])))
+    utc = dt.timezone.utc
+    with pytest.raises(tf.PartitionSchemaError, match=r"^range partition \[2025-01-01T00:00:00Z, "
+                       r"2026-01-01T00:00:00Z\) overlaps the existing range partition \[2023-11-14T22:13:20Z, \+inf\)"):
+        with t.alter() as a:
+            a.add_range_partition(dt.datetime(2025, 1, 1, tzinfo=utc), dt.datetime(2026, 1, 1, tzinfo=utc))
+    assert t.refresh().version == 0

@@ -337,3 +337,23 @@ def test_check_finds_each_kind_of_corruption(tmp_path, damage, expect):
     rep = tf.open_table(str(root)).check() if damage != "log" else t.check()
     assert not rep.ok
     assert any(expect in v for v in rep.violations), rep
+
+
+def test_compact_results_report_the_rowsets_and_bytes_each_action_wrote(tmp_path):
+    t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning())
+    data = metrics_rows(2000)
+    for i in range(4):
+        t.insert(data.take(pa.array(np.arange(i, 2000, 4))))
+    t.update(data.slice(0, 300).select(["host", "metric", "time", "value"]))
+    before = set(t.state.rowsets)
+    files_before = {d.path for ds in t.state.deltas.values() for d in ds}
+    results = t.compact()
+    assert results
+    st = t.state
+    new_rowsets = [r for rid, r in st.rowsets.items() if rid not in before]
+    new_deltas = [d for ds in st.deltas.values() for d in ds if d.path not in files_before]
+    assert sum(r.rowsets_added for r in results) == len(new_rowsets) > 0
+    on_disk = sum(os.path.getsize(os.path.join(t.uri, f.path)) for r in new_rowsets for f in r.files) + \
+        sum(os.path.getsize(os.path.join(t.uri, d.path)) for d in new_deltas)
+    assert sum(r.bytes_written for r in results) == on_disk > 0
+    assert all(r.bytes_written > 0 for r in results)

@@ -279,3 +279,24 @@ def test_changes_within_a_commit_come_in_key_order_whatever_the_rowset_order(tmp
     for v in (1, 2, 3):
         ks = ch.filter(pa.compute.equal(ch["_version"], v))["key"].to_pylist()
         assert ks == sorted(ks)
+
+
+def test_changed_columns_lists_only_cells_whose_value_changed(tmp_path):
+    """An upsert or apply that changes only `val` lists only `val`, though it wrote every column (Kudu's
+    RowChangeList keeps what the client set; change history compares before and after, §9.2)."""
+    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True),
+                        tf.Column("s", "string", nullable=True), tf.Column("x", "double", nullable=True)],
+                       primary_key="key")
+    t = tf.create_table(str(tmp_path / "t"), schema)
+    v1 = t.insert(pa.table({"key": ["a", "b", "c"], "val": [1, 2, 3], "s": ["p", None, "r"],
+                            "x": [1.5, float("nan"), None]})).version
+    t.upsert(pa.table({"key": ["a", "b", "c"], "val": [10, 2, 3], "s": ["p", None, "r"],
+                       "x": [1.5, float("nan"), None]}))
+    t.apply(pa.table({"key": ["b", "c"], "val": [2, 3], "s": [None, "R"], "x": [float("nan"), None],
+                      "op": ["update", "upsert"]}))
+    every = [(c["_version"], c["key"], c["_changed_columns"]) for c in t.changes(v1).to_pylist()]
+    assert every == [(2, "a", ["val"]), (2, "b", []), (2, "c", []), (3, "b", []), (3, "c", ["s"])]
+    net = {c["key"]: c["_changed_columns"] for c in t.changes(v1, mode="net").to_pylist()}
+    assert net == {"a": ["val"], "b": [], "c": ["s"]}
+    cheap = {(c["_version"], c["key"]): c["_changed_columns"] for c in t.changes(v1, images="changed").to_pylist()}
+    assert cheap[(2, "a")] == ["val", "s", "x"]                # no base read: the columns written

@@ -100,7 +100,9 @@ def tableformat_compaction():
 
     @task(trigger_rule="none_failed")
     def summarize(reports) -> dict:
-        reports = list(reports or [])
+        # Airflow 3 hands a mapped group that expanded to one instance over as that one value, not a list
+        # of one: a single table (the most common first setup) gave a dict here.
+        reports = [reports] if isinstance(reports, dict) else list(reports or [])
         total = {
             "tables": [r["table"] for r in reports],
             "actions_committed": sum(r["compaction"]["actions_committed"] for r in reports),

@@ -55,13 +55,18 @@ class ExportConfig:
     output_options: dict | None = field(default=None, repr=False)
     start: _dt.datetime | None = None       # the export origin; None: the first interval exported
     settle_seconds: float = 60              # allowance for writers' clock skew before an interval is read
+    max_wait_seconds: float | None = None   # the longest wait for an interval's end + settle (None: settle + 600)
+
+    @property
+    def wait_bound(self) -> float:
+        return self.settle_seconds + 600 if self.max_wait_seconds is None else self.max_wait_seconds
 
 
 @dataclass(frozen=True)
 class TableConfig:
     """One table. Keys: name, uri, storage_options, budget_mb, schedule, engine,
     spark_master, vacuum {enabled, retain_seconds, grace_seconds, dry_run},
-    export {output, output_options, start, settle_seconds}."""
+    export {output, output_options, start, settle_seconds, max_wait_seconds}."""
 
     name: str
     uri: str
@@ -170,8 +175,13 @@ def _export_config(where: str, raw: Any) -> ExportConfig:
         start = None if e.get("start") is None else parse_time(e["start"])
     except (ValueError, ConfigError):
         raise ConfigError(f"{where}: export.start must be an ISO date-time, got {e['start']!r}") from None
-    return ExportConfig(e["output"], e.get("output_options"), start,
-                        _number(f"{where}: export.settle_seconds", e.get("settle_seconds", 60)))
+    settle = _number(f"{where}: export.settle_seconds", e.get("settle_seconds", 60))
+    bound = None if e.get("max_wait_seconds") is None else _number(f"{where}: export.max_wait_seconds",
+                                                                   e["max_wait_seconds"])
+    if bound is not None and bound < settle:
+        raise ConfigError(f"{where}: export.max_wait_seconds ({bound:g}) is below settle_seconds ({settle:g}): "
+                          "even a run that starts when its interval ends waits settle_seconds")
+    return ExportConfig(e["output"], e.get("output_options"), start, settle, bound)
 
 
 def _check_keys(where: str, d: Any, allowed: set[str]) -> dict:

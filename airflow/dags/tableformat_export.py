@@ -25,6 +25,14 @@ Reading contract:
   in an interval already exported; the next run re-exports that interval (the
   same files plus the late one), reports it under `late_versions`, and a
   version-based consumer (above) still reads it exactly once.
+- Before reading an interval the export waits until its end plus
+  `settle_seconds`. A scheduled run starts when its interval ends, so it
+  waits about `settle_seconds`. The wait is bounded by `max_wait_seconds`
+  (default settle_seconds + 600): a run of an interval that ends later than
+  that (a manual test run of the current interval: in Airflow 3 the logical
+  date is the interval's end) fails at once with `ExportNotDueError`,
+  saying when it can run. SIGTERM and SIGINT end the wait
+  (`ExportWaitInterrupted`).
 - Exporting an interval reads history as of its commits: keep the table's
   `history_max_age` and the vacuum `retain_seconds` longer than the oldest
   interval you may backfill.
@@ -36,6 +44,8 @@ import datetime as _dt
 import json
 import logging
 import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -56,6 +66,37 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
 
 class ExportError(RuntimeError):
     """An export would break exactly-once (another table's output, or intervals that overlap)."""
+
+
+class ExportNotDueError(ExportError):
+    """The interval ends later than the export may wait for (export.max_wait_seconds)."""
+
+
+class ExportWaitInterrupted(ExportError):
+    """SIGTERM or SIGINT ended the wait for an interval to settle; nothing was read or written."""
+
+
+def interruptible_sleep(seconds: float) -> None:
+    """Sleep, ended by SIGTERM or SIGINT even when the host (Airflow's task runner, `dag.test()`)
+    installed handlers that return: ours raise ExportWaitInterrupted after calling theirs. Handlers
+    can only be set in the main thread; elsewhere the sleep is cut into 1 s slices."""
+    def on_signal(signum, frame):
+        prev = previous.get(signum)
+        if callable(prev):
+            prev(signum, frame)
+        raise ExportWaitInterrupted(f"{signal.Signals(signum).name} received while waiting for the interval "
+                                    "to settle; nothing was exported")
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGTERM, signal.SIGINT):
+            previous[s] = signal.signal(s, on_signal)
+    try:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 1.0))
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 # --- names and times --------------------------------------------------------------------------
@@ -163,7 +204,7 @@ class _History:
 
 # --- export -----------------------------------------------------------------------------------
 def export_interval(cfg: TableConfig, start: _dt.datetime, end: _dt.datetime,
-                    sleep: Callable[[float], None] = time.sleep) -> dict:
+                    sleep: Callable[[float], None] = interruptible_sleep) -> dict:
     """Export the changes committed in [start, end), then move the watermark. Safe to repeat."""
     if cfg.export is None:
         raise ConfigError(f"table {cfg.name!r} has no 'export' configuration")
@@ -171,9 +212,19 @@ def export_interval(cfg: TableConfig, start: _dt.datetime, end: _dt.datetime,
     if end <= start:
         raise ExportError(f"empty data interval [{_iso(start)}, {_iso(end)}): the export needs a "
                           "data-interval timetable (CronDataIntervalTimetable), not a trigger timetable")
-    wait = (end - _dt.datetime.now(UTC)).total_seconds() + cfg.export.settle_seconds
+    settle, bound = cfg.export.settle_seconds, cfg.export.wait_bound
+    wait = (end - _dt.datetime.now(UTC)).total_seconds() + settle
+    if wait > bound:
+        raise ExportNotDueError(
+            f"interval [{_iso(start)}, {_iso(end)}) of table {cfg.name!r} cannot be exported yet: it ends at "
+            f"{_iso(end)} and is read settle_seconds ({settle:g} s) later, {wait:.0f} s from now, beyond "
+            f"export.max_wait_seconds ({bound:g} s). A scheduled run starts when its interval ends; a manual run "
+            f"of the current interval (Airflow 3's logical date is the interval's end) can run after "
+            f"{_iso(end + _dt.timedelta(seconds=settle))}")
     if wait > 0:
-        log.info("waiting %.1f s for commits stamped by clocks behind ours (settle_seconds)", wait)
+        log.info("waiting %.1f s (at most export.max_wait_seconds = %g s): until the interval's end %s plus "
+                 "settle_seconds (%g s), so that commits stamped by writers' clocks behind ours land before "
+                 "it is read; SIGTERM or SIGINT stops the wait", wait, bound, _iso(end), settle)
         sleep(wait)
     t = cfg.open()
     out = Storage(export_root(cfg), cfg.export.output_options)

@@ -56,6 +56,7 @@ def run_compaction(cfg: TableConfig) -> dict:
     return {"table": cfg.name, "engine": cfg.engine, "plan_version": plan.version,
             "actions_planned": len(plan.actions), "actions_committed": len(committed),
             "actions_gave_up": len(results) - len(committed), "versions_committed": committed,
+            "bytes_written": sum(r["bytes_written"] for r in results),
             "version_before": before, "version_after": t.version}
 
 
@@ -63,7 +64,8 @@ def _compact_inprocess(t: tf.Table, plan: tf.CompactionPlan) -> list[dict]:
     out = []
     for a in plan.actions:    # one action at a time, to pair each with what it committed
         res = t.compact(replace(plan, actions=(a,)))
-        out.append({"kind": a.kind, "tablet": a.tablet, "version": res[0].version if res else None})
+        out.append({"kind": a.kind, "tablet": a.tablet, "version": res[0].version if res else None,
+                    "bytes_written": res[0].bytes_written if res else 0})
     return out
 
 
@@ -75,7 +77,8 @@ def _compact_spark(cfg: TableConfig, plan: tf.CompactionPlan) -> list[dict]:
         res = compact_table(spark, cfg.uri, cfg.budget_bytes, cfg.storage_options, plan=plan)
     finally:
         spark.stop()    # a worker slot must not keep a JVM
-    return [{"kind": r["kind"], "tablet": r["tablet"], "version": r["version"]} for r in res["results"]]
+    return [{"kind": r["kind"], "tablet": r["tablet"], "version": r["version"], "bytes_written": r["bytes_written"]}
+            for r in res["results"]]
 
 
 def run_vacuum(cfg: TableConfig) -> dict:

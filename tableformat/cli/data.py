@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from typing import Iterator
 
@@ -45,14 +46,38 @@ def input_format(path: str, given: str | None) -> str:
                              "jsonl" + (" (stdin has no name)" if path == "-" else ""))
 
 
-def _open_input(path: str):
+def _open_input(path: str) -> pa.NativeFile:
+    """The input as an Arrow-native stream.
+
+    Never a Python file object: Arrow's CSV and JSON readers read ahead on
+    their own I/O threads, and a read-ahead still calling into Python when a
+    bad first block ends the command made the interpreter abort at exit
+    (`terminate called without an active exception`, exit 134). A local file
+    is streamed natively; stdin, pipes and remote inputs are fetched whole first.
+    """
     if path == "-":
-        return io.BytesIO(sys.stdin.buffer.read())
+        return pa.BufferReader(sys.stdin.buffer.read())
     import fsspec
+    from fsspec.implementations.local import LocalFileSystem
     try:
-        return fsspec.open(path, "rb").open()
+        fs, p = fsspec.core.url_to_fs(path)
+        if isinstance(fs, LocalFileSystem) and os.path.isfile(p):
+            return pa.OSFile(p)
+        return pa.BufferReader(fs.cat_file(p))
     except FileNotFoundError:
         raise InvalidOptionError(f"--input {path!r}: no such file") from None
+
+
+def _first_line(f: pa.NativeFile) -> bytes:
+    """The first line of a seekable stream, which is left at its start."""
+    line = b""
+    while b"\n" not in line:
+        chunk = f.read(1 << 16)
+        if not chunk:
+            break
+        line += chunk
+    f.seek(0)
+    return line.split(b"\n", 1)[0]
 
 
 def _check_columns(names: list[str], schema: tf.Schema, table: str) -> None:
@@ -84,8 +109,7 @@ def read_batches(path: str, fmt: str, schema: tf.Schema, table: str) -> tuple[It
             _check_columns(reader.schema.names, schema, table)
             return reader, None
         import pyarrow.json as pj
-        first = f.readline()
-        f.seek(0)
+        first = _first_line(f)
         try:
             obj = json.loads(first) if first.strip() else {}
         except ValueError as e:

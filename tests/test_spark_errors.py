@@ -1,0 +1,56 @@
+"""Typed errors from the Spark paths, with real local Spark: the data-source write surfaces a
+DuplicateKeyError as AnalysisException [PYTHON_DATA_SOURCE_ERROR]; spark_jobs.errors gives it back."""
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+
+pytest.importorskip("pyspark")
+
+from spark_jobs.errors import typed_error, typed_errors  # noqa: E402
+
+
+def _table(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema([tf.Column("id", "int64"), tf.Column("v", "double",
+                                                                                             nullable=True)],
+                                                        primary_key=["id"]))
+    t.insert(pa.table({"id": pa.array([1, 2], pa.int64()), "v": [1.0, 2.0]}))
+    return t
+
+
+def test_datasource_write_of_existing_keys_raises_the_typed_error(spark, tmp_path):
+    t = _table(tmp_path)
+    df = spark.createDataFrame([(1, 5.0), (3, 3.0)], "id long, v double")
+    with pytest.raises(tf.DuplicateKeyError, match=r"^1 key\(s\) already exist.*nothing was written$") as info:
+        with typed_errors():
+            df.write.format("tableformat").mode("append").save(t.uri)
+    assert info.value.count == 1
+    from pyspark.errors import AnalysisException
+    assert isinstance(info.value.__cause__, AnalysisException)             # Spark's exception stays chained
+    assert t.refresh().version == 1 and t.scan().count() == 2
+
+
+def test_typed_error_leaves_other_errors_alone(spark, tmp_path):
+    with pytest.raises(Exception) as info:
+        spark.sql("SELECT * FROM no_such_table").collect()
+    assert typed_error(info.value) is None
+    with pytest.raises(type(info.value)):
+        with typed_errors():
+            spark.sql("SELECT * FROM no_such_table").collect()
+    err = tf.KeyNotFoundError("x")
+    assert typed_error(err) is err
+
+
+def test_the_data_source_is_registered_once_per_session(spark, tmp_path, monkeypatch):
+    """Each registration after the first made Spark log 'replaced a previously registered data source'."""
+    from pyspark.sql.datasource import DataSourceRegistration
+    from spark_jobs.datasource import register
+    from spark_jobs.read import read_table
+    calls = []
+    real = DataSourceRegistration.register
+    monkeypatch.setattr(DataSourceRegistration, "register", lambda self, ds: (calls.append(ds), real(self, ds)))
+    t = _table(tmp_path)
+    register(spark)
+    for _ in range(3):
+        assert read_table(spark, t.uri, path="python").count() == 2
+    assert calls == []                 # the session fixture registered it already
