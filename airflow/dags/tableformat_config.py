@@ -55,13 +55,16 @@ class ExportConfig:
     output_options: dict | None = field(default=None, repr=False)
     start: _dt.datetime | None = None       # the export origin; None: the first interval exported
     settle_seconds: float = 60              # allowance for writers' clock skew before an interval is read
+    format: str = "parquet"                 # "parquet" (interval files) or "delta" (a Delta table, exactly once)
+    mode: str = "append"                    # delta only: "append" (change rows) or "apply" (a replica by key)
+    delta_options: dict | None = field(default=None, repr=False)   # delta only: delta-rs storage options
 
 
 @dataclass(frozen=True)
 class TableConfig:
     """One table. Keys: name, uri, storage_options, budget_mb, schedule, engine,
     spark_master, vacuum {enabled, retain_seconds, grace_seconds, dry_run},
-    export {output, output_options, start, settle_seconds}."""
+    export {output, output_options, start, settle_seconds, format, mode, delta_options}."""
 
     name: str
     uri: str
@@ -170,8 +173,17 @@ def _export_config(where: str, raw: Any) -> ExportConfig:
         start = None if e.get("start") is None else parse_time(e["start"])
     except (ValueError, ConfigError):
         raise ConfigError(f"{where}: export.start must be an ISO date-time, got {e['start']!r}") from None
+    fmt, mode = e.get("format", "parquet"), e.get("mode", "append")
+    if fmt not in ("parquet", "delta"):
+        raise ConfigError(f"{where}: export.format must be 'parquet' or 'delta', got {fmt!r}")
+    if mode not in ("append", "apply") or (fmt == "parquet" and "mode" in e):
+        raise ConfigError(f"{where}: export.mode must be 'append' or 'apply', and only with format 'delta', "
+                          f"got {mode!r}")
+    if e.get("delta_options") is not None and (fmt != "delta" or not isinstance(e["delta_options"], dict)):
+        raise ConfigError(f"{where}: export.delta_options must be a mapping, and only with format 'delta'")
     return ExportConfig(e["output"], e.get("output_options"), start,
-                        _number(f"{where}: export.settle_seconds", e.get("settle_seconds", 60)))
+                        _number(f"{where}: export.settle_seconds", e.get("settle_seconds", 60)), fmt, mode,
+                        e.get("delta_options"))
 
 
 def _check_keys(where: str, d: Any, allowed: set[str]) -> dict:
