@@ -85,7 +85,8 @@ def change_export(spark: Any, uri: str, output: str, storage_options: dict | Non
 DELTA_MODES = ("append", "apply")
 _RETRIED = ("ConcurrentTransactionException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
             "ConcurrentDeleteDeleteException", "ConcurrentWriteException", "ProtocolChangedException",
-            "MetadataChangedException", "DELTA_CONCURRENT", "FileAlreadyExistsException")
+            "MetadataChangedException", "DELTA_CONCURRENT", "DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED",
+            "FileAlreadyExistsException")
 
 
 def delta_watermark(output: str, name: str, delta_options: dict | None = None) -> int | None:
