@@ -7,6 +7,7 @@ run elsewhere (spark_jobs/, airflow/) use only these names; every other module
 is internal. specs/format.md is the on-disk contract.
 """
 from .errors import *  # noqa: F401,F403  (the error classes are public)
+from .delta_mirror import MirrorResult
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo
@@ -26,5 +27,5 @@ __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSche
            "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION",
            "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
            "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
-           "DeltaFilePlan", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of"]
+           "DeltaFilePlan", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of", "MirrorResult"]
 __version__ = "0.1.0"

@@ -183,3 +183,8 @@ class NativeReadUnavailableError(TableFormatError):
     """A native (JVM Parquet) read was required but some rowset cannot be read that way:
     the JVM cannot open the table's URI scheme, or the version needs UNDO records. Use
     path="auto" to fall back to the Python data source for those rowsets."""
+
+
+class MirrorError(TableFormatError):
+    """A Delta mirror cannot be written: its log was written concurrently or cleaned up, or a
+    rowset cannot be expressed in Delta and compaction was not allowed."""

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import arguments as arg, mvcc
+from . import arguments as arg, delta_mirror, mvcc
 from .actions import AddDelta, AddRowSet, AddTag, Commit, CreateTable, RemoveTag, apply_commit
 from .alter import AlterTable, write_alter
 from .batch import to_arrow_table
@@ -26,6 +26,7 @@ from .check import CheckReport, check as run_check
 from .compaction import write_compaction
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from .conflicts import HistoryKept, TagAbsent, TagPresent
+from .delta_mirror import MirrorResult
 from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredError, InvalidOptionError,
                      MissingColumnError, SchemaError,
                      TableExistsError, TableReplacedError, TagExistsError, TagNotFoundError)
@@ -562,6 +563,20 @@ class Table:
                            max(p.retain_from, state.history_horizon))
         self._storage.delete_quietly(res.files)
         return res
+
+    def mirror_delta(self, path: str, storage_options: dict | None = None, compact: bool = True) -> MirrorResult:
+        """Write one Delta Lake commit at `path` so that Delta readers see this table's latest
+        version, reading our base files in place (zero-copy): column mapping to our `c<id>`
+        fields, deletes as deletion vectors. Rowsets Delta cannot express are compacted first
+        (`compact=False` refuses instead); the result names them. Our vacuum keeps every file
+        the latest mirrored version references. specs/format.md §15."""
+        arg.boolean(compact, "compact")
+        if not isinstance(path, str) or not path:
+            raise InvalidOptionError(f"path must be a non-empty string (the Delta table's directory), got {path!r}")
+        if path.rstrip("/") == self.uri.rstrip("/") or path.rstrip("/").startswith(self.uri.rstrip("/") + "/"):
+            raise InvalidOptionError(f"the Delta mirror {path!r} must lie outside the table's directory "
+                                     f"{self.uri!r}: a Delta VACUUM there would delete our files")
+        return delta_mirror.mirror_delta(self, path, storage_options, compact)
 
     def check(self, deep: bool = True) -> CheckReport:
         """Verify the table's invariants; the report lists every violation found.

@@ -17,6 +17,7 @@ from typing import Sequence
 
 from .actions import Commit, SetHistory
 from .conflicts import TagsRetained
+from .delta_mirror import mirrored_files
 from .fragment import WriteFragment
 from .metadata import CommitInfo, TableState
 from .mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
@@ -157,4 +158,5 @@ def deletable(storage: Storage, log: TransactionLog, state: TableState, first: i
     for v in range(first + 1, state.version + 1):
         referenced |= commit_files(log.read_commit(v))
     referenced |= state_files(state)
+    referenced |= mirrored_files(storage)      # a Delta mirror's latest version reads them in place
     return unreferenced(storage, referenced, grace_seconds)

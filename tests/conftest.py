@@ -47,8 +47,10 @@ def metrics_rows(n, seed=0, hosts=20, start=0):
 def spark():
     """One local[2] SparkSession for the whole run (starting one takes 10-19 s)."""
     pytest.importorskip("pyspark")
-    from spark_jobs.common import get_spark
-    s = get_spark("tableformat-tests", "local[2]")
+    from spark_jobs.session import delta_available, get_spark
+    # Delta's jars and SQL extension must be there when the JVM starts, so the one
+    # session has them whenever delta-spark is installed (about 8 s of Ivy resolution).
+    s = get_spark("tableformat-tests", "local[2]", delta=delta_available())
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()

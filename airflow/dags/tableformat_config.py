@@ -55,6 +55,9 @@ class ExportConfig:
     output_options: dict | None = field(default=None, repr=False)
     start: _dt.datetime | None = None       # the export origin; None: the first interval exported
     settle_seconds: float = 60              # allowance for writers' clock skew before an interval is read
+    format: str = "parquet"                 # "parquet" (interval files) or "delta" (a Delta table, exactly once)
+    mode: str = "append"                    # delta only: "append" (change rows) or "apply" (a replica by key)
+    delta_options: dict | None = field(default=None, repr=False)   # delta only: delta-rs storage options
     max_wait_seconds: float | None = None   # the longest wait for an interval's end + settle (None: settle + 600)
 
     @property
@@ -66,7 +69,7 @@ class ExportConfig:
 class TableConfig:
     """One table. Keys: name, uri, storage_options, budget_mb, schedule, engine,
     spark_master, vacuum {enabled, retain_seconds, grace_seconds, dry_run},
-    export {output, output_options, start, settle_seconds, max_wait_seconds}."""
+    export {output, output_options, start, settle_seconds, max_wait_seconds, format, mode, delta_options}."""
 
     name: str
     uri: str
@@ -181,7 +184,16 @@ def _export_config(where: str, raw: Any) -> ExportConfig:
     if bound is not None and bound < settle:
         raise ConfigError(f"{where}: export.max_wait_seconds ({bound:g}) is below settle_seconds ({settle:g}): "
                           "even a run that starts when its interval ends waits settle_seconds")
-    return ExportConfig(e["output"], e.get("output_options"), start, settle, bound)
+    fmt, mode = e.get("format", "parquet"), e.get("mode", "append")
+    if fmt not in ("parquet", "delta"):
+        raise ConfigError(f"{where}: export.format must be 'parquet' or 'delta', got {fmt!r}")
+    if mode not in ("append", "apply") or (fmt == "parquet" and "mode" in e):
+        raise ConfigError(f"{where}: export.mode must be 'append' or 'apply', and only with format 'delta', "
+                          f"got {mode!r}")
+    if e.get("delta_options") is not None and (fmt != "delta" or not isinstance(e["delta_options"], dict)):
+        raise ConfigError(f"{where}: export.delta_options must be a mapping, and only with format 'delta'")
+    return ExportConfig(e["output"], e.get("output_options"), start, settle, fmt, mode, e.get("delta_options"),
+                        bound)
 
 
 def _check_keys(where: str, d: Any, allowed: set[str]) -> dict:

@@ -124,6 +124,23 @@ def cmd_vacuum(args, opts) -> int:
     return EXIT_OK
 
 
+def cmd_mirror(args, opts) -> int:
+    mopts = {}
+    for kv in args.mirror_option:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            raise tf.InvalidOptionError(f"--mirror-option must be KEY=VALUE, got {kv!r}")
+        try:
+            mopts[k] = json.loads(v)
+        except ValueError:
+            mopts[k] = v
+    res = _open(args, opts).mirror_delta(args.delta, mopts or None, compact=not args.no_compact)
+    for rid, why in sorted(res.compacted.items()):
+        print(f"  compacted rowset {rid}: {why}")
+    print(res)
+    return EXIT_OK
+
+
 def cmd_check(args, opts) -> int:
     rep = _open(args, opts).check(deep=not args.shallow)
     print(rep)

@@ -8,6 +8,7 @@
     tableformat changes  URI --start V [--end V] [--mode all|net] [--format ...] [--output FILE]
     tableformat compact  URI [--plan | --run] [--budget-mb MB]
     tableformat vacuum   URI [--retain-seconds S] [--grace-seconds S] [--dry-run]
+    tableformat mirror   URI --delta PATH [--no-compact] [--mirror-option KEY=VALUE]...
     tableformat check    URI [--shallow]
     tableformat alter    URI --add-column c:int32:nullable --drop-column b --rename-column a:b ...
     tableformat restore  URI --as-of V
@@ -148,6 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--budget-mb", type=float, default=256.0, metavar="MB", help="bytes to read at most (256)")
     s.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
                    help="the progress bar on stderr (auto: on a terminal)")
+
+    s = cmd("mirror", commands.cmd_mirror, "write a zero-copy Delta Lake mirror of the latest version",
+            "\n\nOne Delta commit at PATH: our base files by absolute path, deletes as deletion vectors;\n"
+            "rowsets Delta cannot express are compacted first (listed in the output). PATH must lie\n"
+            "outside the table. Delta readers: spark.read.format('delta').load(PATH), deltalake.")
+    s.add_argument("--delta", required=True, metavar="PATH", help="the Delta table's directory (URI)")
+    s.add_argument("--no-compact", action="store_true",
+                   help="refuse (exit 1) instead of compacting rowsets Delta cannot express")
+    s.add_argument("--mirror-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an fsspec storage option of PATH (repeatable; JSON values)")
 
     s = cmd("vacuum", commands.cmd_vacuum, "delete files no snapshot within the retained history needs")
     s.add_argument("--retain-seconds", type=float, metavar="S",
