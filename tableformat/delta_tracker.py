@@ -151,13 +151,6 @@ def _check_rowids(rowid: np.ndarray, rowset: RowSetMeta, d: DeltaFileMeta) -> No
                                f"{rowset.num_rows} rows")
 
 
-def _sparse_positions(rowids: np.ndarray, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For records' rowids, whether each is among the sorted unique `rowids`, and its position there."""
-    idx = np.minimum(np.searchsorted(rowids, records), max(len(rowids) - 1, 0))
-    hit = rowids[idx] == records if len(rowids) else np.zeros(len(records), bool)
-    return hit, idx
-
-
 def column_changes(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], column: Column,
                    read_ts: int | None = None) -> tuple[np.ndarray, pa.Array] | None:
     """The value of `column` as of `read_ts` of every row a delta record changes it in:
@@ -257,8 +250,11 @@ def _in_rows(changes: tuple[np.ndarray, pa.Array], start: int, stop: int, rowids
     """A rowset's changes to rows [start, stop) (or to the sorted `rowids`), by position there."""
     ids, values = changes
     if rowids is not None:
-        hit, idx = _sparse_positions(rowids, ids)
-        return idx[hit], values.filter(pa.array(hit))
+        # each looked-up row searched among the changes (sorted, unique): O(rows log changes),
+        # where searching every change among the rows costs O(changes) for a single key
+        at = np.minimum(np.searchsorted(ids, rowids), max(len(ids) - 1, 0))
+        found = np.flatnonzero(ids[at] == rowids) if len(ids) else np.zeros(0, np.int64)
+        return found, values.take(pa.array(at[found]))
     lo, hi = np.searchsorted(ids, [start, stop])
     return ids[lo:hi] - start, values.slice(lo, hi - lo)
 
