@@ -61,6 +61,7 @@ class Clock:
             best_c = min(best_c, time.process_time() - c0)
         self.out[name] = best_w
         self.out[name + ".cpu"] = best_c
+        self.out[name + ".maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         return res
 
 
@@ -339,6 +340,10 @@ def main() -> None:
                     r = ours / min(peers)
                     line += f"{r:.2f}x lowest peer (<= {arg}x: {'met' if r <= arg else 'MISSED'})"
         print(line, flush=True)
+    steps = [k[:-len(".maxrss")] for k in res.get("ours", {}) if k.endswith(".maxrss")]
+    print("peak RSS after each step (MB): " + "; ".join(
+        f"{e}: " + ", ".join(f"{k} {res[e][k + '.maxrss'] / 2**20:.0f}" for k in steps if k + ".maxrss" in res[e])
+        for e in engines))
 
 
 if __name__ == "__main__":

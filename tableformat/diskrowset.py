@@ -338,20 +338,18 @@ def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Colum
                 arr, offset = t.column(nm), 0
                 for g in missing:
                     size = int(bounds[g + 1] - bounds[g])
-                    piece = arr.slice(offset, size).combine_chunks()
+                    piece = one_array(arr.slice(offset, size))     # a row group is one chunk: no copy
                     if piece.type != c.arrow_type:
                         piece = piece.cast(c.arrow_type)
                     offset += size
                     chunks[(g, nm)] = piece
                     FILE_CACHE.put(storage, f"{ref.path}#rg{g}#{nm}", piece, piece.nbytes, ref.size)
-        # rowid -> position in the hit row groups laid end to end: one take per column
-        garr = np.asarray(groups, np.int64)
-        sizes = bounds[garr + 1] - bounds[garr]
-        local = rowids - bounds[rg] + np.r_[0, np.cumsum(sizes)[:-1]][np.searchsorted(garr, rg)]
-        idx = pa.array(local)
+        # rowids are sorted: each hit row group's hits are a run of them, taken from that group
+        # alone (a take over the groups as one chunked array concatenated them all first)
+        cuts = np.r_[0, np.flatnonzero(np.diff(rg)) + 1, len(rg)]
+        local = rowids - bounds[rg]
+        runs = [(int(rg[a]), pa.array(local[a:b])) for a, b in zip(cuts[:-1], cuts[1:])]
         for c, nm in zip(cols, names):
-            whole = chunks[(groups[0], nm)] if len(groups) == 1 else \
-                pa.chunked_array([chunks[(g, nm)] for g in groups], c.arrow_type)
-            taken = whole.take(idx)
-            out[c.id] = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+            parts = [chunks[(g, nm)].take(idx) for g, idx in runs]
+            out[c.id] = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
     return out
