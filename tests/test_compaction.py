@@ -337,3 +337,19 @@ def test_check_finds_each_kind_of_corruption(tmp_path, damage, expect):
     rep = tf.open_table(str(root)).check() if damage != "log" else t.check()
     assert not rep.ok
     assert any(expect in v for v in rep.violations), rep
+
+
+def test_a_merge_that_rewrites_a_big_rowset_for_a_few_rows_says_so(tmp_path):
+    """Kudu's height rule merges a small rowset into the big one it overlaps; the plan's reason
+    then says how much is rewritten for how little (issue 26: the policy says where it rewrites
+    more than the new rows need)."""
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double")], primary_key=["k"])
+    t = tf.create_table(str(tmp_path / "t"), schema)
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.random.default_rng(0).random(20000)}))
+    t.insert(pa.table({"k": np.arange(1, 40000, 400), "v": np.zeros(100)}))
+    (a,) = [x for x in t.compaction_plan() if x.kind == "merge"]
+    assert len(a.rowsets) == 2
+    assert "average height drops" in a.reason and "rows) of one rowset to fold in" in a.reason
+    assert "more than their rows need" in a.reason
+    t.insert(pa.table({"k": np.arange(40001, 80000, 2), "v": np.zeros(20000)}))     # apart: no merge of it
+    assert all(len(x.rowsets) == 2 for x in t.compaction_plan() if x.kind == "merge")
