@@ -145,7 +145,7 @@ def _gc(t: pa.Table | None, ahm: int | None, st: TableState) -> pa.Table | None:
     points = retention_points(st)
     if len(points) and not keep.all():
         keep |= _needed_by_tags(t, points)
-    return t.filter(pa.array(keep))
+    return t if keep.all() else t.filter(pa.array(keep))
 
 
 def _needed_by_tags(t: pa.Table, points) -> np.ndarray:
@@ -306,7 +306,7 @@ def _load_input(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | Non
     t = pa.table({c.name: arrays[c.id] for c in cols})
     if not keep.all():
         t, keys = t.filter(pa.array(keep)), keys.filter(pa.array(keep))
-    if undo is not None and undo.num_rows:
+    if undo is not None and undo.num_rows and not keep.all():
         undo = undo.filter(pa.array(keep[undo.column("rowid").to_numpy().astype(np.int64)]))
     return _Input(t, keys, rowids, delete_ts[rowids], undo)
 
@@ -410,8 +410,10 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
             return
         t = pa.concat_tables(parts, promote_options="default")
         o = t.column("o").to_numpy()
-        for j in np.unique(o):
-            sub = t.filter(pa.array(o == j)).drop(["o"])     # write_delta_file sorts by (rowid, ts)
+        outs = np.unique(o)
+        for j in outs:
+            # write_delta_file sorts by (rowid, ts); one output takes the records as they are
+            sub = (t if len(outs) == 1 else t.filter(pa.array(o == j))).drop(["o"])
             m = _write_records(storage, st, outputs[int(j)], sub, None, kind)
             written.append(m.path)
             deltas.append(m)

@@ -254,6 +254,8 @@ def _in_rows(changes: tuple[np.ndarray, pa.Array], start: int, stop: int, rowids
         # where searching every change among the rows costs O(changes) for a single key
         at = np.minimum(np.searchsorted(ids, rowids), max(len(ids) - 1, 0))
         found = np.flatnonzero(ids[at] == rowids) if len(ids) else np.zeros(0, np.int64)
+        if not len(found):                 # the usual case for a few keys: none of them changed
+            return found, values.slice(0, 0)
         return found, values.take(pa.array(at[found]))
     lo, hi = np.searchsorted(ids, [start, stop])
     return ids[lo:hi] - start, values.slice(lo, hi - lo)
