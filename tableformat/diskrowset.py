@@ -114,15 +114,21 @@ def write_pk_index(storage: Storage, rowset_dir: str, keys: pa.Array, properties
                    written: list[str]) -> FileRef:
     """A rowset's PK index (§6), from its sorted encoded keys."""
     block = properties["pk_index_block_rows"]
-    first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64)))
+    first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64))).to_pylist()
     idx_schema = pa.schema([pa.field("key", pa.binary(), nullable=False)],
-                           metadata={BLOCK_KEYS_META: json.dumps([k.hex() for k in first_keys.to_pylist()]).encode()})
+                           metadata={BLOCK_KEYS_META: json.dumps([k.hex() for k in first_keys]).encode()})
     idx_buf = to_parquet_bytes(pa.Table.from_arrays([keys], schema=idx_schema), compression="LZ4",
                                 use_dictionary=False, column_encoding={"key": "DELTA_BYTE_ARRAY"},
                                 row_group_size=block, write_statistics=False)
     idx_path = f"{rowset_dir}/pkindex.parquet"
     idx_size = storage.write(idx_path, idx_buf)
     written.append(idx_path)
+    # The keys just written are the index a lookup reads whole (as the bloom filter is cached
+    # below): the first lookup after a load then costs what a warm one does, not a read, a
+    # checksum and a decode of the index.
+    FILE_CACHE.put(storage, f"{idx_path}#all", keys, keys.nbytes, idx_size)
+    layout = (first_keys, min(block, len(keys)) or 1)        # as _block_layout reads it back
+    FILE_CACHE.put(storage, f"{idx_path}#layout", layout, sum(len(k) for k in first_keys) + 64, idx_size)
     return FileRef(idx_path, idx_size, crc32=zlib.crc32(idx_buf))
 
 

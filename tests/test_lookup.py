@@ -247,3 +247,20 @@ def test_bisect_left_is_searchsorted_for_binary_keys():
         for m in (1, 5, len(needles)):                   # a few keys (one by one) and many (vectorized)
             got = bisect_left(pa.array(hay, pa.binary()), pa.array(needles[:m], pa.binary()))
             assert got.tolist() == [bisect.bisect_left(hay, x) for x in needles[:m]]
+
+
+def test_a_load_leaves_its_pk_index_as_a_lookup_reads_it(tmp_path):
+    """The insert leaves each rowset's PK index in the process cache, equal to what reading the
+    file gives (keys and block layout), so the first lookup after a load reads no index."""
+    from tableformat.diskrowset import _block_layout, pk_block_first_keys, read_pk_index
+    from tableformat.cfile_set import parquet_file
+    t = kv(tmp_path / "t", pk_index_block_rows=64)
+    FILE_CACHE.clear()
+    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(1000)], "val": list(range(1000))}))
+    t.insert(pa.table({"key": ["z1", "z2"], "val": [1, 2]}))                 # fewer keys than a block
+    for rs in t.state.rowsets.values():
+        cached_keys, cached_layout = read_pk_index(t.storage, rs), pk_block_first_keys(t.storage, rs)
+        FILE_CACHE.clear()
+        assert read_pk_index(t.storage, rs).equals(cached_keys)
+        assert _block_layout(parquet_file(t.storage, rs.pk_index)) == cached_layout
+    assert t.lookup({"key": ["k00007", "z2"]}).column("val").to_pylist() == [7, 2]
