@@ -334,6 +334,9 @@ def main() -> None:
             elif kind == "peer" and vals.get(arg):
                 r = ours / vals[arg]
                 line += f"{r:.2f}x {arg} (<= 1x: {'met' if r <= 1 else 'MISSED'})"
+                pc_ = res.get(arg, {}).get(key + ".cpu")
+                if oc and pc_:
+                    line += f"; CPU {oc:.3f} vs {pc_:.3f} s = {oc / pc_:.2f}x"
             elif kind == "lowest":
                 peers = [v for e, v in vals.items() if e != "ours" and v]
                 if peers:
