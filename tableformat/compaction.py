@@ -145,7 +145,7 @@ def _gc(t: pa.Table | None, ahm: int | None, st: TableState) -> pa.Table | None:
     points = retention_points(st)
     if len(points) and not keep.all():
         keep |= _needed_by_tags(t, points)
-    return t.filter(pa.array(keep))
+    return t if keep.all() else t.filter(pa.array(keep))
 
 
 def _needed_by_tags(t: pa.Table, points) -> np.ndarray:
@@ -306,27 +306,34 @@ def _load_input(storage: Storage, st: TableState, rs: RowSetMeta, ahm: int | Non
     t = pa.table({c.name: arrays[c.id] for c in cols})
     if not keep.all():
         t, keys = t.filter(pa.array(keep)), keys.filter(pa.array(keep))
-    if undo is not None and undo.num_rows:
+    if undo is not None and undo.num_rows and not keep.all():
         undo = undo.filter(pa.array(keep[undo.column("rowid").to_numpy().astype(np.int64)]))
     return _Input(t, keys, rowids, delete_ts[rowids], undo)
 
 
-def _layers(tablet: str, keys: pa.Array, del_ts: np.ndarray) -> list:
+def _layers(tablet: str, keys: pa.Array, del_ts: np.ndarray, tail: int = 0) -> list:
     """The merge's outputs as key-sorted batches of rows: first the live rows, then the ghosts
     (rows deleted within the history) in layers, newest deletion of a key first, so no output
     holds a key twice and the live rows share no rowset with a deleted one."""
-    from .writer import TabletBatch
+    from .writer import TabletBatch, tail_order
     ghost = del_ts >= 0
-    order = pc.sort_indices(pa.table({"g": pa.array(ghost), "k": keys, "r": pa.array(-del_ts)}),
-                            sort_keys=[("g", "ascending"), ("k", "ascending"), ("r", "ascending")]).to_numpy()
-    live_n = int((~ghost).sum())
-    batches = [TabletBatch(tablet, order[:live_n], keys.take(pa.array(order[:live_n])))] if live_n else []
-    g = order[live_n:]
+    # One stable sort of every key (as numbers where the key's shape allows: the inputs' sorted
+    # runs interleave), then the live rows and the ghosts split apart, each still in key order.
+    by_key = tail_order(keys, tail)
+    if by_key is None:
+        by_key = pc.array_sort_indices(keys).to_numpy()
+    is_ghost = ghost[by_key]
+    live = by_key[~is_ghost]
+    batches = [TabletBatch(tablet, live, keys.take(pa.array(live)))] if len(live) else []
+    g = by_key[is_ghost]
     if not len(g):
         return batches
     gk = keys.take(pa.array(g))
     new_key = np.ones(len(g), bool)
     new_key[1:] = pc.not_equal(gk.slice(1), gk.slice(0, len(g) - 1)).to_numpy(zero_copy_only=False)
+    # among a key's ghosts, the newest deletion first (a stable sort by key, then deletion time)
+    regroup = np.lexsort((-del_ts[g], np.cumsum(new_key)))
+    g, gk = g[regroup], gk.take(pa.array(regroup))
     layer = np.arange(len(g)) - np.maximum.accumulate(np.where(new_key, np.arange(len(g)), 0))
     for lv in range(int(layer.max()) + 1):
         sel = layer == lv
@@ -356,7 +363,7 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     rows: each older one goes to a further non-overlapping "layer" of history-only outputs,
     so no rowset holds a key twice. Every kept row's history becomes UNDO records of its output.
     """
-    from .writer import InsertPlan, write_plan
+    from .writer import InsertPlan, key_tail_width, write_plan
     inputs = [st.rowsets[r] for r in rowset_ids]
     loaded: list[_Input] = pmap(lambda rs: _load_input(storage, st, rs, ahm), inputs)
     data = pa.concat_tables([x.data for x in loaded]).combine_chunks()
@@ -365,7 +372,7 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     src_row = np.concatenate([x.rowids for x in loaded])
     del_ts = np.concatenate([x.delete_ts for x in loaded])
     tablet = inputs[0].tablet
-    batches = _layers(tablet, keys, del_ts)
+    batches = _layers(tablet, keys, del_ts, key_tail_width([c.type for c in st.schema.key_columns]))
     written: list[str] = []
     outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written) if batches else []
     outputs = [replace(o, created_ts=0) for o in outputs]
@@ -403,9 +410,10 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
             return
         t = pa.concat_tables(parts, promote_options="default")
         o = t.column("o").to_numpy()
-        for j in np.unique(o):
-            sub = t.filter(pa.array(o == j)).drop(["o"])
-            sub = sub.take(pc.sort_indices(sub, sort_keys=[("rowid", "ascending"), ("ts", "ascending")]))
+        outs = np.unique(o)
+        for j in outs:
+            # write_delta_file sorts by (rowid, ts); one output takes the records as they are
+            sub = (t if len(outs) == 1 else t.filter(pa.array(o == j))).drop(["o"])
             m = _write_records(storage, st, outputs[int(j)], sub, None, kind)
             written.append(m.path)
             deltas.append(m)

@@ -32,6 +32,7 @@ MINOR_FILES_FOR_FULL_SCORE = 20   # ours: Kudu's 1000 assumes memstore flushes, 
 # REDO DELETE records, and filtering every column read instead of slicing it), as a fraction of
 # the scan (bench_compaction --only history measures the whole effect).
 DELETE_MASK_COST = 0.05
+_MOSTLY_ONE = 0.9                 # a merge whose largest input holds this share of its bytes says so
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,14 @@ def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) 
         value = sumw - union if sumw <= union else sumw - SUPPORT_ADJUST * union
         value += sum(bonus[r.id] for r in cl)
         if value > MIN_IMPROVEMENT:
-            out.append(CompactionAction("merge", tablet, tuple(r.id for r in cl), value,
-                                        f"{len(cl)} rowsets overlap: average height drops by {value:.3f}",
-                                        sum(size[r.id] for r in cl)))
+            total = sum(size[r.id] for r in cl)
+            big = max(cl, key=lambda r: size[r.id])
+            why = f"{len(cl)} rowsets overlap: average height drops by {value:.3f}"
+            if size[big.id] >= _MOSTLY_ONE * total:
+                # say what the height rule costs: the big rowset is rewritten for a few rows
+                why += (f"; rewrites {size[big.id] / MIB:.1f} MiB ({big.num_rows} rows) of one rowset to fold in "
+                        f"{(total - size[big.id]) / MIB:.2f} MiB of the others: more than their rows need")
+            out.append(CompactionAction("merge", tablet, tuple(r.id for r in cl), value, why, total))
     for r in ordered:
         if cluster and r.min_key <= cluster_max:
             cluster.append(r)

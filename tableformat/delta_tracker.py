@@ -151,13 +151,6 @@ def _check_rowids(rowid: np.ndarray, rowset: RowSetMeta, d: DeltaFileMeta) -> No
                                f"{rowset.num_rows} rows")
 
 
-def _sparse_positions(rowids: np.ndarray, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For records' rowids, whether each is among the sorted unique `rowids`, and its position there."""
-    idx = np.minimum(np.searchsorted(rowids, records), max(len(rowids) - 1, 0))
-    hit = rowids[idx] == records if len(rowids) else np.zeros(len(records), bool)
-    return hit, idx
-
-
 def column_changes(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], column: Column,
                    read_ts: int | None = None) -> tuple[np.ndarray, pa.Array] | None:
     """The value of `column` as of `read_ts` of every row a delta record changes it in:
@@ -257,8 +250,13 @@ def _in_rows(changes: tuple[np.ndarray, pa.Array], start: int, stop: int, rowids
     """A rowset's changes to rows [start, stop) (or to the sorted `rowids`), by position there."""
     ids, values = changes
     if rowids is not None:
-        hit, idx = _sparse_positions(rowids, ids)
-        return idx[hit], values.filter(pa.array(hit))
+        # each looked-up row searched among the changes (sorted, unique): O(rows log changes),
+        # where searching every change among the rows costs O(changes) for a single key
+        at = np.minimum(np.searchsorted(ids, rowids), max(len(ids) - 1, 0))
+        found = np.flatnonzero(ids[at] == rowids) if len(ids) else np.zeros(0, np.int64)
+        if not len(found):                 # the usual case for a few keys: none of them changed
+            return found, values.slice(0, 0)
+        return found, values.take(pa.array(at[found]))
     lo, hi = np.searchsorted(ids, [start, stop])
     return ids[lo:hi] - start, values.slice(lo, hi - lo)
 
@@ -269,12 +267,94 @@ def _fixed_numeric(a: pa.Array) -> bool:
     return (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)) and not a.null_count
 
 
+def _fixed_dtype(t: pa.DataType) -> np.dtype | None:
+    """A numpy dtype of the width of a fixed-width Arrow type's values (numbers, decimals, dates,
+    timestamps: any whose values are bytes of one width), None for bool and variable width."""
+    if pa.types.is_boolean(t) or pa.types.is_dictionary(t):
+        return None
+    try:
+        width = t.bit_width
+    except ValueError:
+        return None
+    return {8: np.dtype("u1"), 16: np.dtype("u2"), 32: np.dtype("u4"), 64: np.dtype("u8"),
+            128: np.dtype(("u8", 2)), 256: np.dtype(("u8", 4))}.get(width)
+
+
+def _values_and_validity(a: pa.Array, dtype: np.dtype | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """A fixed-width or boolean array's values as numpy (no copy where the buffer allows) and its
+    validity as a bool mask (None without NULLs)."""
+    valid = a.is_valid().to_numpy(zero_copy_only=False) if a.null_count else None
+    if dtype is None:                                        # bool: bits unpacked
+        v = a.fill_null(False) if a.null_count else a
+        return v.to_numpy(zero_copy_only=False), valid
+    if dtype.shape:                                           # decimals: rows of 64-bit words
+        words = np.frombuffer(a.buffers()[1], dtype.base, count=(a.offset + len(a)) * dtype.shape[0])
+        return words.reshape(-1, dtype.shape[0])[a.offset:], valid
+    return np.frombuffer(a.buffers()[1], dtype, count=a.offset + len(a))[a.offset:], valid
+
+
+def _place_flat(base: pa.Array, pos: np.ndarray, values: pa.Array, drop: "_Drop | None" = None) -> pa.Array | None:
+    """`base` with `values` at positions `pos` (sorted, unique), then only the live rows of
+    `drop` (if given), without a placed copy to filter after: any fixed-width type (decimals,
+    timestamps, dates, numbers) or bool, with or without NULLs. Fixed widths are filtered by
+    Arrow (measured 5x faster than numpy's compress of 16-byte decimals) into a fresh buffer the
+    values are scattered into; bools by numpy bits. None for other types (variable width)."""
+    dtype = _fixed_dtype(base.type)
+    if dtype is None and not pa.types.is_boolean(base.type):
+        return None
+    vals, vvalid = _values_and_validity(values, dtype)
+    if drop is not None:
+        kept = drop.keep[pos]
+        if not kept.all():
+            pos, vals = pos[kept], vals[kept]
+            vvalid = None if vvalid is None else vvalid[kept]
+        pos = pos - np.searchsorted(drop.dead, pos)
+    if dtype is None:                                              # bool
+        src, bvalid = _values_and_validity(base, None)
+        out = src[drop.keep] if drop is not None else src.copy()
+        out[pos] = vals
+        data = pa.py_buffer(np.packbits(out, bitorder="little"))
+        if bvalid is not None and drop is not None:
+            bvalid = bvalid[drop.keep]
+        n = len(out)
+    else:
+        live = base.filter(drop.mask) if drop is not None else base
+        n = len(live)
+        buf, src = live.buffers()[1], base.buffers()[1]
+        fresh = drop is not None and buf.is_mutable and not live.offset and \
+            not (src.address <= buf.address < src.address + src.size)
+        if fresh:
+            data = buf
+            out, _ = _values_and_validity(live, dtype)
+        else:
+            data, flat = arrow_owned(n * (dtype.shape[0] if dtype.shape else 1), dtype.base)
+            out = flat.reshape((n,) + dtype.shape)
+            out[:] = _values_and_validity(live, dtype)[0]
+        out[pos] = vals
+        bvalid = live.is_valid().to_numpy(zero_copy_only=False) if live.null_count else None
+    validity, nulls = None, 0
+    if bvalid is not None or vvalid is not None:
+        valid = np.ones(n, bool) if bvalid is None else bvalid.copy()
+        valid[pos] = True if vvalid is None else vvalid
+        nulls = n - int(np.count_nonzero(valid))
+        if nulls:
+            validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(base.type, n, [validity, data], null_count=nulls)
+
+
 class _Drop:
     """Removing a row range's deleted rows from its columns: which are gone (a mask), their
     positions (sorted), and the live rows as an Arrow bitmap."""
 
     def __init__(self, gone: np.ndarray, dead: np.ndarray, mask: pa.BooleanArray):
         self.gone, self.dead, self.mask = gone, dead, mask
+        self._keep = None
+
+    @property
+    def keep(self) -> np.ndarray:
+        if self._keep is None:
+            self._keep = ~self.gone
+        return self._keep
 
     def apply(self, col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         """The live values of a column: by Arrow's filter (its output comes from Arrow's pool,
@@ -291,33 +371,37 @@ class _Drop:
         return col.filter(self.mask)
 
     def place(self, base: pa.Array | pa.ChunkedArray, pos: np.ndarray, values: pa.Array) -> pa.Array:
-        """The live values of `base` with `values` at positions `pos` (sorted, unique). Fixed-width
-        numbers without NULLs in one pass: the filter's output is a new buffer no one else holds
-        yet, so the changes that survive are scattered into it, where they land once the deleted
-        rows before them are gone."""
+        """The live values of `base` with `values` at positions `pos` (sorted, unique), in one
+        pass for fixed-width and boolean columns (numpy, `_place_flat`): no placed copy to
+        filter after."""
         base = one_array(base)
         values = values.cast(base.type)
-        if not (_fixed_numeric(base) and not values.null_count):
-            return self.apply(_place(base, pos, values))
-        kept = ~self.gone[pos]
-        if not kept.all():
-            pos, values = pos[kept], values.filter(pa.array(kept))
-        pos = pos - np.searchsorted(self.dead, pos)
-        live = base.filter(self.mask)
-        buf, src = live.buffers()[1], base.buffers()[1]
-        if not buf.is_mutable or live.offset or src.address <= buf.address < src.address + src.size:
-            return _place(live, pos, values)       # not a fresh buffer of its own: copy it
-        np.frombuffer(buf, base.to_numpy().dtype, len(live))[pos] = values.to_numpy()
-        return live
+        if _fixed_numeric(base) and not values.null_count:
+            kept = ~self.gone[pos]
+            if not kept.all():
+                pos, values = pos[kept], values.filter(pa.array(kept))
+            pos = pos - np.searchsorted(self.dead, pos)
+            live = base.filter(self.mask)
+            buf, src = live.buffers()[1], base.buffers()[1]
+            if not buf.is_mutable or live.offset or src.address <= buf.address < src.address + src.size:
+                return _place(live, pos, values)       # not a fresh buffer of its own: copy it
+            np.frombuffer(buf, base.to_numpy().dtype, len(live))[pos] = values.to_numpy()
+            return live
+        flat = _place_flat(base, pos, values, self)
+        if flat is not None:
+            return flat
+        # variable width: placed by one take, then the live runs sliced out of it (no copy); one
+        # take of the live rows' indices was measured 1.9x slower (it copies every string)
+        return self.apply(_place(base, pos, values))
 
 
 def _place(base: pa.Array | pa.ChunkedArray, pos: np.ndarray, values: pa.Array) -> pa.Array:
     """`base` with `values` at positions `pos` (sorted, unique), in one pass over the column.
 
     Fixed-width numbers without NULLs: one copy into a buffer from Arrow's pool and a scatter
-    (measured 2.8x faster than replace_with_mask). Variable-width columns: one take over
-    [base, values] (measured 2.3x faster than replace_with_mask, which rebuilds the value
-    buffer byte by byte)."""
+    (measured 2.8x faster than replace_with_mask); other fixed-width and boolean columns the same
+    way with their validity (`_place_flat`). Variable-width columns: one take over [base, values]
+    (measured 2.3x faster than replace_with_mask, which rebuilds the value buffer byte by byte)."""
     base = one_array(base)
     values = values.cast(base.type)
     n = len(base)
@@ -326,6 +410,9 @@ def _place(base: pa.Array | pa.ChunkedArray, pos: np.ndarray, values: pa.Array) 
         out[:] = base.to_numpy()
         out[pos] = values.to_numpy()
         return pa.Array.from_buffers(base.type, n, [None, buf])
+    flat = _place_flat(base, pos, values)
+    if flat is not None:
+        return flat
     if pa.types.is_binary(base.type) or pa.types.is_string(base.type):
         idx = np.arange(n, dtype=np.int64)
         idx[pos] = n + np.arange(len(pos))

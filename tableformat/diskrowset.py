@@ -114,15 +114,21 @@ def write_pk_index(storage: Storage, rowset_dir: str, keys: pa.Array, properties
                    written: list[str]) -> FileRef:
     """A rowset's PK index (§6), from its sorted encoded keys."""
     block = properties["pk_index_block_rows"]
-    first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64)))
+    first_keys = keys.take(pa.array(np.arange(0, len(keys), block, dtype=np.int64))).to_pylist()
     idx_schema = pa.schema([pa.field("key", pa.binary(), nullable=False)],
-                           metadata={BLOCK_KEYS_META: json.dumps([k.hex() for k in first_keys.to_pylist()]).encode()})
+                           metadata={BLOCK_KEYS_META: json.dumps([k.hex() for k in first_keys]).encode()})
     idx_buf = to_parquet_bytes(pa.Table.from_arrays([keys], schema=idx_schema), compression="LZ4",
                                 use_dictionary=False, column_encoding={"key": "DELTA_BYTE_ARRAY"},
                                 row_group_size=block, write_statistics=False)
     idx_path = f"{rowset_dir}/pkindex.parquet"
     idx_size = storage.write(idx_path, idx_buf)
     written.append(idx_path)
+    # The keys just written are the index a lookup reads whole (as the bloom filter is cached
+    # below): the first lookup after a load then costs what a warm one does, not a read, a
+    # checksum and a decode of the index.
+    FILE_CACHE.put(storage, f"{idx_path}#all", keys, keys.nbytes, idx_size)
+    layout = (first_keys, min(block, len(keys)) or 1)        # as _block_layout reads it back
+    FILE_CACHE.put(storage, f"{idx_path}#layout", layout, sum(len(k) for k in first_keys) + 64, idx_size)
     return FileRef(idx_path, idx_size, crc32=zlib.crc32(idx_buf))
 
 
@@ -338,20 +344,18 @@ def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Colum
                 arr, offset = t.column(nm), 0
                 for g in missing:
                     size = int(bounds[g + 1] - bounds[g])
-                    piece = arr.slice(offset, size).combine_chunks()
+                    piece = one_array(arr.slice(offset, size))     # a row group is one chunk: no copy
                     if piece.type != c.arrow_type:
                         piece = piece.cast(c.arrow_type)
                     offset += size
                     chunks[(g, nm)] = piece
                     FILE_CACHE.put(storage, f"{ref.path}#rg{g}#{nm}", piece, piece.nbytes, ref.size)
-        # rowid -> position in the hit row groups laid end to end: one take per column
-        garr = np.asarray(groups, np.int64)
-        sizes = bounds[garr + 1] - bounds[garr]
-        local = rowids - bounds[rg] + np.r_[0, np.cumsum(sizes)[:-1]][np.searchsorted(garr, rg)]
-        idx = pa.array(local)
+        # rowids are sorted: each hit row group's hits are a run of them, taken from that group
+        # alone (a take over the groups as one chunked array concatenated them all first)
+        cuts = np.r_[0, np.flatnonzero(np.diff(rg)) + 1, len(rg)]
+        local = rowids - bounds[rg]
+        runs = [(int(rg[a]), pa.array(local[a:b])) for a, b in zip(cuts[:-1], cuts[1:])]
         for c, nm in zip(cols, names):
-            whole = chunks[(groups[0], nm)] if len(groups) == 1 else \
-                pa.chunked_array([chunks[(g, nm)] for g in groups], c.arrow_type)
-            taken = whole.take(idx)
-            out[c.id] = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+            parts = [chunks[(g, nm)].take(idx) for g, idx in runs]
+            out[c.id] = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
     return out

@@ -157,7 +157,12 @@ class Scanner:
     def _project(self, t: pa.Table) -> pa.Table:
         if not self.columns:      # an Arrow table may have rows and no columns
             return t.select([])
-        return t.select(self.columns).cast(self.output_schema)
+        t = t.select(self.columns)
+        if all(c.type == f.type for c, f in zip(t.columns, self.output_schema)):
+            # the types already match: the schema (names, nullability, metadata) is set without a
+            # cast, which walks every chunk (a column with deleted rows sliced out has thousands)
+            return pa.Table.from_arrays(t.columns, schema=self.output_schema)
+        return t.cast(self.output_schema)
 
     def read_task(self, task: ScanTask) -> pa.Table:
         """One planned task's rows, projected: what a distributed reader runs per partition."""

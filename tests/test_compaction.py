@@ -357,3 +357,19 @@ def test_compact_results_report_the_rowsets_and_bytes_each_action_wrote(tmp_path
         sum(os.path.getsize(os.path.join(t.uri, d.path)) for d in new_deltas)
     assert sum(r.bytes_written for r in results) == on_disk > 0
     assert all(r.bytes_written > 0 for r in results)
+
+
+def test_a_merge_that_rewrites_a_big_rowset_for_a_few_rows_says_so(tmp_path):
+    """Kudu's height rule merges a small rowset into the big one it overlaps; the plan's reason
+    then says how much is rewritten for how little (issue 26: the policy says where it rewrites
+    more than the new rows need)."""
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double")], primary_key=["k"])
+    t = tf.create_table(str(tmp_path / "t"), schema)
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.random.default_rng(0).random(20000)}))
+    t.insert(pa.table({"k": np.arange(1, 40000, 400), "v": np.zeros(100)}))
+    (a,) = [x for x in t.compaction_plan() if x.kind == "merge"]
+    assert len(a.rowsets) == 2
+    assert "average height drops" in a.reason and "rows) of one rowset to fold in" in a.reason
+    assert "more than their rows need" in a.reason
+    t.insert(pa.table({"k": np.arange(40001, 80000, 2), "v": np.zeros(20000)}))     # apart: no merge of it
+    assert all(len(x.rowsets) == 2 for x in t.compaction_plan() if x.kind == "merge")

@@ -1,4 +1,5 @@
 """Table.lookup: rows by primary key through interval -> bloom -> PK index, the hit row groups only."""
+import bisect
 import random
 
 import numpy as np
@@ -199,16 +200,16 @@ def test_snapshot_lookup_is_fixed(loaded):
     assert loaded.lookup(keys).num_rows == 0
 
 
-def test_hash_index_agrees_with_the_pk_index(tmp_path):
-    from tableformat.keyprobe import rowids_by_hash, rowids_in_rowset
+def test_pk_index_search_agrees_with_the_pk_index(tmp_path):
+    from tableformat.keyprobe import rowids_by_bisection, rowids_in_rowset
     from tableformat.keyencoder import encode_keys
     t = kv(tmp_path / "t", pk_index_block_rows=64)
     t.insert(pa.table({"key": [f"k{i:05d}" for i in range(0, 6000, 2)], "val": list(range(3000))}))
     (rs,) = t.state.rowsets.values()
     probe_keys = encode_keys([pa.array([f"k{i:05d}" for i in range(0, 6000, 7)])], [t.schema.column("key").type])
     FILE_CACHE.clear()
-    cold = rowids_by_hash(t.storage, rs, probe_keys)          # first touch: the PK index path
-    warm = rowids_by_hash(t.storage, rs, probe_keys)          # then the hash index
+    cold = rowids_by_bisection(t.storage, rs, probe_keys)     # first touch: the PK index path
+    warm = rowids_by_bisection(t.storage, rs, probe_keys)     # then a binary search of it
     want = rowids_in_rowset(t.storage, rs, probe_keys)
     assert (cold == want).all() and (warm == want).all()
     assert (want >= 0).sum() == len(range(0, 6000, 14)) and (want[1::2] == -1).all()
@@ -233,3 +234,33 @@ def test_lookup_of_no_columns_counts_the_keys_found(loaded):
     assert got.num_columns == 0 and got.num_rows == 3
     got = loaded.lookup(keys, columns=[], missing="null")
     assert got.column_names == ["_found"] and got.column("_found").to_pylist() == [True, True, True, False, False]
+
+
+def test_bisect_left_is_searchsorted_for_binary_keys():
+    """The vectorized binary search of a sorted binary array gives numpy's left insertion point
+    for every needle: below, between, equal to and above the haystack's keys, repeats, empty."""
+    from tableformat.keyprobe import bisect_left
+    rng = np.random.default_rng(4)
+    for n in (0, 1, 2, 7, 300):
+        hay = sorted({bytes(rng.integers(0, 4, int(rng.integers(0, 4))).astype(np.uint8)) for _ in range(n)})
+        needles = [bytes(rng.integers(0, 4, int(rng.integers(0, 5))).astype(np.uint8)) for _ in range(200)] + hay[:3]
+        for m in (1, 5, len(needles)):                   # a few keys (one by one) and many (vectorized)
+            got = bisect_left(pa.array(hay, pa.binary()), pa.array(needles[:m], pa.binary()))
+            assert got.tolist() == [bisect.bisect_left(hay, x) for x in needles[:m]]
+
+
+def test_a_load_leaves_its_pk_index_as_a_lookup_reads_it(tmp_path):
+    """The insert leaves each rowset's PK index in the process cache, equal to what reading the
+    file gives (keys and block layout), so the first lookup after a load reads no index."""
+    from tableformat.diskrowset import _block_layout, pk_block_first_keys, read_pk_index
+    from tableformat.cfile_set import parquet_file
+    t = kv(tmp_path / "t", pk_index_block_rows=64)
+    FILE_CACHE.clear()
+    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(1000)], "val": list(range(1000))}))
+    t.insert(pa.table({"key": ["z1", "z2"], "val": [1, 2]}))                 # fewer keys than a block
+    for rs in t.state.rowsets.values():
+        cached_keys, cached_layout = read_pk_index(t.storage, rs), pk_block_first_keys(t.storage, rs)
+        FILE_CACHE.clear()
+        assert read_pk_index(t.storage, rs).equals(cached_keys)
+        assert _block_layout(parquet_file(t.storage, rs.pk_index)) == cached_layout
+    assert t.lookup({"key": ["k00007", "z2"]}).column("val").to_pylist() == [7, 2]
