@@ -8,6 +8,7 @@ decimals must fit their precision, missing columns take their default.
 from __future__ import annotations
 
 import decimal
+import itertools
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -73,7 +74,7 @@ def unconvertible(name: str, e: BaseException, target: pa.DataType | None = None
     """The typed error for input column `name` whose values Arrow cannot hold (as `target`)."""
     msg = " ".join(str(e).split())
     if isinstance(e, OverflowError):
-        msg = f"an integer is beyond the 64-bit range ({msg})"
+        msg = f"an integer is beyond the 64-bit range ({msg}; a decimal column takes decimal.Decimal values)"
     if target is not None and pat.is_decimal(target) and isinstance(e, (pa.ArrowInvalid, OverflowError)):
         return DecimalOutOfRangeError(f"column {name!r}: a value does not fit {target}: {msg}")
     into = f" as {target}" if target is not None else ""
@@ -115,13 +116,7 @@ def _from_columns(data: dict) -> pa.Table:
 def _from_rows(rows: list[dict]) -> pa.Table:
     """Rows to columns; a key any row has is a column (NULL in the rows without it), where
     Arrow's from_pylist takes the first row's keys and drops the others' extra keys silently."""
-    names = list(rows[0]) if rows else []
-    seen = set(names)
-    for r in rows:                  # the keys, row by row, as from_pylist's own column lists go
-        if len(r) != len(names) or not seen.issuperset(r):
-            names += [k for k in r if k not in seen]
-            seen.update(r)
-    unique_names(names)
+    names = unique_names(dict.fromkeys(itertools.chain.from_iterable(rows)))   # every row's keys, in order
     return pa.Table.from_arrays([python_array(n, [r.get(n) for r in rows]) for n in names], names=names) \
         if names else pa.table({})
 

@@ -56,3 +56,22 @@ def test_lookup_command(tmp_path):
     out = run("lookup", t.uri, "--key", "key=zz", "--missing", "--columns", "val", "--format", "json").stdout
     assert json.loads(out) == {"val": None, "_found": False}
     one_line_error(run("lookup", t.uri, "--key", "val=1", code=1), "InvalidOptionError")
+
+
+def test_tag_reads_nothing_after_its_commit(tmp_path, monkeypatch, capsys):
+    """#24.7's class: a read after the commit that fails would exit 1 with the tag committed."""
+    import tableformat as tf
+    from tableformat.cli.run import main
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema([tf.Column("k", "int64")], primary_key=["k"]))
+    t.insert(pa.table({"k": [1]}))
+    real_tag = tf.Table.tag
+
+    def tag_then_lose_the_log(self, name, as_of=None):
+        r = real_tag(self, name, as_of)
+        monkeypatch.setattr(tf.Table, "refresh", lambda self: (_ for _ in ()).throw(OSError("log unreachable")))
+        return r
+    monkeypatch.setattr(tf.Table, "tag", tag_then_lose_the_log)
+    assert main(["tag", t.uri, "v1"]) == 0
+    assert "tagged version 1 of table 't' as 'v1' (version 2)" in capsys.readouterr().out
+    monkeypatch.undo()
+    assert t.tags() == {"v1": 1}

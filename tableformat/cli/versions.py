@@ -45,8 +45,9 @@ def cmd_restore(args, opts) -> int:
 
 def cmd_tag(args, opts) -> int:
     t = _open(args, opts)
-    r = t.tag(args.name, parse_as_of(args.as_of))
-    print(f"tagged version {t.tags()[args.name]} of table {t.name!r} as {args.name!r} (version {r.version})")
+    v = t.snapshot(parse_as_of(args.as_of)).version      # resolved before the commit: no read after it
+    r = t.tag(args.name, v)
+    print(f"tagged version {v} of table {t.name!r} as {args.name!r} (version {r.version})")
     return EXIT_OK
 
 
