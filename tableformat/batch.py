@@ -8,7 +8,8 @@ decimals must fit their precision, missing columns take their default.
 from __future__ import annotations
 
 import decimal
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Mapping
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -95,7 +96,15 @@ def python_array(name: str, values: Any, to: pa.DataType | None = None) -> pa.Ar
 
 
 def _list_like(values: Any) -> bool:
-    return not isinstance(values, (str, bytes, dict)) and hasattr(values, "__len__")
+    """A column's values: any iterable (a list, an array, a generator), as pa.table takes them,
+    or an object Arrow converts by protocol; not a string, bytes or a mapping, which iterate
+    as something else."""
+    if isinstance(values, (str, bytes, bytearray, memoryview, dict, Mapping)):
+        return False
+    return isinstance(values, Iterable) or any(hasattr(values, p) for p in _ARROW_PROTOCOLS)
+
+
+_ARROW_PROTOCOLS = ("__arrow_array__", "__arrow_c_array__", "__arrow_c_stream__")
 
 
 def _from_columns(data: dict) -> pa.Table:

@@ -403,7 +403,7 @@ class Table:
     def _mutate(self, data: Any, operation: str, op: int | None, op_column: str | None,
                 columns: Sequence[str] | None, keys_only: bool = False) -> WriteResult:
         columns = arg.names(columns, "columns")
-        data = to_arrow_table(data) if keys_only else _replayable(data)
+        data = _replayable(data)
 
         def plan(s: Snapshot) -> WriteFragment | None:
             rows = _keys_only(s.state, data) if keys_only else data
@@ -607,9 +607,10 @@ class Table:
         return f"Table({self.name!r}, {self._storage!r}, version={self._state.version})"
 
 
-def _replayable(data: Any) -> Any:
-    """A stream read once, as a table: a write may plan more than once (transaction.run)."""
-    return data.read_all() if isinstance(data, pa.RecordBatchReader) else data
+def _replayable(data: Any) -> pa.Table:
+    """The input as an Arrow table, converted once: a write may plan more than once
+    (transaction.run), and a stream or a column given as a generator is read only once."""
+    return to_arrow_table(data)
 
 
 def _keys_only(state: TableState, data: Any):

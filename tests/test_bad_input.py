@@ -217,3 +217,27 @@ def test_rows_keep_keys_the_first_row_lacks(tmp_path):
     t.insert([row, {**row, "host": "new2", "tag": "kept"}])
     got = {r["host"]: r["tag"] for r in t.scan(filter=[("host", "in", ["new", "new2"])]).to_arrow().to_pylist()}
     assert got == {"new": None, "new2": "kept"}
+
+
+def test_a_dict_of_columns_takes_any_iterable_of_values(tmp_path):
+    """A dict of columns is converted as pa.table converts one: a column may be any iterable
+    (a generator, a map), as lookup's dict form took before the one input path."""
+    t = base_table(tmp_path)
+    keys = t.scan(columns=["host", "metric", "time"]).to_arrow().slice(0, 2)
+    got = t.lookup({"host": (h for h in keys.column("host").to_pylist()), "metric": iter(keys.column("metric")),
+                    "time": map(lambda v: v, keys.column("time").to_pylist())})
+    assert got.select(["host", "metric", "time"]).equals(keys)
+
+
+def test_a_write_of_one_shot_columns_that_plans_again_sees_every_row(tmp_path):
+    """A write converts its input once: a plan on a stale snapshot that fails (the key was
+    inserted since, through another handle) plans again on the latest one, and a generator
+    read by the first plan must not come back empty (a silent no-op)."""
+    t = base_table(tmp_path)
+    other = tf.open_table(str(tmp_path / "t"))
+    when = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=T0 + 7)
+    other.insert([{"host": "late", "metric": "m", "time": when}])      # t's cached snapshot lacks it
+    res = t.update({"host": (h for h in ["late"]), "metric": ["m"], "time": [when], "tag": iter(["seen"])})
+    assert res.updated == 1
+    got = t.lookup([{"host": "late", "metric": "m", "time": when}], columns=["tag"])
+    assert got.column("tag").to_pylist() == ["seen"]
