@@ -34,7 +34,10 @@ def to_arrow_table(data: Any) -> pa.Table:
         t = pa.Table.from_batches([data])
     elif isinstance(data, pa.RecordBatchReader):
         unique_names(data.schema.names)
-        t = data.read_all()
+        try:
+            t = data.read_all()
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:       # a batch that breaks the stream's schema
+            raise InvalidDataError(f"cannot read the RecordBatchReader: {' '.join(str(e).split())}") from None
     elif type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
         t = _from_pandas(data)
     elif isinstance(data, dict):

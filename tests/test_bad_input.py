@@ -241,3 +241,17 @@ def test_a_write_of_one_shot_columns_that_plans_again_sees_every_row(tmp_path):
     assert res.updated == 1
     got = t.lookup([{"host": "late", "metric": "m", "time": when}], columns=["tag"])
     assert got.column("tag").to_pylist() == ["seen"]
+
+
+@pytest.mark.parametrize("op", ["insert", "upsert", "delete", "lookup"])
+def test_a_record_batch_reader_whose_batches_break_its_schema_is_typed(tmp_path, op):
+    """A stream is read in the one input path too: a batch that does not match the reader's
+    schema raised a bare ArrowInvalid out of read_all()."""
+    t = base_table(tmp_path)
+    before, files = t.version, table_files(tmp_path / "t")
+    schema = pa.schema([("host", pa.string()), ("metric", pa.string()), ("time", pa.timestamp("us", tz="UTC"))])
+    bad = pa.record_batch({"host": [1], "metric": ["m"], "time": pa.array([T0], pa.timestamp("us", tz="UTC"))})
+    reader = pa.RecordBatchReader.from_batches(schema, [bad])
+    with pytest.raises(tf.InvalidDataError, match="RecordBatchReader"):
+        getattr(t, op)(reader)
+    assert t.version == before and table_files(tmp_path / "t") == files
