@@ -170,7 +170,7 @@ class Snapshot:
         arg.integer(limit, "limit", 0, 10 ** 6)
         arg.instance(rows, "rows", (list, tuple, range, np.ndarray, pa.Array), "a list or array of row numbers")
         r = np.asarray(rows.to_pylist() if isinstance(rows, pa.Array) else rows, dtype=object)
-        if not all(arg.is_int(x) and 0 <= x < batch.num_rows for x in r.ravel()[:limit]):
+        if r.ndim != 1 or not all(arg.is_int(x) and 0 <= x < batch.num_rows for x in r[:limit]):
             raise InvalidOptionError(f"rows must be row numbers of the batch (0..{batch.num_rows - 1}), "
                                      f"got {arg.given(rows)}")
         return describe_keys(self.state, batch, rows, limit)
