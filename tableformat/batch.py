@@ -195,7 +195,9 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
             if col.type.kind == "decimal" and pat.is_integer(arr.type):
                 arr = arr.cast(pa.decimal128(38, 0)).cast(target, safe=True)
             else:
-                arr = arr.cast(target, safe=True)
+                src, arr = arr, arr.cast(target, safe=True)
+                if col.type.kind == "float" and pat.is_floating(src.type) and src.type.bit_width > 32:
+                    _check_float_range(src, arr, col)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             if col.type.kind == "decimal":
                 raise DecimalOutOfRangeError(
@@ -219,6 +221,16 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
     if check_nulls and not col.nullable and arr.null_count:
         raise NullValueError(f"column {col.name!r} is not nullable but has {arr.null_count} NULL value(s)")
     return arr
+
+
+def _check_float_range(src: pa.Array, arr: pa.Array, col: Column) -> None:
+    """Arrow casts a finite double beyond float's range to +-inf without a word; such a value
+    is one the column cannot hold, like an int beyond int32 (NaN and +-inf stay themselves)."""
+    overflow = pc.and_(pc.is_finite(src), pc.is_inf(arr))
+    if pc.any(overflow).as_py():
+        bad = src.filter(overflow)[0].as_py()
+        raise TypeMismatchError(f"column {col.name!r} ({col.type.name}): {bad!r} is beyond the range of a 32-bit "
+                                "float")
 
 
 def _decimal_digits_fit(arr: pa.Array, col: Column) -> bool:

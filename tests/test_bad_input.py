@@ -255,3 +255,18 @@ def test_a_record_batch_reader_whose_batches_break_its_schema_is_typed(tmp_path,
     with pytest.raises(tf.InvalidDataError, match="RecordBatchReader"):
         getattr(t, op)(reader)
     assert t.version == before and table_files(tmp_path / "t") == files
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, 3.5e38])
+def test_a_double_beyond_a_float_columns_range_is_typed_not_infinity(tmp_path, value):
+    """A finite double too large for a 32-bit float column was cast to +-inf without a word: a
+    value the column cannot hold is a typed error, as an int beyond int32 is (NaN and +-inf
+    themselves are float values and stay)."""
+    t = tf.create_table(str(tmp_path / "f"), tf.Schema([tf.Column("k", "int64"), tf.Column("x", "float", nullable=True)],
+                                                        primary_key=["k"]))
+    with pytest.raises(tf.TypeMismatchError, match="column 'x'.*float"):
+        t.insert({"k": [1, 2], "x": [1.5, value]})
+    assert t.version == 0
+    t.insert({"k": [1, 2, 3, 4], "x": [float("inf"), float("-inf"), float("nan"), 3.4e38]})
+    got = t.scan().to_arrow().sort_by("k").column("x").to_pylist()
+    assert got[:2] == [float("inf"), float("-inf")] and got[2] != got[2] and got[3] == pytest.approx(3.4e38, rel=1e-6)
