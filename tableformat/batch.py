@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import decimal
 import itertools
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Mapping
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +35,10 @@ def to_arrow_table(data: Any) -> pa.Table:
         t = pa.Table.from_batches([data])
     elif isinstance(data, pa.RecordBatchReader):
         unique_names(data.schema.names)
-        t = data.read_all()
+        try:
+            t = data.read_all()
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:       # a batch that breaks the stream's schema
+            raise InvalidDataError(f"cannot read the RecordBatchReader: {' '.join(str(e).split())}") from None
     elif type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
         t = _from_pandas(data)
     elif isinstance(data, dict):
@@ -96,7 +100,15 @@ def python_array(name: str, values: Any, to: pa.DataType | None = None) -> pa.Ar
 
 
 def _list_like(values: Any) -> bool:
-    return not isinstance(values, (str, bytes, dict)) and hasattr(values, "__len__")
+    """A column's values: any iterable (a list, an array, a generator), as pa.table takes them,
+    or an object Arrow converts by protocol; not a string, bytes or a mapping, which iterate
+    as something else."""
+    if isinstance(values, (str, bytes, bytearray, memoryview, dict, Mapping)):
+        return False
+    return isinstance(values, Iterable) or any(hasattr(values, p) for p in _ARROW_PROTOCOLS)
+
+
+_ARROW_PROTOCOLS = ("__arrow_array__", "__arrow_c_array__", "__arrow_c_stream__")
 
 
 def _from_columns(data: dict) -> pa.Table:
@@ -178,7 +190,9 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
             if col.type.kind == "decimal" and pat.is_integer(arr.type):
                 arr = arr.cast(pa.decimal128(38, 0)).cast(target, safe=True)
             else:
-                arr = arr.cast(target, safe=True)
+                src, arr = arr, arr.cast(target, safe=True)
+                if col.type.kind == "float" and pat.is_floating(src.type) and src.type.bit_width > 32:
+                    _check_float_range(src, arr, col)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             if col.type.kind == "decimal":
                 raise DecimalOutOfRangeError(
@@ -202,6 +216,16 @@ def convert_column(arr: pa.ChunkedArray | pa.Array, col: Column, check_nulls: bo
     if check_nulls and not col.nullable and arr.null_count:
         raise NullValueError(f"column {col.name!r} is not nullable but has {arr.null_count} NULL value(s)")
     return arr
+
+
+def _check_float_range(src: pa.Array, arr: pa.Array, col: Column) -> None:
+    """Arrow casts a finite double beyond float's range to +-inf without a word; such a value
+    is one the column cannot hold, like an int beyond int32 (NaN and +-inf stay themselves)."""
+    overflow = pc.and_(pc.is_finite(src), pc.is_inf(arr))
+    if pc.any(overflow).as_py():
+        bad = src.filter(overflow)[0].as_py()
+        raise TypeMismatchError(f"column {col.name!r} ({col.type.name}): {bad!r} is beyond the range of a 32-bit "
+                                "float")
 
 
 def _decimal_digits_fit(arr: pa.Array, col: Column) -> bool:

@@ -179,7 +179,7 @@ class Snapshot:
         arg.integer(limit, "limit", 0, 10 ** 6)
         arg.instance(rows, "rows", (list, tuple, range, np.ndarray, pa.Array), "a list or array of row numbers")
         r = np.asarray(rows.to_pylist() if isinstance(rows, pa.Array) else rows, dtype=object)
-        if not all(arg.is_int(x) and 0 <= x < batch.num_rows for x in r.ravel()[:limit]):
+        if r.ndim != 1 or not all(arg.is_int(x) and 0 <= x < batch.num_rows for x in r[:limit]):
             raise InvalidOptionError(f"rows must be row numbers of the batch (0..{batch.num_rows - 1}), "
                                      f"got {arg.given(rows)}")
         return describe_keys(self.state, batch, rows, limit)
@@ -413,7 +413,7 @@ class Table:
     def _mutate(self, data: Any, operation: str, op: int | None, op_column: str | None,
                 columns: Sequence[str] | None, keys_only: bool = False) -> WriteResult:
         columns = arg.names(columns, "columns")
-        data = to_arrow_table(data) if keys_only else _replayable(data)
+        data = _replayable(data)
 
         def plan(s: Snapshot) -> WriteFragment | None:
             rows = _keys_only(s.state, data) if keys_only else data
@@ -631,9 +631,10 @@ class Table:
         return f"Table({self.name!r}, {self._storage!r}, version={self._state.version})"
 
 
-def _replayable(data: Any) -> Any:
-    """A stream read once, as a table: a write may plan more than once (transaction.run)."""
-    return data.read_all() if isinstance(data, pa.RecordBatchReader) else data
+def _replayable(data: Any) -> pa.Table:
+    """The input as an Arrow table, converted once: a write may plan more than once
+    (transaction.run), and a stream or a column given as a generator is read only once."""
+    return to_arrow_table(data)
 
 
 def _keys_only(state: TableState, data: Any):

@@ -217,3 +217,56 @@ def test_rows_keep_keys_the_first_row_lacks(tmp_path):
     t.insert([row, {**row, "host": "new2", "tag": "kept"}])
     got = {r["host"]: r["tag"] for r in t.scan(filter=[("host", "in", ["new", "new2"])]).to_arrow().to_pylist()}
     assert got == {"new": None, "new2": "kept"}
+
+
+def test_a_dict_of_columns_takes_any_iterable_of_values(tmp_path):
+    """A dict of columns is converted as pa.table converts one: a column may be any iterable
+    (a generator, a map), as lookup's dict form took before the one input path."""
+    t = base_table(tmp_path)
+    keys = t.scan(columns=["host", "metric", "time"]).to_arrow().slice(0, 2)
+    got = t.lookup({"host": (h for h in keys.column("host").to_pylist()), "metric": iter(keys.column("metric")),
+                    "time": map(lambda v: v, keys.column("time").to_pylist())})
+    assert got.select(["host", "metric", "time"]).equals(keys)
+
+
+def test_a_write_of_one_shot_columns_that_plans_again_sees_every_row(tmp_path):
+    """A write converts its input once: a plan on a stale snapshot that fails (the key was
+    inserted since, through another handle) plans again on the latest one, and a generator
+    read by the first plan must not come back empty (a silent no-op)."""
+    t = base_table(tmp_path)
+    other = tf.open_table(str(tmp_path / "t"))
+    when = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=T0 + 7)
+    other.insert([{"host": "late", "metric": "m", "time": when}])      # t's cached snapshot lacks it
+    res = t.update({"host": (h for h in ["late"]), "metric": ["m"], "time": [when], "tag": iter(["seen"])})
+    assert res.updated == 1
+    got = t.lookup([{"host": "late", "metric": "m", "time": when}], columns=["tag"])
+    assert got.column("tag").to_pylist() == ["seen"]
+
+
+@pytest.mark.parametrize("op", ["insert", "upsert", "delete", "lookup"])
+def test_a_record_batch_reader_whose_batches_break_its_schema_is_typed(tmp_path, op):
+    """A stream is read in the one input path too: a batch that does not match the reader's
+    schema raised a bare ArrowInvalid out of read_all()."""
+    t = base_table(tmp_path)
+    before, files = t.version, table_files(tmp_path / "t")
+    schema = pa.schema([("host", pa.string()), ("metric", pa.string()), ("time", pa.timestamp("us", tz="UTC"))])
+    bad = pa.record_batch({"host": [1], "metric": ["m"], "time": pa.array([T0], pa.timestamp("us", tz="UTC"))})
+    reader = pa.RecordBatchReader.from_batches(schema, [bad])
+    with pytest.raises(tf.InvalidDataError, match="RecordBatchReader"):
+        getattr(t, op)(reader)
+    assert t.version == before and table_files(tmp_path / "t") == files
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, 3.5e38])
+def test_a_double_beyond_a_float_columns_range_is_typed_not_infinity(tmp_path, value):
+    """A finite double too large for a 32-bit float column was cast to +-inf without a word: a
+    value the column cannot hold is a typed error, as an int beyond int32 is (NaN and +-inf
+    themselves are float values and stay)."""
+    t = tf.create_table(str(tmp_path / "f"), tf.Schema([tf.Column("k", "int64"), tf.Column("x", "float", nullable=True)],
+                                                        primary_key=["k"]))
+    with pytest.raises(tf.TypeMismatchError, match="column 'x'.*float"):
+        t.insert({"k": [1, 2], "x": [1.5, value]})
+    assert t.version == 0
+    t.insert({"k": [1, 2, 3, 4], "x": [float("inf"), float("-inf"), float("nan"), 3.4e38]})
+    got = t.scan().to_arrow().sort_by("k").column("x").to_pylist()
+    assert got[:2] == [float("inf"), float("-inf")] and got[2] != got[2] and got[3] == pytest.approx(3.4e38, rel=1e-6)

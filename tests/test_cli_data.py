@@ -253,3 +253,33 @@ def test_bad_first_block_of_a_long_csv_exits_1_every_time(t, tmp_path):
             one_line_error(r, "SchemaMismatchError")
     assert codes == [1] * 30, codes
     assert t.refresh().version == 0
+
+
+@pytest.mark.parametrize("target", ["an earlier rejects file", "the input file"])
+def test_a_file_already_at_the_collect_path_is_never_overwritten_then_removed(t, tmp_path, monkeypatch, capsys,
+                                                                               target):
+    """The rejects are written before the commit and removed when it fails: a file that was at
+    the collect path before the run (an earlier run's rejects, or the input itself) was
+    overwritten and then deleted by a run that committed nothing. The path must be new."""
+    from tableformat.cli.run import main
+    from tableformat.storage import Storage
+    t.insert(rows(3))
+    ins = write(tmp_path, rows(2, start=2), "parquet")      # key 2 exists: rejected; key 3 is new
+    rej = ins if target == "the input file" else tmp_path / "rejects.parquet"
+    if target != "the input file":
+        pq.write_table(rows(1, start=40), rej)
+    before = rej.read_bytes()
+
+    def fail_the_commit(self, step, rel):
+        if step == "commit":
+            raise OSError("the commit's PUT failed")
+    monkeypatch.setattr(Storage, "_fault", fail_the_commit)
+    assert main(["insert", t.uri, "--input", str(ins), "--on-error", f"collect={rej}"]) == 1
+    monkeypatch.undo()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: InvalidOptionError: ") and "exists" in err[0], err
+    assert t.refresh().version == 1
+    assert rej.exists() and rej.read_bytes() == before
+    line = one_line_error(run("insert", t.uri, "--input", ins, "--on-error", f"collect={rej}", code=1),
+                          "InvalidOptionError")                # refused up front, with the commit working too
+    assert "exists" in line and t.refresh().version == 1 and rej.read_bytes() == before

@@ -10,6 +10,7 @@ import datetime as dt
 import decimal
 import json
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -301,3 +302,11 @@ def test_cli_where_beyond_the_range_compares_exactly(t, capsys):
     assert code == 0 and out.splitlines()[1:] and len(out.splitlines()) == 4, (out, err)
     code, out, err = cli(capsys, "scan", t.uri, "--where", "ts > 100000000000000000000000", "--format", "csv")
     assert code == 0 and len(out.splitlines()) == 1, (out, err)
+
+
+@pytest.mark.parametrize("rows", [np.array([[0]]), [[0]], (0, [0])], ids=["2-d array", "nested list", "a list inside"])
+def test_describe_rows_of_rows_that_are_not_a_flat_list_is_typed(t, rows):
+    """Row numbers nested one level deeper passed the check (it looked at the flattened values)
+    and raised a bare ArrowInvalid or TypeError from the key formatting."""
+    with pytest.raises(tf.InvalidOptionError, match="rows must be row numbers"):
+        t.snapshot().describe_rows(good_rows(1), rows)

@@ -168,6 +168,7 @@ def cmd_write(args, opts) -> int:
     columns = [c.strip() for c in args.columns.split(",")] if getattr(args, "columns", None) else None
     rejected = 0
     if mode == "collect":
+        _refuse_existing(collect_to)
         res, rejected = _write_collecting(t, args.command, data, columns, collect_to)
     else:
         name = ignoring if mode == "ignore" and ignoring else args.command
@@ -214,6 +215,23 @@ def _write_collecting(t: tf.Table, command: str, data: pa.Table, columns, path: 
             raise
         return res, len(rows)
     raise tf.CommitConflictError(f"{command} restarted 10 times under concurrent writes; run it again")
+
+
+def _refuse_existing(path: str) -> None:
+    """The rejects file is this run's own: it is written before the commit and removed when the
+    commit fails, so a file already at `path` (an earlier run's rejects, the input itself) would
+    be overwritten and then deleted by a run that committed nothing."""
+    import fsspec
+    try:
+        fs, p = fsspec.core.url_to_fs(path)
+        exists = fs.exists(p)
+    except (OSError, ValueError, ImportError) as e:
+        raise InvalidOptionError(f"--on-error collect={safe_uri(path)}: cannot check the path "
+                                 f"({type(e).__name__}: {e})") from None
+    if exists:
+        raise InvalidOptionError(f"--on-error collect={safe_uri(path)}: the path exists; give a new path for the "
+                                 "rejected rows (they are written before the commit, and a failed commit "
+                                 "removes them)")
 
 
 def _write_rejects(bad: pa.Table, path: str) -> None:
@@ -290,7 +308,7 @@ def add_commands(cmd, output_options) -> None:
         s.add_argument("--on-error", type=_on_error, default=("fail", None), metavar="fail|ignore|collect=PATH",
                        help="rows a strict operation rejects (existing key on insert, missing key on update or "
                             "delete): fail (default, nothing is written), ignore (skip and count), collect=PATH "
-                            "(skip and write them to PATH)")
+                            "(skip and write them to PATH, a new file)")
         if name in ("update", "upsert"):
             s.add_argument("--columns", metavar="A,B", help="only these columns are updated (default: all given)")
         s.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
