@@ -36,7 +36,9 @@ log = logging.getLogger(__name__)
 PATHS = ("auto", "native", "python")
 _RS, _ROW = "__tf_rowset", "__tf_row"
 _KEY, _DKEY = "__tf_key", "__d_key"
-_UPDATE, _DELETE, _REINSERT = 1, 2, 3
+# the delta op codes and field names are the format's (tableformat.format, specs/format.md §9)
+_UPDATE, _DELETE, _REINSERT = (int(op) for op in (tf.DeltaOp.UPDATE, tf.DeltaOp.DELETE, tf.DeltaOp.REINSERT))
+_field, _flag = tf.format.field_name, tf.format.flag_name
 # page CRCs are part of the format (specs/format.md §5): the JVM reader checks them too
 _VERIFY_CONF = "parquet.page.verify-checksum.enabled"
 # REDO files up to this size (compressed, as the log records them) are broadcast to the base scan
@@ -181,7 +183,7 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
     fp = "_metadata.file_path"
     base = None
     for pos, ids in enumerate(positions):
-        ddl = ", ".join(f"c{i} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
+        ddl = ", ".join(f"{_field(i)} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
         df = spark.read.schema(ddl).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
         keys = []
         if len(positions) > 1:   # column groups: their rows meet on (rowset id, the directory they share; row)
@@ -193,9 +195,9 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
                      f"| _metadata.row_index ELSE raise_error(concat({fp}, ' does not have the size the table log "
                      f"recorded: it was replaced or is corrupt')) END AS {_KEY}"]
         if keys:
-            df = df.selectExpr(*[f"c{i}" for i in ids], *keys)
+            df = df.selectExpr(*[_field(i) for i in ids], *keys)
         base = df if base is None else base.join(df, [_RS, _ROW])
-    cols = {c.id: f"c{c.id}" for c in plan.read_columns if c.id not in missing}
+    cols = {c.id: _field(c.id) for c in plan.read_columns if c.id not in missing}
     updated = []
     if not clean:
         deltas, updated, deletes = _delta_changes(spark, storage, plan, rowsets)
@@ -206,9 +208,9 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         if deletes:
             base = base.where("NOT coalesce(__deleted, false)")
     if missing:   # rows written before the column was added: its read default
-        base = base.select("*", *[F.lit(c.read_default).cast(spark_type(c.type)).alias(f"c{c.id}")
+        base = base.select("*", *[F.lit(c.read_default).cast(spark_type(c.type)).alias(_field(c.id))
                                   for c in plan.read_columns if c.id in missing])
-        cols.update({i: f"c{i}" for i in missing})
+        cols.update({i: _field(i) for i in missing})
     for cid in updated:
         cols[cid] = f"CASE WHEN __u{cid} THEN __v{cid} ELSE {cols[cid]} END"
     return base.selectExpr(*[f"{cols[c.id]} AS {_q(c.name)}" for c in plan.read_columns])
@@ -227,7 +229,8 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
                  and (plan.read_ts is None or rs.redo[0].max_ts <= plan.read_ts) for rs in rowsets)
     ddl = ["rowid bigint"] + (["op tinyint"] if deletes else []) + ([] if simple else ["ts bigint"])
     for cid in updated:
-        ddl += [f"u{cid} boolean", f"c{cid} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
+        ddl += [f"{_flag(cid)} boolean",
+                f"{_field(cid)} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
     d = spark.read.schema(", ".join(ddl)).parquet(*[_jvm_path(storage, f.path) for _, f in files])
     # each file's rank, commit time and its rowset's key (_key_high), by "<rowset id>/<file name>"
     # (ids and names are hex: safe in SQL text)
@@ -244,10 +247,10 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
         # are the changes, no aggregation (and no shuffle) needed; one projection
         changed = "" if not deletes else f" AND op != {_DELETE}"
         return d.selectExpr(key(info), *([f"op = {_DELETE} AS __deleted"] if deletes else []),
-                            *[f"coalesce(u{cid}, false){changed} AS __u{cid}" for cid in updated],
-                            *[f"c{cid} AS __v{cid}" for cid in updated]), updated, deletes
+                            *[f"coalesce({_flag(cid)}, false){changed} AS __u{cid}" for cid in updated],
+                            *[f"{_field(cid)} AS __v{cid}" for cid in updated]), updated, deletes
     op = "op" if deletes else f"{_UPDATE}Y"
-    d = d.selectExpr("rowid", f"{op} AS op", "ts", *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
+    d = d.selectExpr("rowid", f"{op} AS op", "ts", *[c for cid in updated for c in (_flag(cid), _field(cid))],
                      f"{info} AS i")
     # a commit's REDO file has no ts column: every record is at its commit time
     d = d.selectExpr("*", key("i"), "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
@@ -255,9 +258,9 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
         d = d.where(f"rank.t <= {int(plan.read_ts)}L")
     aggs = [f"max_by(op, CASE WHEN op IN ({_DELETE}, {_REINSERT}) THEN rank END) = {_DELETE} AS __deleted"]
     for cid in updated:
-        changes = f"coalesce(u{cid}, false) AND op != {_DELETE}"
+        changes = f"coalesce({_flag(cid)}, false) AND op != {_DELETE}"
         aggs += [f"coalesce(max(CASE WHEN {changes} THEN true END), false) AS __u{cid}",
-                 f"max_by(c{cid}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
+                 f"max_by({_field(cid)}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
     from pyspark.sql import functions as F
     return d.groupBy(_DKEY).agg(*[F.expr(a) for a in aggs]), updated, deletes
 
