@@ -15,11 +15,19 @@ file for free; a path string per row costs several times the scan); the newest c
 (rowset, rowid, column) wins and deleted rows are dropped. Rowsets without deltas are never
 joined. The rules are specs/format.md §9.4; the engine gives the recipe (`Snapshot.read_plan`).
 
-Where the JVM cannot do it, single rowsets fall back to the Python data source
+The JVM connector (`spark_jobs/connector/`, format `tableformat-jvm`) is the first choice:
+it gets the plan as JSON, reads base files with Spark's vectorized Parquet reader and applies
+REDO and UNDO records inside each ColumnarBatch, so pending deltas cost no join and reads
+behind the history horizon stay native. It is used when the session loaded its jar
+(`get_spark()` does, when a JDK can compile it); otherwise the Parquet-scan-plus-join path
+above runs, and one log line says why.
+
+Where neither JVM path can read a rowset, it falls back to the Python data source
 (`datasource.py`), and one log line says why: a URI scheme the JVM cannot open (only local
-paths and `file://` are assumed readable; declare others with `jvm_schemes`), or a version
-behind the history horizon that needs UNDO records. `path="native"` refuses to fall back
-(NativeReadUnavailableError); `path="python"` reads everything through the data source.
+paths and `file://` are assumed readable; declare others with `jvm_schemes`), or (without the
+connector) a version behind the history horizon that needs UNDO records. `path="native"`
+refuses to fall back (NativeReadUnavailableError); `path="python"` reads everything through
+the data source; `path="join"` skips the connector.
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ from .snapshots import open_snapshot, parse_as_of, spark_schema, spark_type
 
 log = logging.getLogger(__name__)
 
-PATHS = ("auto", "native", "python")
+PATHS = ("auto", "native", "python", "join")
 _RS, _ROW = "__tf_rowset", "__tf_row"
 _KEY, _DKEY = "__tf_key", "__d_key"
 # the delta op codes and field names are the format's (tableformat.format, specs/format.md §9)
@@ -43,6 +51,7 @@ _field, _flag = tf.format.field_name, tf.format.flag_name
 _VERIFY_CONF = "parquet.page.verify-checksum.enabled"
 # REDO files up to this size (compressed, as the log records them) are broadcast to the base scan
 _BROADCAST_DELTA_BYTES = 32 << 20
+CONNECTOR = "tableformat-jvm"   # the JVM connector's short name (spark_jobs/connector)
 # a rowset with deltas is joined on a long of (its file, its row index): 32 bits each
 MAX_JOIN_ROWS = 1 << 32
 
@@ -54,8 +63,10 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
 
     `columns` (names; None: all) and `filter` (the engine's (column, op, value) terms, ANDed)
     narrow the read: the engine prunes tablets and rowsets, Spark evaluates the terms with the
-    same semantics (specs/format.md §13). `path`: "auto" (native where possible), "native"
-    or "python". `jvm_schemes`: URI schemes the cluster's JVM can read (e.g. {"s3a", "hdfs"}).
+    same semantics (specs/format.md §13). `path`: "auto" (the JVM connector, else Spark's
+    Parquet scan plus a join, where possible), "native" (never the Python data source),
+    "join" (never the connector) or "python". `jvm_schemes`: URI schemes the cluster's JVM can
+    read (e.g. {"s3a", "hdfs"}).
     """
     if path not in PATHS:
         raise tf.InvalidOptionError(f"path must be one of {PATHS}, got {path!r}")
@@ -70,10 +81,17 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     plan = snap.read_plan(read_names, filter)
     storage = tf.Storage(uri, storage_options)
     scheme_reason = _jvm_unreadable(storage, jvm_schemes)
+    connector_reason = "path='join' was asked for" if path == "join" else _connector_unavailable(spark)
     native, fallback, reasons = [], [], Counter()
     for rs in plan.rowsets:
-        why = "path='python' was asked for" if path == "python" else scheme_reason or rs.reason or (
-            f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS else None)
+        if path == "python":
+            why = "path='python' was asked for"
+        elif connector_reason is None:
+            why = scheme_reason
+        else:
+            why = scheme_reason or rs.reason or (
+                f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS
+                else None)
         if why:
             fallback.append(rs)
             reasons[why] += 1
@@ -83,7 +101,12 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
         raise tf.NativeReadUnavailableError(
             f"{len(fallback)} of {len(plan.rowsets)} rowsets of {uri!r} version {plan.version} cannot be read "
             f"natively: {'; '.join(reasons)}; use path='auto' to read them through the Python data source")
-    parts = _native_parts(spark, storage, plan, native) if native else []
+    if native and connector_reason is None:
+        parts = [_connector_part(spark, storage, plan, native)]
+    else:
+        if native and path != "python" and connector_reason != "path='join' was asked for":
+            log.info("read_table %s: the JVM connector is not used: %s", storage, connector_reason)
+        parts = _native_parts(spark, storage, plan, native) if native else []
     if fallback:
         log.warning("read_table %s version %d: %d of %d rowsets read through the Python data source (%s)",
                     storage, plan.version, len(fallback), len(plan.rowsets),
@@ -131,6 +154,62 @@ def _jvm_path(storage: tf.Storage, rel: str) -> str:
 def _col(name: str):
     from pyspark.sql import functions as F
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+# --- the JVM connector ----------------------------------------------------------------
+
+def _connector_unavailable(spark) -> str | None:
+    """Why the JVM connector cannot read for this session (None: it can)."""
+    from .connector import loaded
+    return loaded(spark)
+
+
+def _connector_part(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
+    """These rowsets read by the connector: the plan as JSON, columns named as the schema names them."""
+    import json
+    return spark.read.format(CONNECTOR).option("plan", json.dumps(connector_plan(storage, plan, rowsets))).load()
+
+
+def _physical(ctype, value):
+    """A value as the connector's plan carries it: Catalyst's physical form in JSON."""
+    import base64
+    import math
+
+    import pyarrow as pa
+    if value is None:
+        return None
+    s = pa.scalar(value, type=ctype.arrow_type)
+    k = ctype.kind
+    if k == "date":
+        return s.cast(pa.int32()).as_py()
+    if k == "unixtime_micros":
+        return s.cast(pa.int64()).as_py()
+    if k == "decimal":
+        return str(s.as_py())
+    if k == "binary":
+        return base64.b64encode(s.as_py()).decode()
+    v = s.as_py()
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v).replace("inf", "Infinity").replace("nan", "NaN")
+    return v
+
+
+def connector_plan(storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> dict:
+    """The read plan as the connector takes it (spark_jobs/connector/.../ReadPlan.java): file
+    URIs the JVM opens, column IDs, Spark types, read defaults, ranks and the cut."""
+    def delta(f):
+        return {"path": _jvm_path(storage, f.path), "size": f.size, "order": f.order, "min_ts": f.min_ts,
+                "max_ts": f.max_ts, "has_ts": f.has_ts_column, "updates": list(f.updates), "deletes": f.deletes}
+    return {
+        "version": plan.version, "read_ts": plan.read_ts,
+        "columns": [{"id": c.id, "name": c.name, "type": spark_type(c.type).simpleString(), "nullable": True,
+                     "default": _physical(c.type, c.read_default)} for c in plan.read_columns],
+        "rowsets": [{"id": rs.id, "num_rows": rs.num_rows,
+                     "base": [{"path": _jvm_path(storage, b.path), "size": b.size, "columns": [i for i, _ in b.columns]}
+                              for b in rs.base],
+                     "redo": [delta(f) for f in rs.redo], "undo": [delta(f) for f in rs.undo],
+                     "missing": list(rs.missing)} for rs in rowsets],
+    }
 
 
 # --- the native part ------------------------------------------------------------------

@@ -1,14 +1,40 @@
-"""The SparkSession for tableformat jobs: local[2] by default, the data source registered."""
+"""The SparkSession for tableformat jobs: local[2] by default, the data source registered, and
+the JVM connector's jar on the classpath when a JDK can build it.
+
+Jars and Maven packages are composable lists: `extra_jars()` / `extra_packages()` gather what
+each feature needs (the connector's jar; hadoop-aws for s3a; delta-spark for Delta), joined
+once into `spark.jars` / `spark.jars.packages` (both must be set before the JVM starts)."""
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from typing import Iterable
 
 from .datasource import register
 
+log = logging.getLogger(__name__)
 
-def get_spark(app: str = "tableformat", master: str | None = None):
-    """A SparkSession with the data source registered and Python filter pushdown on."""
+
+def extra_jars() -> list[str]:
+    """Jars every tableformat session loads: the connector's, when it can be built here."""
+    from .connector import jar_or_reason
+    jar, why = jar_or_reason()
+    if jar is None:
+        log.warning("tableformat JVM connector unavailable, Spark reads use the slower paths: %s", why)
+        return []
+    return [jar]
+
+
+def extra_packages() -> list[str]:
+    """Maven coordinates every tableformat session loads (none by default; see `s3a_packages`)."""
+    return []
+
+
+def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterable[str] = (),
+              packages: Iterable[str] = (), connector: bool = True, conf: dict | None = None):
+    """A SparkSession with the data source registered, Python filter pushdown on, and (with
+    `connector`) the JVM connector's jar. `jars` / `packages` add to the composed lists."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -16,6 +42,14 @@ def get_spark(app: str = "tableformat", master: str | None = None):
     b = SparkSession.builder.appName(app)
     if master or not os.environ.get("SPARK_MASTER_URL_SET"):
         b = b.master(master or os.environ.get("TABLEFORMAT_SPARK_MASTER", "local[2]"))
+    all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *jars]))
+    all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
+    if all_jars:
+        b = b.config("spark.jars", ",".join(all_jars))
+    if all_packages:
+        b = b.config("spark.jars.packages", ",".join(all_packages))
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
     spark = (b.config("spark.sql.python.filterPushdown.enabled", "true")
              .config("spark.sql.shuffle.partitions", os.environ.get("TABLEFORMAT_SHUFFLE_PARTITIONS", "8"))
              .config("spark.ui.enabled", "false")
