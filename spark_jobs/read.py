@@ -32,6 +32,7 @@ the data source; `path="join"` skips the connector.
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
@@ -65,7 +66,7 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     narrow the read: the engine prunes tablets and rowsets, Spark evaluates the terms with the
     same semantics (specs/format.md §13). `path`: "auto" (the JVM connector, else Spark's
     Parquet scan plus a join, where possible), "native" (never the Python data source),
-    "join" (never the connector) or "python". `jvm_schemes`: URI schemes the cluster's JVM can
+    "join" (never the connector; also TABLEFORMAT_SPARK_READ=join) or "python". `jvm_schemes`: URI schemes the cluster's JVM can
     read (e.g. {"s3a", "hdfs"}).
     """
     if path not in PATHS:
@@ -81,7 +82,8 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     plan = snap.read_plan(read_names, filter)
     storage = tf.Storage(uri, storage_options)
     scheme_reason = _jvm_unreadable(storage, jvm_schemes)
-    connector_reason = "path='join' was asked for" if path == "join" else _connector_unavailable(spark)
+    no_connector = path == "join" or os.environ.get("TABLEFORMAT_SPARK_READ") == "join"   # a process-wide choice
+    connector_reason = "path='join' was asked for" if no_connector else _connector_unavailable(spark)
     native, fallback, reasons = [], [], Counter()
     for rs in plan.rowsets:
         if path == "python":

@@ -34,7 +34,8 @@ def extra_packages() -> list[str]:
 def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterable[str] = (),
               packages: Iterable[str] = (), connector: bool = True, conf: dict | None = None):
     """A SparkSession with the data source registered, Python filter pushdown on, and (with
-    `connector`) the JVM connector's jar. `jars` / `packages` add to the composed lists."""
+    `connector`; TABLEFORMAT_CONNECTOR=0 turns it off) the JVM connector's jar. `jars` /
+    `packages` add to the composed lists."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -42,6 +43,7 @@ def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterabl
     b = SparkSession.builder.appName(app)
     if master or not os.environ.get("SPARK_MASTER_URL_SET"):
         b = b.master(master or os.environ.get("TABLEFORMAT_SPARK_MASTER", "local[2]"))
+    connector = connector and os.environ.get("TABLEFORMAT_CONNECTOR", "1") != "0"
     all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *jars]))
     all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
     if all_jars:
