@@ -81,6 +81,9 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     read_names = list(dict.fromkeys(read_names))
     plan = snap.read_plan(read_names, filter)
     storage = tf.Storage(uri, storage_options)
+    if _s3a_ready(spark, storage):
+        jvm_schemes = [*jvm_schemes, "s3", "s3a"]
+        _configure_s3a(spark, storage, storage_options)
     scheme_reason = _jvm_unreadable(storage, jvm_schemes)
     no_connector = path == "join" or os.environ.get("TABLEFORMAT_SPARK_READ") == "join"   # a process-wide choice
     connector_reason = "path='join' was asked for" if no_connector else _connector_unavailable(spark)
@@ -150,7 +153,29 @@ def _jvm_unreadable(storage: tf.Storage, jvm_schemes: Iterable[str]) -> str | No
 def _jvm_path(storage: tf.Storage, rel: str) -> str:
     if storage.is_local:
         return "file://" + storage.path(rel)
-    return storage.uri.rstrip("/") + "/" + rel
+    root = storage.uri.rstrip("/")
+    if root.startswith("s3://"):        # Hadoop's S3 file system is s3a (hadoop-aws)
+        root = "s3a://" + root[len("s3://"):]
+    return root + "/" + rel
+
+
+def _s3a_ready(spark, storage: tf.Storage) -> bool:
+    """Whether the table is on S3 and this session's JVM has hadoop-aws (see session.s3a_packages)."""
+    if not storage.uri.startswith(("s3://", "s3a://")):
+        return False
+    loaded = (spark.conf.get("spark.jars.packages", "") or "") + "," + (spark.conf.get("spark.jars", "") or "")
+    return "hadoop-aws" in loaded
+
+
+def _configure_s3a(spark, storage: tf.Storage, storage_options: dict | None) -> None:
+    """The table's storage options as s3a settings scoped to its bucket (`fs.s3a.bucket.<b>.*`),
+    set on the session (readers' Hadoop confs copy them). Credentials go only there: never into
+    a plan, a log line or an error."""
+    from .session import s3a_settings
+    bucket = storage.uri.split("://", 1)[1].split("/", 1)[0]
+    for k, v in s3a_settings(bucket, storage_options).items():
+        if spark.conf.get(k, None) != v:
+            spark.conf.set(k, v)
 
 
 def _col(name: str):
@@ -180,7 +205,7 @@ def _physical(ctype, value):
     import pyarrow as pa
     if value is None:
         return None
-    s = pa.scalar(value, type=ctype.arrow_type)
+    s = pa.scalar(value, type=ctype.arrow())
     k = ctype.kind
     if k == "date":
         return s.cast(pa.int32()).as_py()

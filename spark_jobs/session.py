@@ -27,8 +27,58 @@ def extra_jars() -> list[str]:
 
 
 def extra_packages() -> list[str]:
-    """Maven coordinates every tableformat session loads (none by default; see `s3a_packages`)."""
-    return []
+    """Maven coordinates every tableformat session loads: hadoop-aws when TABLEFORMAT_S3A=1
+    (a first download of about 600 MB: the AWS SDK bundle)."""
+    return s3a_packages() if os.environ.get("TABLEFORMAT_S3A") == "1" else []
+
+
+def hadoop_version() -> str:
+    """The Hadoop client version the installed pyspark bundles (its hadoop-client-api jar)."""
+    from pathlib import Path
+
+    import pyspark
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
+    if not jars:
+        raise RuntimeError("pyspark's jars hold no hadoop-client-api jar")
+    return jars[0].name[len("hadoop-client-api-"):-len(".jar")]
+
+
+def s3a_packages() -> list[str]:
+    """hadoop-aws at exactly pyspark's Hadoop version; Maven brings the AWS SDK bundle it declares."""
+    return [f"org.apache.hadoop:hadoop-aws:{hadoop_version()}"]
+
+
+def s3a_settings(bucket: str, storage_options: dict | None) -> dict[str, str]:
+    """fsspec/s3fs storage options as Hadoop s3a settings for one bucket."""
+    o = dict(storage_options or {})
+    client = dict(o.get("client_kwargs") or {})
+    pre = f"fs.s3a.bucket.{bucket}."
+    out: dict[str, str] = {}
+    endpoint = o.get("endpoint_url") or client.get("endpoint_url")
+    if endpoint:
+        out[pre + "endpoint"] = endpoint
+        out[pre + "path.style.access"] = "true"
+        out[pre + "connection.ssl.enabled"] = str(endpoint.startswith("https")).lower()
+    key = o.get("key") or o.get("aws_access_key_id") or client.get("aws_access_key_id")
+    secret = o.get("secret") or o.get("aws_secret_access_key") or client.get("aws_secret_access_key")
+    token = o.get("token") or client.get("aws_session_token")
+    if key and secret:
+        out[pre + "access.key"] = key
+        out[pre + "secret.key"] = secret
+        out[pre + "aws.credentials.provider"] = (
+            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider" if token
+            else "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider")
+        if token:
+            out[pre + "session.token"] = token
+    elif o.get("anon"):
+        out[pre + "aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
+    region = o.get("region") or client.get("region_name")
+    if region or endpoint:
+        out[pre + "endpoint.region"] = region or "us-east-1"
+    style = (o.get("config_kwargs") or {}).get("s3", {}).get("addressing_style")
+    if style:
+        out[pre + "path.style.access"] = str(style == "path").lower()
+    return out
 
 
 def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterable[str] = (),
