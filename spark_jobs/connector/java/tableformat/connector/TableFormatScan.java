@@ -39,7 +39,8 @@ final class TableFormatScan implements Scan, Batch, SupportsReportStatistics {
   @Override
   public String description() {
     return "tableformat version " + plan.version + " (" + plan.rowsets.size() + " rowsets"
-        + (plan.readTs == null ? "" : ", as of ts " + plan.readTs) + ")";
+        + (plan.readTs == null ? "" : ", as of ts " + plan.readTs) + ")"
+        + (pushed.length == 0 ? "" : " PushedToParquet: " + java.util.Arrays.toString(pushed));
   }
 
   @Override
