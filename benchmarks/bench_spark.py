@@ -67,6 +67,69 @@ def native_read_rows(spark, work: str, n: int) -> None:
     floors(spark, t, uri, files, vid, parquet(f"sum({vid})"))
 
 
+def connector_read_rows(spark, work: str, n: int, repeat: int = 5) -> None:
+    """The JVM connector (read_table's default path when the session has its jar) against
+    spark.read.parquet of the same base files, same session, sides alternated after a warm-up.
+    Numeric columns are written PLAIN: pyspark 4.2's vectorized reader (the baseline) cannot
+    decode BYTE_STREAM_SPLIT, the format's default for numbers. Targets from issue 22."""
+    import numpy as np
+    from spark_jobs.connector import loaded
+    from spark_jobs.read import read_table
+    why = loaded(spark)
+    if why:
+        print(f"connector rows skipped: {why}")
+        return
+    uri = os.path.join(work, "connector")
+    plain = {"time", "value", "price", "count"}
+    schema = tf.Schema([tf.Column(c.name, c.type.name, nullable=c.nullable, default=c.default,
+                                  **({"encoding": "plain"} if c.name in plain else {}))
+                        for c in metrics_schema().columns], primary_key=metrics_schema().primary_key)
+    t = tf.create_table(uri, schema, partitioning=metrics_partitioning(),
+                        properties={"history_max_age": -1})
+    data = generate(n)
+    t.insert(data)
+    files = [os.path.join(uri, f.path) for r in t.state.rowsets.values() for f in r.base]
+    vid = f"c{t.schema.column('value').id}"
+    all_cols = ", ".join(f"c{c.id}" for c in t.schema.columns)
+    names = ", ".join(f"`{c}`" for c in t.schema.names)
+
+    def parquet(expr, fs=None):
+        return lambda: spark.read.parquet(*(fs or files)).selectExpr(expr).collect()
+
+    def ours(expr, **kw):
+        return lambda: read_table(spark, uri, **kw).selectExpr(expr).collect()
+
+    def tasks(kw=None, fs=None):
+        return (read_table(spark, uri, **(kw or {})).rdd.getNumPartitions(),
+                spark.read.parquet(*(fs or files)).rdd.getNumPartitions())
+
+    rows = []
+
+    def pair(label, o, p, target, kw=None, fs=None):
+        d, q = alternating(o, p, repeat)
+        rows.append((label, d, q, target, *tasks(kw, fs)))
+
+    pair("sum(value), compacted", ours("sum(value)"), parquet(f"sum({vid})"), 0.95)
+    rng = np.random.default_rng(7)
+    pick = rng.choice(n, n // 100 + n // 1000, replace=False)
+    keys = data.select(["host", "metric", "time"])
+    old = t.version
+    t.update(keys.take(pa.array(pick[: n // 100])).append_column("value", pa.array(np.full(n // 100, 1.0))))
+    t.delete(keys.take(pa.array(pick[n // 100:])))
+    pair("sum(value), 1% upd + 0.1% del", ours("sum(value)"), parquet(f"sum({vid})"), 0.85)
+    pair("full row, same deltas", ours(f"sum(hash({names}))"), parquet(f"sum(hash({all_cols}))"), 0.85)
+    t.compact()
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    files = [os.path.join(uri, f.path) for r in t.state.rowsets.values() for f in r.base]
+    assert t.snapshot(old).read_plan().read_ts is not None     # behind the horizon: UNDO records
+    pair("sum(value) as_of behind horizon", ours("sum(value)", as_of=old), parquet(f"sum({vid})", files), 0.6,
+         {"as_of": old}, files)
+    print(f"rows={n:,}; {len(t.state.rowsets)} rowsets; best of {repeat}, alternated, after a warm-up")
+    print(f"{'query':<34} {'connector':>10} {'parquet':>9} {'ratio':>7}  target   tasks (ours/parquet)")
+    for label, d, q, target, to, tp in rows:
+        print(f"{label:<34} {d:9.2f}s {q:8.2f}s {q / d:6.2f}x  >= {target}x  {to}/{tp}")
+
+
 def floors(spark, t, uri, files, vid, baseline) -> None:
     """Hand-built plans, not read_table, against the same baseline. The sum with each base row's
     (file size, row index) key (kept alive by a max) is about what any plan matching REDO records to
@@ -109,6 +172,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--reads-only", action="store_true", help="only the native read rows (read_table)")
+    ap.add_argument("--connector-only", action="store_true", help="only the JVM connector rows")
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--writes-only", action="store_true", help="only the insert, merge and RSS rows")
     ap.add_argument("--rss-rows", default="2000000",
                     help="comma-separated input sizes for the worker-RSS rows (add 10000000 for the 10M row)")
@@ -118,6 +183,15 @@ def main() -> None:
         return rss_child(args.rss_child)
     if args.writes_only:
         return bench_writes(args.rows, [int(x) for x in args.rss_rows.split(",") if x])
+    if args.connector_only:
+        from spark_jobs.common import get_spark
+        spark = get_spark("tableformat-bench")
+        spark.sparkContext.setLogLevel("ERROR")
+        work = tempfile.mkdtemp(prefix="tf-bench-spark-")
+        connector_read_rows(spark, work, args.rows, args.repeat)
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        return
     if args.reads_only:
         from spark_jobs.common import get_spark
         spark = get_spark("tableformat-bench")

@@ -15,15 +15,24 @@ file for free; a path string per row costs several times the scan); the newest c
 (rowset, rowid, column) wins and deleted rows are dropped. Rowsets without deltas are never
 joined. The rules are specs/format.md §9.4; the engine gives the recipe (`Snapshot.read_plan`).
 
-Where the JVM cannot do it, single rowsets fall back to the Python data source
+The JVM connector (`spark_jobs/connector/`, format `tableformat-jvm`) is the first choice:
+it gets the plan as JSON, reads base files with Spark's vectorized Parquet reader and applies
+REDO and UNDO records inside each ColumnarBatch, so pending deltas cost no join and reads
+behind the history horizon stay native. It is used when the session loaded its jar
+(`get_spark()` does, when a JDK can compile it); otherwise the Parquet-scan-plus-join path
+above runs, and one log line says why.
+
+Where neither JVM path can read a rowset, it falls back to the Python data source
 (`datasource.py`), and one log line says why: a URI scheme the JVM cannot open (only local
-paths and `file://` are assumed readable; declare others with `jvm_schemes`), or a version
-behind the history horizon that needs UNDO records. `path="native"` refuses to fall back
-(NativeReadUnavailableError); `path="python"` reads everything through the data source.
+paths and `file://` are assumed readable; declare others with `jvm_schemes`), or (without the
+connector) a version behind the history horizon that needs UNDO records. `path="native"`
+refuses to fall back (NativeReadUnavailableError); `path="python"` reads everything through
+the data source; `path="join"` skips the connector.
 """
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
@@ -33,14 +42,17 @@ from .snapshots import open_snapshot, parse_as_of, spark_schema, spark_type
 
 log = logging.getLogger(__name__)
 
-PATHS = ("auto", "native", "python")
+PATHS = ("auto", "native", "python", "join")
 _RS, _ROW = "__tf_rowset", "__tf_row"
 _KEY, _DKEY = "__tf_key", "__d_key"
-_UPDATE, _DELETE, _REINSERT = 1, 2, 3
+# the delta op codes and field names are the format's (tableformat.format, specs/format.md §9)
+_UPDATE, _DELETE, _REINSERT = (int(op) for op in (tf.DeltaOp.UPDATE, tf.DeltaOp.DELETE, tf.DeltaOp.REINSERT))
+_field, _flag = tf.format.field_name, tf.format.flag_name
 # page CRCs are part of the format (specs/format.md §5): the JVM reader checks them too
 _VERIFY_CONF = "parquet.page.verify-checksum.enabled"
 # REDO files up to this size (compressed, as the log records them) are broadcast to the base scan
 _BROADCAST_DELTA_BYTES = 32 << 20
+CONNECTOR = "tableformat-jvm"   # the JVM connector's short name (spark_jobs/connector)
 # a rowset with deltas is joined on a long of (its file, its row index): 32 bits each
 MAX_JOIN_ROWS = 1 << 32
 
@@ -52,8 +64,10 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
 
     `columns` (names; None: all) and `filter` (the engine's (column, op, value) terms, ANDed)
     narrow the read: the engine prunes tablets and rowsets, Spark evaluates the terms with the
-    same semantics (specs/format.md §13). `path`: "auto" (native where possible), "native"
-    or "python". `jvm_schemes`: URI schemes the cluster's JVM can read (e.g. {"s3a", "hdfs"}).
+    same semantics (specs/format.md §13). `path`: "auto" (the JVM connector, else Spark's
+    Parquet scan plus a join, where possible), "native" (never the Python data source),
+    "join" (never the connector; also TABLEFORMAT_SPARK_READ=join) or "python". `jvm_schemes`: URI schemes the cluster's JVM can
+    read (e.g. {"s3a", "hdfs"}).
     """
     if path not in PATHS:
         raise tf.InvalidOptionError(f"path must be one of {PATHS}, got {path!r}")
@@ -68,11 +82,22 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     read_names = list(dict.fromkeys(read_names)) or [schema.primary_key[0]]
     plan = snap.read_plan(read_names, filter)
     storage = tf.Storage(uri, storage_options)
+    if _s3a_ready(spark, storage):
+        jvm_schemes = [*jvm_schemes, "s3", "s3a"]
+        _configure_s3a(spark, storage, storage_options)
     scheme_reason = _jvm_unreadable(storage, jvm_schemes)
+    no_connector = path == "join" or os.environ.get("TABLEFORMAT_SPARK_READ") == "join"   # a process-wide choice
+    connector_reason = "path='join' was asked for" if no_connector else _connector_unavailable(spark)
     native, fallback, reasons = [], [], Counter()
     for rs in plan.rowsets:
-        why = "path='python' was asked for" if path == "python" else scheme_reason or rs.reason or (
-            f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS else None)
+        if path == "python":
+            why = "path='python' was asked for"
+        elif connector_reason is None:
+            why = scheme_reason
+        else:
+            why = scheme_reason or rs.reason or (
+                f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS
+                else None)
         if why:
             fallback.append(rs)
             reasons[why] += 1
@@ -82,7 +107,12 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
         raise tf.NativeReadUnavailableError(
             f"{len(fallback)} of {len(plan.rowsets)} rowsets of {uri!r} version {plan.version} cannot be read "
             f"natively: {'; '.join(reasons)}; use path='auto' to read them through the Python data source")
-    parts = _native_parts(spark, storage, plan, native) if native else []
+    if native and connector_reason is None:
+        parts = [_connector_part(spark, storage, plan, native)]
+    else:
+        if native and path != "python" and connector_reason != "path='join' was asked for":
+            log.info("read_table %s: the JVM connector is not used: %s", storage, connector_reason)
+        parts = _native_parts(spark, storage, plan, native) if native else []
     if fallback:
         log.warning("read_table %s version %d: %d of %d rowsets read through the Python data source (%s)",
                     storage, plan.version, len(fallback), len(plan.rowsets),
@@ -124,12 +154,90 @@ def _jvm_unreadable(storage: tf.Storage, jvm_schemes: Iterable[str]) -> str | No
 def _jvm_path(storage: tf.Storage, rel: str) -> str:
     if storage.is_local:
         return "file://" + storage.path(rel)
-    return storage.uri.rstrip("/") + "/" + rel
+    root = storage.uri.rstrip("/")
+    if root.startswith("s3://"):        # Hadoop's S3 file system is s3a (hadoop-aws)
+        root = "s3a://" + root[len("s3://"):]
+    return root + "/" + rel
+
+
+def _s3a_ready(spark, storage: tf.Storage) -> bool:
+    """Whether the table is on S3 and this session's JVM has hadoop-aws (see session.s3a_packages)."""
+    if not storage.uri.startswith(("s3://", "s3a://")):
+        return False
+    loaded = (spark.conf.get("spark.jars.packages", "") or "") + "," + (spark.conf.get("spark.jars", "") or "")
+    return "hadoop-aws" in loaded
+
+
+def _configure_s3a(spark, storage: tf.Storage, storage_options: dict | None) -> None:
+    """The table's storage options as s3a settings scoped to its bucket (`fs.s3a.bucket.<b>.*`),
+    set on the session (readers' Hadoop confs copy them). Credentials go only there: never into
+    a plan, a log line or an error."""
+    from .session import s3a_settings
+    bucket = storage.uri.split("://", 1)[1].split("/", 1)[0]
+    for k, v in s3a_settings(bucket, storage_options).items():
+        if spark.conf.get(k, None) != v:
+            spark.conf.set(k, v)
 
 
 def _col(name: str):
     from pyspark.sql import functions as F
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+# --- the JVM connector ----------------------------------------------------------------
+
+def _connector_unavailable(spark) -> str | None:
+    """Why the JVM connector cannot read for this session (None: it can)."""
+    from .connector import loaded
+    return loaded(spark)
+
+
+def _connector_part(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
+    """These rowsets read by the connector: the plan as JSON, columns named as the schema names them."""
+    import json
+    return spark.read.format(CONNECTOR).option("plan", json.dumps(connector_plan(storage, plan, rowsets))).load()
+
+
+def _physical(ctype, value):
+    """A value as the connector's plan carries it: Catalyst's physical form in JSON."""
+    import base64
+    import math
+
+    import pyarrow as pa
+    if value is None:
+        return None
+    s = pa.scalar(value, type=ctype.arrow())
+    k = ctype.kind
+    if k == "date":
+        return s.cast(pa.int32()).as_py()
+    if k == "unixtime_micros":
+        return s.cast(pa.int64()).as_py()
+    if k == "decimal":
+        return str(s.as_py())
+    if k == "binary":
+        return base64.b64encode(s.as_py()).decode()
+    v = s.as_py()
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v).replace("inf", "Infinity").replace("nan", "NaN")
+    return v
+
+
+def connector_plan(storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> dict:
+    """The read plan as the connector takes it (spark_jobs/connector/.../ReadPlan.java): file
+    URIs the JVM opens, column IDs, Spark types, read defaults, ranks and the cut."""
+    def delta(f):
+        return {"path": _jvm_path(storage, f.path), "size": f.size, "order": f.order, "min_ts": f.min_ts,
+                "max_ts": f.max_ts, "has_ts": f.has_ts_column, "updates": list(f.updates), "deletes": f.deletes}
+    return {
+        "version": plan.version, "read_ts": plan.read_ts,
+        "columns": [{"id": c.id, "name": c.name, "type": spark_type(c.type).simpleString(), "nullable": True,
+                     "default": _physical(c.type, c.read_default)} for c in plan.read_columns],
+        "rowsets": [{"id": rs.id, "num_rows": rs.num_rows,
+                     "base": [{"path": _jvm_path(storage, b.path), "size": b.size, "columns": [i for i, _ in b.columns]}
+                              for b in rs.base],
+                     "redo": [delta(f) for f in rs.redo], "undo": [delta(f) for f in rs.undo],
+                     "missing": list(rs.missing)} for rs in rowsets],
+    }
 
 
 # --- the native part ------------------------------------------------------------------
@@ -182,7 +290,7 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
     fp = "_metadata.file_path"
     base = None
     for pos, ids in enumerate(positions):
-        ddl = ", ".join(f"c{i} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
+        ddl = ", ".join(f"{_field(i)} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
         df = spark.read.schema(ddl).parquet(*[_jvm_path(storage, rs.base[pos].path) for rs in rowsets])
         keys = []
         if len(positions) > 1:   # column groups: their rows meet on (rowset id, the directory they share; row)
@@ -194,9 +302,9 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
                      f"| _metadata.row_index ELSE raise_error(concat({fp}, ' does not have the size the table log "
                      f"recorded: it was replaced or is corrupt')) END AS {_KEY}"]
         if keys:
-            df = df.selectExpr(*[f"c{i}" for i in ids], *keys)
+            df = df.selectExpr(*[_field(i) for i in ids], *keys)
         base = df if base is None else base.join(df, [_RS, _ROW])
-    cols = {c.id: f"c{c.id}" for c in plan.read_columns if c.id not in missing}
+    cols = {c.id: _field(c.id) for c in plan.read_columns if c.id not in missing}
     updated = []
     if not clean:
         deltas, updated, deletes = _delta_changes(spark, storage, plan, rowsets)
@@ -207,8 +315,8 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
         if deletes:
             base = base.where("NOT coalesce(__deleted, false)")
     if missing:   # rows written before the column was added: its read default
-        base = base.select("*", *[_default(c).alias(f"c{c.id}") for c in plan.read_columns if c.id in missing])
-        cols.update({i: f"c{i}" for i in missing})
+        base = base.select("*", *[_default(c).alias(_field(c.id)) for c in plan.read_columns if c.id in missing])
+        cols.update({i: _field(i) for i in missing})
     for cid in updated:
         cols[cid] = f"CASE WHEN __u{cid} THEN __v{cid} ELSE {cols[cid]} END"
     return base.selectExpr(*[f"{cols[c.id]} AS {_q(c.name)}" for c in plan.read_columns])
@@ -238,7 +346,8 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
                  and (plan.read_ts is None or rs.redo[0].max_ts <= plan.read_ts) for rs in rowsets)
     ddl = ["rowid bigint"] + (["op tinyint"] if deletes else []) + ([] if simple else ["ts bigint"])
     for cid in updated:
-        ddl += [f"u{cid} boolean", f"c{cid} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
+        ddl += [f"{_flag(cid)} boolean",
+                f"{_field(cid)} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
     d = spark.read.schema(", ".join(ddl)).parquet(*[_jvm_path(storage, f.path) for _, f in files])
     # each file's rank, commit time and its rowset's key (_key_high), by "<rowset id>/<file name>"
     # (ids and names are hex: safe in SQL text)
@@ -255,10 +364,10 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
         # are the changes, no aggregation (and no shuffle) needed; one projection
         changed = "" if not deletes else f" AND op != {_DELETE}"
         return d.selectExpr(key(info), *([f"op = {_DELETE} AS __deleted"] if deletes else []),
-                            *[f"coalesce(u{cid}, false){changed} AS __u{cid}" for cid in updated],
-                            *[f"c{cid} AS __v{cid}" for cid in updated]), updated, deletes
+                            *[f"coalesce({_flag(cid)}, false){changed} AS __u{cid}" for cid in updated],
+                            *[f"{_field(cid)} AS __v{cid}" for cid in updated]), updated, deletes
     op = "op" if deletes else f"{_UPDATE}Y"
-    d = d.selectExpr("rowid", f"{op} AS op", "ts", *[c for cid in updated for c in (f"u{cid}", f"c{cid}")],
+    d = d.selectExpr("rowid", f"{op} AS op", "ts", *[c for cid in updated for c in (_flag(cid), _field(cid))],
                      f"{info} AS i")
     # a commit's REDO file has no ts column: every record is at its commit time
     d = d.selectExpr("*", key("i"), "named_struct('o', i.o, 't', coalesce(ts, i.m)) AS rank")
@@ -266,9 +375,9 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
         d = d.where(f"rank.t <= {int(plan.read_ts)}L")
     aggs = [f"max_by(op, CASE WHEN op IN ({_DELETE}, {_REINSERT}) THEN rank END) = {_DELETE} AS __deleted"]
     for cid in updated:
-        changes = f"coalesce(u{cid}, false) AND op != {_DELETE}"
+        changes = f"coalesce({_flag(cid)}, false) AND op != {_DELETE}"
         aggs += [f"coalesce(max(CASE WHEN {changes} THEN true END), false) AS __u{cid}",
-                 f"max_by(c{cid}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
+                 f"max_by({_field(cid)}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
     from pyspark.sql import functions as F
     return d.groupBy(_DKEY).agg(*[F.expr(a) for a in aggs]), updated, deletes
 

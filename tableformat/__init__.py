@@ -9,6 +9,8 @@ is internal. specs/format.md is the on-disk contract.
 from .errors import *  # noqa: F401,F403  (the error classes are public)
 from .delta_mirror import MirrorResult
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
+from . import format
+from .format import DeltaOp
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo
 from .mvcc import Timestamp, parse_as_of
@@ -27,5 +29,6 @@ __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSche
            "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION",
            "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
            "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
-           "DeltaFilePlan", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of", "MirrorResult"]
+           "DeltaFilePlan", "DeltaOp", "format", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of",
+           "MirrorResult"]
 __version__ = "0.1.0"

@@ -20,6 +20,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import CorruptFileError
+from .format import field_name  # noqa: F401  (re-exported)
 from .metadata import FileRef
 from .schema import Column, value_to_json
 from .storage import Storage
@@ -28,8 +29,6 @@ PARQUET_CODEC = {"none": "NONE", "lz4": "LZ4", "snappy": "SNAPPY", "zlib": "GZIP
 _MAX_STAT_BYTES = 256
 
 
-def field_name(column_id: int) -> str:
-    return f"c{column_id}"
 
 
 def arrow_owned(n: int, dtype) -> tuple[pa.Buffer, np.ndarray]:

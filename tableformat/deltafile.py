@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from enum import IntEnum
 from typing import Sequence
 
 import numpy as np
@@ -23,26 +22,13 @@ import pyarrow.parquet as pq
 
 from .cfile_set import FILE_CACHE, PARQUET_CODEC, field_name, parquet_file, verified_parquet_file, wrap_read_error
 from .errors import CorruptFileError
+from .format import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaOp, flag_name  # noqa: F401  (re-exported)
 from .metadata import DeltaFileMeta, RowSetMeta  # noqa: F401  (DeltaFileMeta: re-exported)
 from .schema import Column, Schema
 from .storage import Storage
 
 
 
-class DeltaOp(IntEnum):
-    """The operation of a delta record (REDO or UNDO), as stored in its `op` column."""
-
-    UPDATE = 1
-    DELETE = 2
-    REINSERT = 3
-
-
-UPDATE, DELETE, REINSERT = DeltaOp.UPDATE, DeltaOp.DELETE, DeltaOp.REINSERT
-REDO, UNDO = "redo", "undo"
-
-
-def flag_name(column_id: int) -> str:
-    return f"u{column_id}"
 
 
 def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowids: np.ndarray, ops: np.ndarray,

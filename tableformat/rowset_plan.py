@@ -64,11 +64,12 @@ class RowSetPlan:
     missing: tuple[int, ...]
     native: bool = True
     reason: str | None = None
+    undo: tuple[DeltaFilePlan, ...] = ()   # UNDO files newer than the cut (rule 6); `native` is false then
 
     @property
     def clean(self) -> bool:
         """No delta changes what this read sees: a plain Parquet scan answers it."""
-        return not self.redo
+        return not self.redo and not self.undo
 
 
 @dataclass(frozen=True)
@@ -121,11 +122,13 @@ def rowset_plan(state: TableState, rs: RowSetMeta, columns: Sequence[Column]) ->
         p = _delta_plan(d, i, wanted)
         if p.updates or p.deletes:
             redo.append(p)
+    undo = tuple(p for p in (_delta_plan(d, i, wanted) for i, d in enumerate(
+        d for d in deltas if d.kind == UNDO and read_ts is not None and d.max_ts > read_ts)) if p.updates or p.deletes)
     undo_needed = read_ts is not None and any(d.kind == UNDO and d.max_ts > read_ts for d in deltas)
     reason = (f"version {state.version} is behind the history horizon and needs UNDO records"
               if undo_needed else None)
     return RowSetPlan(rs.id, rs.tablet, rs.num_rows, tuple(base), tuple(redo), tuple(missing),
-                      not undo_needed, reason)
+                      not undo_needed, reason, undo)
 
 
 def read_plan(storage: Storage, state: TableState, columns: Sequence[str] | None = None,

@@ -18,6 +18,13 @@ KEY = ["host", "metric", "time"]
 PYTHON_SCAN = "BatchScan tableformat"      # how the Python data source shows in a physical plan
 
 
+@pytest.fixture(autouse=True)
+def join_path(monkeypatch):
+    """This file tests Spark's Parquet scan plus a join; the JVM connector has its own suite
+    (test_spark_connector.py), which runs the same cases."""
+    monkeypatch.setenv("TABLEFORMAT_SPARK_READ", "join")
+
+
 def to_arrow(df, expect: pa.Schema) -> pa.Table:
     got = df.toArrow()
     return got.cast(expect) if got.num_rows else expect.empty_table()

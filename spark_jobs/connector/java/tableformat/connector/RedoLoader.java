@@ -1,0 +1,131 @@
+package tableformat.connector;
+
+import java.io.IOException;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * Loads a rowset's delta files with Spark's vectorized Parquet reader and resolves them once per
+ * (rowset, files, columns, cut) for the whole executor (files are immutable): REDO files in rank
+ * order, the newest record per (row, column) winning (§9.4 rules 3-5), after the UNDO winners
+ * for a read behind the horizon (rule 6).
+ */
+final class RedoLoader {
+  private RedoLoader() {}
+
+  static final byte UPDATE = 1, DELETE = 2, REINSERT = 3;   // tableformat.format.DeltaOp
+  private static final int CACHE_ENTRIES = 256;
+  private static final Map<String, RowSetDeltas> CACHE = new LinkedHashMap<String, RowSetDeltas>(16, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, RowSetDeltas> e) {
+      return size() > CACHE_ENTRIES;
+    }
+  };
+
+  static RowSetDeltas load(Configuration conf, ReadPlan.RowSetPlan rs, List<ReadPlan.ColumnPlan> cols, Long readTs)
+      throws IOException {
+    StringBuilder key = new StringBuilder(rs.id).append('@').append(readTs).append(':');
+    for (ReadPlan.ColumnPlan c : cols) key.append(c.id).append(',');
+    for (ReadPlan.FilePlan f : rs.undo) key.append(f.path).append(';');
+    for (ReadPlan.FilePlan f : rs.redo) key.append(f.path).append(';');
+    String k = key.toString();
+    synchronized (CACHE) {
+      RowSetDeltas d = CACHE.get(k);
+      if (d != null) return d;
+    }
+    RowSetDeltas d = resolve(conf, rs, cols, readTs);
+    synchronized (CACHE) {
+      CACHE.put(k, d);
+    }
+    return d;
+  }
+
+  private static RowSetDeltas resolve(Configuration conf, ReadPlan.RowSetPlan rs, List<ReadPlan.ColumnPlan> cols,
+                                      Long readTs) throws IOException {
+    Map<Integer, RowSetDeltas.Collector> main = new HashMap<>();
+    RowSetDeltas.Collector dels = new RowSetDeltas.Collector(null);
+    if (!rs.undo.isEmpty()) {
+      Map<Integer, RowSetDeltas.Collector> undo = new HashMap<>();
+      RowSetDeltas.Collector undoDels = new RowSetDeltas.Collector(null);
+      for (ReadPlan.FilePlan f : rs.undo) read(conf, rs, f, cols, readTs, true, undo, undoDels);
+      for (Map.Entry<Integer, RowSetDeltas.Collector> e : undo.entrySet()) {
+        UndoApplier.earliestInto(e.getValue(), collector(main, e.getValue().type, e.getKey()));
+      }
+      UndoApplier.earliestInto(undoDels, dels);
+    }
+    for (ReadPlan.FilePlan f : rs.redo) read(conf, rs, f, cols, readTs, false, main, dels);
+    BitSet deleted = null;
+    if (dels.n > 0) {
+      long[][] w = dels.lastPerRow();
+      deleted = new BitSet();
+      for (int i = 0; i < w[0].length; i++) {
+        if (dels.op[(int) w[1][i]] == DELETE) deleted.set((int) w[0][i]);
+      }
+      if (deleted.isEmpty()) deleted = null;
+    }
+    RowSetDeltas out = new RowSetDeltas(deleted);
+    for (Map.Entry<Integer, RowSetDeltas.Collector> e : main.entrySet()) {
+      if (e.getValue().n > 0) out.columns.put(e.getKey(), e.getValue().changes());
+    }
+    return out;
+  }
+
+  private static RowSetDeltas.Collector collector(Map<Integer, RowSetDeltas.Collector> m,
+                                                  org.apache.spark.sql.types.DataType t, int id) {
+    return m.computeIfAbsent(id, i -> new RowSetDeltas.Collector(t));
+  }
+
+  private static void read(Configuration conf, ReadPlan.RowSetPlan rs, ReadPlan.FilePlan f,
+                           List<ReadPlan.ColumnPlan> cols, Long readTs, boolean undo,
+                           Map<Integer, RowSetDeltas.Collector> out, RowSetDeltas.Collector dels) throws IOException {
+    java.util.List<StructField> fields = new java.util.ArrayList<>();
+    fields.add(new StructField("rowid", DataTypes.LongType, true, Metadata.empty()));
+    fields.add(new StructField("op", DataTypes.ByteType, true, Metadata.empty()));
+    if (f.hasTs) fields.add(new StructField("ts", DataTypes.LongType, true, Metadata.empty()));
+    java.util.List<ReadPlan.ColumnPlan> changed = new java.util.ArrayList<>();
+    for (ReadPlan.ColumnPlan c : cols) {
+      if (!f.holds(c.id)) continue;
+      changed.add(c);
+      fields.add(new StructField("u" + c.id, DataTypes.BooleanType, true, Metadata.empty()));
+      fields.add(new StructField("c" + c.id, c.type, true, Metadata.empty()));
+    }
+    RowSetDeltas.Collector[] colls = new RowSetDeltas.Collector[changed.size()];
+    for (int j = 0; j < colls.length; j++) colls[j] = collector(out, changed.get(j).type, changed.get(j).id);
+    int tsAt = f.hasTs ? 2 : -1, first = f.hasTs ? 3 : 2;
+    long length = ParquetFiles.checkedLength(conf, f.path, f.size);
+    try (BatchSource r = ParquetFiles.open(conf, f.path, new StructType(fields.toArray(new StructField[0])),
+        0, length, 4096, null)) {
+      ColumnarBatch b;
+      while ((b = r.next()) != null) {
+        int n = b.numRows();
+        ColumnVector rowid = b.column(0), op = b.column(1), ts = tsAt < 0 ? null : b.column(tsAt);
+        for (int i = 0; i < n; i++) {
+          long t = ts == null ? f.maxTs : ts.getLong(i);
+          if (undo ? t <= readTs : (readTs != null && t > readTs)) continue;
+          long row = rowid.getLong(i);
+          if (row < 0 || row >= rs.numRows) {
+            throw new IOException("tableformat CorruptFileError: delta file " + f.path + " has rowid " + row
+                + " beyond its rowset's " + rs.numRows + " rows");
+          }
+          byte o = op.getByte(i);
+          if (o == DELETE || o == REINSERT) dels.add(row, t, o, null, 0);
+          if (o == DELETE) continue;
+          for (int j = 0; j < colls.length; j++) {
+            ColumnVector u = b.column(first + 2 * j);
+            if (!u.isNullAt(i) && u.getBoolean(i)) colls[j].add(row, t, o, b.column(first + 2 * j + 1), i);
+          }
+        }
+      }
+    }
+  }
+}

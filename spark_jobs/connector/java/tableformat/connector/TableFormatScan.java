@@ -1,0 +1,82 @@
+package tableformat.connector;
+
+import java.util.List;
+import java.util.OptionalLong;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
+
+/** The scan of one read plan: its tasks (SlicePlanner), its reader factory and the statistics
+ *  Spark plans joins with (bytes of the base files read; rows when nothing is deleted). */
+final class TableFormatScan implements Scan, Batch, SupportsReportStatistics {
+  private final ReadPlan plan;
+  private final List<ReadPlan.ColumnPlan> cols;
+  private final Filter[] pushed;
+
+  TableFormatScan(ReadPlan plan, List<ReadPlan.ColumnPlan> cols, Filter[] pushed) {
+    this.plan = plan;
+    this.cols = cols;
+    this.pushed = pushed;
+  }
+
+  @Override
+  public StructType readSchema() {
+    StructField[] f = new StructField[cols.size()];
+    for (int i = 0; i < f.length; i++) f[i] = new StructField(cols.get(i).name, cols.get(i).type, cols.get(i).nullable, Metadata.empty());
+    return new StructType(f);
+  }
+
+  @Override
+  public String description() {
+    return "tableformat version " + plan.version + " (" + plan.rowsets.size() + " rowsets"
+        + (plan.readTs == null ? "" : ", as of ts " + plan.readTs) + ")"
+        + (pushed.length == 0 ? "" : " PushedToParquet: " + java.util.Arrays.toString(pushed));
+  }
+
+  @Override
+  public Batch toBatch() {
+    return this;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions() {
+    return SlicePlanner.plan(SparkSession.active(), plan.rowsets).toArray(new InputPartition[0]);
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    SparkSession spark = SparkSession.active();
+    Broadcast<SerializableConfiguration> conf =
+        SerializableConfiguration.broadcast(spark.sparkContext(), ParquetFiles.hadoopConf(spark));
+    int capacity = spark.sessionState().conf().parquetVectorizedReaderBatchSize();
+    return new BatchReaderFactory(conf, cols, plan.readTs, pushed, capacity);
+  }
+
+  @Override
+  public Statistics estimateStatistics() {
+    long bytes = 0, rows = 0;
+    boolean exact = true;
+    for (ReadPlan.RowSetPlan rs : plan.rowsets) {
+      bytes += rs.baseBytes();
+      rows += rs.numRows;
+      for (ReadPlan.FilePlan f : rs.redo) exact &= !f.deletes;
+      exact &= rs.undo.isEmpty();
+    }
+    final long b = bytes, r = rows;
+    final boolean e = exact;
+    return new Statistics() {
+      @Override public OptionalLong sizeInBytes() { return OptionalLong.of(b); }
+      @Override public OptionalLong numRows() { return e ? OptionalLong.of(r) : OptionalLong.empty(); }
+    };
+  }
+}

@@ -1,0 +1,36 @@
+"""Building the JVM connector's jar: compiled with javac against the installed pyspark at first use,
+cached by a hash of its sources and the Spark version; without a JDK, a clear reason."""
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+pytest.importorskip("pyspark")
+from spark_jobs import connector  # noqa: E402
+
+
+def test_without_a_jdk_the_reason_is_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("TABLEFORMAT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))          # no javac anywhere
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(connector.ConnectorUnavailable, match="javac"):
+        connector.build_jar()
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
+def test_jar_is_built_once_per_source_hash_and_printed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TABLEFORMAT_CACHE_DIR", str(tmp_path / "cache"))
+    jar = connector.build_jar()
+    assert jar.endswith(connector.jar_name()) and "spark" in connector.jar_name()
+    with zipfile.ZipFile(jar) as z:
+        names = set(z.namelist())
+    assert "tableformat/connector/TableFormatSource.class" in names
+    assert "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister" in names
+    mtime = (tmp_path / "cache" / "tableformat" / "connector" / connector.jar_name()).stat().st_mtime_ns
+    assert connector.build_jar() == jar                   # cached: never rebuilt nor overwritten
+    assert (tmp_path / "cache" / "tableformat" / "connector" / connector.jar_name()).stat().st_mtime_ns == mtime
+    out = subprocess.run([sys.executable, "-m", "spark_jobs.connector"], capture_output=True, text=True,
+                         env={**__import__("os").environ, "TABLEFORMAT_CACHE_DIR": str(tmp_path / "cache")})
+    assert out.returncode == 0 and out.stdout.strip() == jar
