@@ -69,8 +69,12 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     storage = tf.Storage(uri, storage_options)
     scheme_reason = _jvm_unreadable(storage, jvm_schemes)
     native, fallback, reasons = [], [], Counter()
+    split = [n for n in read_names if schema.column(n).encoding == "bitshuffle"
+             and not (schema.column(n).type.kind == "decimal" and schema.column(n).type.precision > 18)]
+    split_reason = (f"column(s) {split} use encoding bitshuffle (Parquet BYTE_STREAM_SPLIT), which Spark's "
+                    "vectorized Parquet reader cannot decode") if split else None
     for rs in plan.rowsets:
-        why = "path='python' was asked for" if path == "python" else scheme_reason or rs.reason or (
+        why = "path='python' was asked for" if path == "python" else scheme_reason or split_reason or rs.reason or (
             f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS else None)
         if why:
             fallback.append(rs)
