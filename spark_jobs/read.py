@@ -33,8 +33,11 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections import Counter
 from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
 
 import tableformat as tf
 
@@ -89,13 +92,18 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     no_connector = path == "join" or os.environ.get("TABLEFORMAT_SPARK_READ") == "join"   # a process-wide choice
     connector_reason = "path='join' was asked for" if no_connector else _connector_unavailable(spark)
     native, fallback, reasons = [], [], Counter()
+    split = [n for n in read_names if schema.column(n).encoding == "bitshuffle"
+             and not (schema.column(n).type.kind == "decimal" and schema.column(n).type.precision > 18)]
+    split_reason = (f"column(s) {split} use encoding bitshuffle (Parquet BYTE_STREAM_SPLIT), which this Spark's "
+                    "vectorized Parquet reader cannot decode") \
+        if split and path != "python" and not scheme_reason and not reads_byte_stream_split(spark) else None
     for rs in plan.rowsets:
         if path == "python":
             why = "path='python' was asked for"
-        elif connector_reason is None:
-            why = scheme_reason
+        elif connector_reason is None:       # the connector reads what Spark's Parquet reader decodes
+            why = scheme_reason or split_reason
         else:
-            why = scheme_reason or rs.reason or (
+            why = scheme_reason or split_reason or rs.reason or (
                 f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS
                 else None)
         if why:
@@ -380,6 +388,31 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
                  f"max_by({_field(cid)}, CASE WHEN {changes} THEN rank END) AS __v{cid}"]
     from pyspark.sql import functions as F
     return d.groupBy(_DKEY).agg(*[F.expr(a) for a in aggs]), updated, deletes
+
+
+_SPLIT_PROBED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def reads_byte_stream_split(spark: Any) -> bool:
+    """Whether this session's Parquet reader decodes BYTE_STREAM_SPLIT (bitshuffle, the default
+    encoding of integer, float and time columns): probed once per session on a one-row file, since
+    it depends on the Spark version (pyspark 4.2's vectorized reader cannot)."""
+    if spark not in _SPLIT_PROBED:
+        import shutil
+        import tempfile
+        import pyarrow.parquet as pq
+        d = tempfile.mkdtemp(prefix="tableformat-probe-")
+        try:
+            pq.write_table(pa.table({"x": pa.array([1], pa.int64())}), f"{d}/p.parquet", use_dictionary=False,
+                           column_encoding={"x": "BYTE_STREAM_SPLIT"}, data_page_version="2.0")
+            try:
+                ok = spark.read.parquet(f"file://{d}/p.parquet").collect()[0][0] == 1
+            except Exception:  # noqa: BLE001 - any failure to decode means: not supported
+                ok = False
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        _SPLIT_PROBED[spark] = ok
+    return _SPLIT_PROBED[spark]
 
 
 # --- the Python fallback --------------------------------------------------------------

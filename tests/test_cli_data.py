@@ -283,3 +283,63 @@ def test_a_file_already_at_the_collect_path_is_never_overwritten_then_removed(t,
     line = one_line_error(run("insert", t.uri, "--input", ins, "--on-error", f"collect={rej}", code=1),
                           "InvalidOptionError")                # refused up front, with the commit working too
     assert "exists" in line and t.refresh().version == 1 and rej.read_bytes() == before
+
+
+def test_time_values_parse_alike_on_every_input_path(t, tmp_path):
+    """Integer microseconds and ISO-8601 (UTC unless an offset; a date alone is midnight) read the same
+    from --key, CSV, JSON Lines and Parquet: one parser, one error wording."""
+    micros, iso = 1_700_000_000_000_123, "2023-11-14T22:13:20.000123Z"
+    (tmp_path / "a.csv").write_text(f"id,ts\n1,{micros}\n2,{iso}\n3,2024-01-01\n4,2024-01-01T02:00:00+02:00\n5,\n")
+    (tmp_path / "b.jsonl").write_text(f'{{"id": 11, "ts": {micros}}}\n{{"id": 12, "ts": {micros + 1}}}\n')
+    (tmp_path / "c.jsonl").write_text(f'{{"id": 21, "ts": "{iso}"}}\n{{"id": 22, "ts": "2024-01-01"}}\n')
+    pq.write_table(pa.table({"id": pa.array([31], pa.int64()), "ts": pa.array([micros], pa.int64())}),
+                   tmp_path / "d.parquet")
+    for f in ("a.csv", "b.jsonl", "c.jsonl", "d.parquet"):
+        run("insert", t.uri, "--input", tmp_path / f)
+    got = {r["id"]: r["ts"] for r in content(t).to_pylist()}
+    micros_of = {k: None if v is None else int(v.timestamp() * 1e6 + 0.5) for k, v in got.items()}
+    midnight = 1_704_067_200_000_000
+    assert micros_of == {1: micros, 2: micros, 3: midnight, 4: midnight, 5: None, 11: micros, 12: micros + 1,
+                         21: micros, 22: midnight, 31: micros}
+    for v in (str(micros), iso):                        # the same value typed in a filter (as in --key)
+        out = run("scan", t.uri, "--where", f"ts = '{v}'", "--columns", "id", "--format", "csv").stdout
+        assert sorted(out.split()[1:]) == ["1", "11", "2", "21", "31"]
+    bad_where = one_line_error(run("scan", t.uri, "--where", "ts = 'yesterday'", code=1), "InvalidFilterError")
+    (tmp_path / "bad.csv").write_text("id,ts\n40,yesterday\n")
+    (tmp_path / "bad.jsonl").write_text('{"id": 41, "ts": "yesterday"}\n')
+    lines = [one_line_error(run("insert", t.uri, "--input", tmp_path / f, code=1), "SchemaMismatchError")
+             for f in ("bad.csv", "bad.jsonl")]
+    for line in lines + [bad_where]:
+        assert "'yesterday' is not a time: expected integer microseconds or an ISO-8601" in line, line
+
+
+def test_insert_says_how_many_varchar_cells_it_truncated(tmp_path):
+    s = tf.Schema([tf.Column("id", "int64"), tf.Column("tag", "varchar(4)", nullable=True)], primary_key=["id"])
+    t = tf.create_table(str(tmp_path / "v"), s)
+    p = tmp_path / "in.csv"
+    p.write_text("id,tag\n1,abcdef\n2,ab\n3,héllo\n4,\n")
+    out = run("insert", t.uri, "--input", p).stdout
+    assert out.strip().endswith(", 2 varchar cell(s) truncated to their column's length"), out
+    assert t.scan().to_arrow().sort_by("id")["tag"].to_pylist() == ["abcd", "ab", "héll", None]
+    p.write_text("id,tag\n5,ok\n")
+    assert "truncated" not in run("insert", t.uri, "--input", p).stdout
+
+
+def test_inspect_history_limit_agrees_with_history_and_rowsets_fit_a_terminal(t, tmp_path):
+    for i in range(4):
+        t.insert(rows(3, start=10 * i))
+    newest = [json.loads(x)["version"] for x in run("inspect", t.uri, "history", "--limit", 2, "--format", "json")
+              .stdout.splitlines()]
+    hist = json.loads(run("history", t.uri, "--limit", 2, "--json").stdout)
+    assert newest == [4, 3] == [h["version"] for h in hist]
+    r = subprocess.run([*CLI, "inspect", t.uri, "rowsets"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "COLUMNS": "100"})
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and all(len(x) <= 100 for x in lines[:-1]), lines
+    assert lines[0].startswith("ROWSET") and "more column(s) not shown" in lines[-1] and "bytes" in lines[-1]
+    assert len(lines) == 2 + tf.open_table(t.uri).inspect("rowsets").num_rows + 1
+
+
+def test_alter_help_names_the_property_values_it_takes():
+    out = run("alter", "--help").stdout
+    assert "KEY=VALUE" in out and "KEY=INT" not in out and "sequence_column=lsn" in " ".join(out.split())

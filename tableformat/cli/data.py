@@ -23,9 +23,10 @@ import tableformat as tf
 
 from ..errors import InvalidOptionError, SchemaMismatchError
 from ..transaction import committed
-from .display import grid
+from .display import fitted_grid
 from .options import options_for, safe_uri
 from .output import emit
+from .values import TIME_TYPE, parse_times
 
 EXIT_OK = 0
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -95,6 +96,26 @@ def read_batches(path: str, fmt: str, schema: tf.Schema, table: str) -> tuple[It
     """The input as record batches parsed with the table's types, and its row count when known."""
     f = _open_input(path)
     types = {c.name: c.arrow_type for c in schema.columns}
+    times = [c.name for c in schema.columns if c.type.kind == "unixtime_micros"]
+    batches, total = _read_batches(f, path, fmt, schema, table, types, times)
+    return _parsed_times(batches, times, path), total
+
+
+def _parsed_times(batches, times: list[str], path: str) -> Iterator[pa.RecordBatch]:
+    """Time columns through the CLI's one time parser (values.parse_times, as `--key`), whatever the
+    format: CSV reads them as text, JSON Lines as numbers or strings, Parquet as given."""
+    for b in batches:
+        for name in times:
+            i = b.schema.get_field_index(name)
+            if i >= 0 and b.schema.field(i).type != TIME_TYPE:
+                try:
+                    b = b.set_column(i, pa.field(name, TIME_TYPE), parse_times(b.column(i)))
+                except ValueError as e:
+                    raise SchemaMismatchError(f"{path}: column {name!r}: {e}") from None
+        yield b
+
+
+def _read_batches(f, path, fmt, schema, table, types, times):
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
@@ -104,7 +125,8 @@ def read_batches(path: str, fmt: str, schema: tf.Schema, table: str) -> tuple[It
         if fmt == "csv":
             import pyarrow.csv as pcsv
             reader = pcsv.open_csv(f, read_options=pcsv.ReadOptions(block_size=8 << 20),
-                                   convert_options=pcsv.ConvertOptions(column_types=types,
+                                   convert_options=pcsv.ConvertOptions(column_types={**types, **{
+                                                                           n: pa.string() for n in times}},
                                                                        strings_can_be_null=True))
             _check_columns(reader.schema.names, schema, table)
             return reader, None
@@ -119,13 +141,21 @@ def read_batches(path: str, fmt: str, schema: tf.Schema, table: str) -> tuple[It
                                       f"{type(obj).__name__} {first.strip()[:40].decode('utf-8', 'replace')}")
         names = list(obj)
         _check_columns(names, schema, table)
-        explicit = pa.schema([pa.field(n, types[n]) for n in names])
+        # time columns are inferred (JSON numbers or strings) and parsed after, as from CSV
+        explicit = pa.schema([pa.field(n, types[n]) for n in names if n not in times])
+        timed = any(n in times for n in names)
         reader = pj.open_json(f, read_options=pj.ReadOptions(block_size=8 << 20),
                               parse_options=pj.ParseOptions(explicit_schema=explicit,
-                                                            unexpected_field_behavior="error"))
-        return reader, None
+                                                            unexpected_field_behavior="infer" if timed else "error"))
+        return (_known_columns(reader, schema, table) if timed else reader), None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise SchemaMismatchError(f"{path}: {' '.join(str(e).split())}") from None
+
+
+def _known_columns(batches, schema: tf.Schema, table: str) -> Iterator[pa.RecordBatch]:
+    for b in batches:
+        _check_columns(b.schema.names, schema, table)
+        yield b
 
 
 def load(args, schema: tf.Schema, table: str) -> pa.Table:
@@ -178,8 +208,24 @@ def cmd_write(args, opts) -> int:
             f"{res.updated} updated, {res.deleted} deleted, {res.ignored} ignored")
     if mode == "collect":
         line += f", {rejected} rejected to {safe_uri(collect_to)}"
+    cut = _truncated_cells(t.schema, data, columns) if args.command != "delete" else 0
+    if cut:
+        line += f", {cut} varchar cell(s) truncated to their column's length"
     print(line)
     return EXIT_OK
+
+
+def _truncated_cells(schema: tf.Schema, data: pa.Table, columns) -> int:
+    """Input cells longer than their varchar(n) column (the engine truncates them, as Kudu does)."""
+    import pyarrow.compute as pc
+    n = 0
+    for name in data.column_names:
+        if not schema.has_column(name) or (columns and name not in columns and name not in schema.primary_key):
+            continue
+        ctype = schema.column(name).type
+        if ctype.kind == "varchar" and pa.types.is_string(data.column(name).type):
+            n += pc.sum(pc.greater(pc.utf8_length(data.column(name)), ctype.length)).as_py() or 0
+    return n
 
 
 def _write_collecting(t: tf.Table, command: str, data: pa.Table, columns, path: str):
@@ -260,9 +306,12 @@ def _remove_rejects(path: str, cause: BaseException) -> None:
 def cmd_inspect(args, opts) -> int:
     from .values import parse_as_of
     data = tf.open_table(args.uri, storage_options=options_for(args.uri, opts)).inspect(args.kind, as_of=parse_as_of(args.as_of))
+    if args.kind == "history":                 # newest first, as `history`: --limit N gives the N newest
+        data = data.take(pa.array(range(data.num_rows - 1, -1, -1), pa.int64()))
     if args.format == "table" and not args.output:
+        import shutil
         rows = [[_cell(v) for v in r.values()] for r in data.to_pylist()[:args.limit]]
-        print(grid([n.upper() for n in data.column_names], rows))
+        print(fitted_grid([n.upper() for n in data.column_names], rows, shutil.get_terminal_size((120, 24)).columns))
         return EXIT_OK
     if args.format == "json":                  # nested JSON: key ranges as objects, lists as arrays
         text = "".join(json.dumps(r, default=str) + "\n" for r in data.to_pylist()[:args.limit])

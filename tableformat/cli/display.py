@@ -53,3 +53,19 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = ""
     def line(cells):
         return (indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths))).rstrip()
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def fitted_grid(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    """`grid` with as many leading columns as fit in `width` characters (at least one); a last line
+    names the columns left out."""
+    keep, used = 0, 0
+    for i, h in enumerate(headers):
+        w = max([len(h)] + [len(r[i]) for r in rows]) + (2 if i else 0)
+        if keep and used + w > width:
+            break
+        keep, used = keep + 1, used + w
+    text = grid(headers[:keep], [r[:keep] for r in rows])
+    if keep < len(headers):
+        text += (f"\n({len(headers) - keep} more column(s) not shown to fit {width} characters: "
+                 f"{', '.join(h.lower() for h in headers[keep:])}; --format csv or json shows every column)")
+    return text

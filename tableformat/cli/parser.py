@@ -178,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--drop-column", metavar="NAME", **step, help="drop a column (its ID is never reused)")
     s.add_argument("--rename-column", metavar="OLD:NEW", **step, help="rename a column")
     s.add_argument("--rename-table", metavar="NAME", **step, help="rename the table (not its path)")
-    s.add_argument("--set-property", metavar="KEY=INT", **step, help="set a table property, e.g. history_max_age=86400")
+    s.add_argument("--set-property", metavar="KEY=VALUE", **step,
+                   help="set a table property: an integer (history_max_age=86400) or, for sequence_column, a "
+                        "column name (sequence_column=lsn; empty or null unsets it)")
     s.add_argument("--set-default", metavar="COLUMN=VALUE", **step, help="change a column's write default")
     s.add_argument("--set-encoding", metavar="COLUMN=ENCODING", **step, help="for files written from now on")
     s.add_argument("--set-compression", metavar="COLUMN=CODEC", **step, help="for files written from now on")

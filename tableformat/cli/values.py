@@ -15,6 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 import tableformat as tf
 
 from ..errors import PartitionSchemaError
@@ -31,6 +34,52 @@ def parse_datetime(text: str) -> _dt.datetime:
         s = s[:-1] + "+00:00"
     d = _dt.datetime.fromisoformat(s)
     return d if d.tzinfo is not None else d.replace(tzinfo=_dt.timezone.utc)
+
+
+TIME_TYPE = pa.timestamp("us", tz="UTC")
+_ZONED = r"(?:[Zz]|\d\d:\d\d(?::\d\d(?:\.\d*)?)?[+-]\d\d(?::?\d\d)?)$"    # Z, or an offset after a time
+
+
+def parse_times(arr: pa.Array) -> pa.Array:
+    """unixtime_micros cells, whole column at once: integers are microseconds since the epoch, text is
+    integer microseconds or ISO-8601 (UTC unless it has an offset; a date alone is midnight UTC).
+    The one parser of time values for `--key`, filters and every input file (CSV, JSON Lines,
+    Parquet); ValueError names the first cell it cannot read."""
+    t = arr.type
+    if t == TIME_TYPE or pa.types.is_null(t):
+        return arr.cast(TIME_TYPE)
+    if pa.types.is_integer(t):
+        return arr.cast(pa.int64()).cast(TIME_TYPE)
+    if pa.types.is_timestamp(t):          # naive timestamps are UTC
+        return arr.cast(pa.timestamp("us", tz=t.tz)).cast(pa.int64()).cast(TIME_TYPE)
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        raise ValueError(f"expected integer microseconds or ISO-8601 date-times, got a column of {t}")
+    s = pc.utf8_trim_whitespace(arr.cast(pa.string()))
+    digits = pc.match_substring_regex(s, r"^-?\d+$")
+    zoned = pc.and_not(pc.match_substring_regex(s, _ZONED), digits)
+    naive = pc.and_not(pc.and_not(pc.is_valid(s), digits), zoned)
+    null = pa.scalar(None, pa.string())
+    parts = []
+    for mask, target in ((digits, pa.int64()), (zoned, TIME_TYPE), (naive, pa.timestamp("us"))):
+        text = {pa.int64(): s, TIME_TYPE: pc.replace_substring_regex(s, "z$", "Z"),
+                pa.timestamp("us"): pc.replace_substring_regex(s, r"^(\d{4}-\d\d-\d\d)$", r"\1T00:00:00")}[target]
+        sub = pc.if_else(mask, text, null)
+        try:
+            parts.append(sub.cast(target).cast(pa.int64()) if target != pa.int64() else sub.cast(target))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            bad = next(v for v, w in zip(pc.filter(s, mask).to_pylist(), pc.filter(text, mask).to_pylist())
+                       if not _casts(w, target))
+            raise ValueError(f"{bad!r} is not a time: expected integer microseconds or an ISO-8601 date-time "
+                             "(UTC unless it has an offset)") from None
+    return pc.coalesce(*parts).cast(TIME_TYPE)
+
+
+def _casts(v: str, target: pa.DataType) -> bool:
+    try:
+        pa.array([v]).cast(target)
+        return True
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
 
 
 def to_value(ctype: ColumnType, v: Any) -> Any:
@@ -89,7 +138,7 @@ def to_value(ctype: ColumnType, v: Any) -> Any:
         if isinstance(v, _dt.date):
             return _dt.datetime(v.year, v.month, v.day, tzinfo=_dt.timezone.utc)
         if isinstance(v, str):
-            return int(v) if re.fullmatch(r"-?\d+", v) else parse_datetime(v)
+            return parse_times(pa.array([v])).cast(pa.int64())[0].as_py()
         raise ValueError(f"expected microseconds or an ISO date-time, got {v!r}")
     raise ValueError(f"values of type {ctype.name} are not supported here")
 
