@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_spark [--rows 2000000]
     python -m benchmarks.bench_spark --writes-only --rss-rows 2000000,10000000   # insert/merge/RSS rows
+    python -m benchmarks.bench_spark --delta-only [--rows 1000000]   # Delta Lake (delta-spark) as the peer
 
 Writes: the insert against Spark's own repartitionByRange + sortWithinPartitions + write.parquet
 of the same DataFrame (same run); the peak RSS of any Python worker during an insert, sampled
@@ -178,9 +179,13 @@ def main() -> None:
     ap.add_argument("--rss-rows", default="2000000",
                     help="comma-separated input sizes for the worker-RSS rows (add 10000000 for the 10M row)")
     ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--delta-only", action="store_true",
+                    help="only the Delta Lake peer table (delta-spark, deletion vectors and change feed on)")
     args = ap.parse_args()
     if args.rss_child:
         return rss_child(args.rss_child)
+    if args.delta_only:
+        return bench_delta(args.rows)
     if args.writes_only:
         return bench_writes(args.rows, [int(x) for x in args.rss_rows.split(",") if x])
     if args.connector_only:
@@ -376,6 +381,117 @@ def bench_writes(n: int, rss_rows: list[int]) -> None:
     if len(peaks) > 1:
         lo, hi = min(peaks), max(peaks)
         print(f"  {hi:,} rows / {lo:,} rows: {peaks[hi] / peaks[lo]:.2f}x   target <= 1.3x")
+
+
+# --- Delta Lake (delta-spark) as the peer: same session, same DataFrame, same machine ----------------
+def _dir_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def bench_delta(n: int) -> None:
+    """Each step on a Delta table (deletion vectors and change data feed on) and on ours: seconds,
+    bytes written (files are never deleted before vacuum, so the directory's growth), our ratio."""
+    from pyspark.sql import functions as F
+    from delta.tables import DeltaTable
+    from spark_jobs.compaction import compact_table
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    from spark_jobs.read import read_table
+    from spark_jobs.session import get_spark
+    spark = get_spark("tableformat-bench-delta", delta=True)
+    spark.sparkContext.setLogLevel("ERROR")
+    for k in ("enableDeletionVectors", "enableChangeDataFeed"):
+        spark.conf.set(f"spark.databricks.delta.properties.defaults.{k}", "true")
+    work = tempfile.mkdtemp(prefix="tf-bench-delta-")
+    keys = ["host", "metric", "time"]
+    cond = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+    dpath, uri = os.path.join(work, "delta"), os.path.join(work, "ours")
+    rows: list[tuple] = []
+
+    def step(name, delta_fn, ours_fn, speed_target=None):
+        b0, t0 = _dir_bytes(dpath) if os.path.exists(dpath) else 0, time.perf_counter()
+        d_out = delta_fn()
+        d_s, d_b = time.perf_counter() - t0, (_dir_bytes(dpath) if os.path.exists(dpath) else 0) - b0
+        b0, t0 = _dir_bytes(uri), time.perf_counter()
+        o_out = ours_fn()
+        o_s, o_b = time.perf_counter() - t0, _dir_bytes(uri) - b0
+        rows.append((name, d_s, d_b, o_s, o_b, speed_target, d_out, o_out))
+        print(f"  {name}: Delta {d_s:.2f}s {d_b / 2**20:.2f} MiB, ours {o_s:.2f}s {o_b / 2**20:.2f} MiB", flush=True)
+        return d_out, o_out
+
+    try:
+        src = _write_input(work, n, seed=21)
+        df = spark.read.parquet(src).cache()
+        df.count()
+        tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
+        step("load", lambda: df.write.format("delta").save(dpath),
+             lambda: partitioned_insert(spark, df, uri).version)
+        load_version = tf.open_table(uri).version
+        upd = df.select(*keys).sample(fraction=0.01, seed=1).withColumn("value", F.lit(1.0)).cache()
+        n_upd = upd.count()
+        step(f"merge: 1% updates to one column ({n_upd:,} rows)",
+             lambda: DeltaTable.forPath(spark, dpath).alias("t").merge(upd.alias("s"), cond)
+             .whenMatchedUpdate(set={"value": "s.value"}).execute(),
+             lambda: mutation_merge(spark, upd, uri, op="update").version, "merge")
+        merge_dv = DeltaTable.forPath(spark, dpath).history(1).collect()[0]["version"]
+        merge_ov = tf.open_table(uri).version
+        old = df.sample(fraction=0.005, seed=2).withColumn("value", F.lit(2.0))
+        new = df.sample(fraction=0.005, seed=3).withColumn("time", F.col("time") + F.expr("INTERVAL 3650 DAYS"))
+        ups = old.unionByName(new).cache()
+        n_ups = ups.count()
+        step(f"upsert: 1% rows, half new keys ({n_ups:,} rows)",
+             lambda: DeltaTable.forPath(spark, dpath).alias("t").merge(ups.alias("s"), cond)
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(),
+             lambda: mutation_merge(spark, ups, uri, op="upsert").version)
+        dels = df.select(*keys).sample(fraction=0.001, seed=4).cache()
+        n_del = dels.count()
+        step(f"delete 0.1% ({n_del:,} keys; Delta: merge whenMatchedDelete)",
+             lambda: DeltaTable.forPath(spark, dpath).alias("t").merge(dels.alias("s"), cond)
+             .whenMatchedDelete().execute(),
+             lambda: mutation_merge(spark, dels, uri, op="delete").version)
+        d_sum, o_sum = step("sum(value) after the changes, before compaction",
+                            lambda: spark.read.format("delta").load(dpath).selectExpr("sum(value)").first()[0],
+                            lambda: read_table(spark, uri).selectExpr("sum(value)").first()[0], "read")
+        assert abs(d_sum - o_sum) <= 1e-6 * max(1.0, abs(d_sum)), (d_sum, o_sum)
+        step("time travel to the load's version: sum(value)",
+             lambda: spark.read.format("delta").option("versionAsOf", 0).load(dpath)
+             .selectExpr("sum(value)").first()[0],
+             lambda: read_table(spark, uri, as_of=load_version).selectExpr("sum(value)").first()[0])
+        d_cdf, o_cdf = step("change feed of the merge (rows)",
+                            lambda: spark.read.format("delta").option("readChangeFeed", "true")
+                            .option("startingVersion", merge_dv).option("endingVersion", merge_dv).load(dpath)
+                            .where("_change_type = 'update_postimage'").count(),
+                            lambda: tf.open_table(uri).changes(merge_ov - 1, merge_ov).num_rows)
+        assert d_cdf == o_cdf == n_upd, (d_cdf, o_cdf, n_upd)
+        step("compaction: OPTIMIZE vs compact_table", lambda: spark.sql(f"OPTIMIZE delta.`{dpath}`").collect(),
+             lambda: compact_table(spark, uri))
+        dup = df.limit(10)
+
+        def ours_dup():
+            try:
+                partitioned_insert(spark, dup, uri)
+                return "accepted"
+            except tf.DuplicateKeyError:
+                return "DuplicateKeyError"
+        d_dup, o_dup = step("duplicate keys inserted (10 rows)",
+                            lambda: dup.write.format("delta").mode("append").save(dpath) or "silently accepted",
+                            ours_dup)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"Delta Lake {n:,} rows (delta-spark, deletion vectors + change data feed on), measured in one session")
+    print(f"{'step':<58} {'Delta s':>8} {'Delta MiB':>10} {'ours s':>8} {'ours MiB':>9} {'speed':>7} {'bytes':>7}")
+    for name, d_s, d_b, o_s, o_b, target, d_out, o_out in rows:
+        br = f"{o_b / d_b:.3f}" if d_b > 0 else "-"
+        print(f"{name:<58} {d_s:8.2f} {d_b / 2**20:10.2f} {o_s:8.2f} {o_b / 2**20:9.2f} {d_s / o_s:6.2f}x {br:>7}")
+    print("speed = Delta's seconds / ours (> 1: we are faster); bytes = ours / Delta's")
+    by = {r[0].split(":")[0]: r for r in rows}
+    m, r = by["merge"], by["sum(value) after the changes, before compaction"]
+    print(f"target our merge throughput >= Delta's: {m[1] / m[3]:.2f}x  {'met' if m[3] <= m[1] else 'missed'}")
+    print(f"target our bytes per 1% update <= 1/20 of Delta's: {m[4] / max(m[2], 1):.4f}  "
+          f"{'met' if m[4] * 20 <= m[2] else 'missed'}")
+    print(f"target our read after changes >= Delta's: {r[1] / r[3]:.2f}x  {'met' if r[3] <= r[1] else 'missed'}")
+    print(f"duplicate key insert: Delta {d_dup}, ours {o_dup}")
 
 
 if __name__ == "__main__":

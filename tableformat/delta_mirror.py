@@ -318,7 +318,7 @@ def mirror_delta(table: Any, path: str, storage_options: dict | None = None, com
         actions.insert(0, {"metaData": meta})
     if prev.version < 0:
         actions.insert(0, {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": FEATURES,
-                                        "writerFeatures": FEATURES + ["appendOnly"]}})
+                                        "writerFeatures": FEATURES + ["appendOnly", "invariants"]}})
     info = {"version": state.version, "timestamp": state.timestamp, "table_id": state.table_id,
             "table": storage.uri, "compacted": sorted(compacted)}
     actions.insert(0, {"commitInfo": {"timestamp": now_ms, "operation": "TABLEFORMAT MIRROR",
