@@ -34,3 +34,17 @@ def test_jar_is_built_once_per_source_hash_and_printed(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-m", "spark_jobs.connector"], capture_output=True, text=True,
                          env={**__import__("os").environ, "TABLEFORMAT_CACHE_DIR": str(tmp_path / "cache")})
     assert out.returncode == 0 and out.stdout.strip() == jar
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
+def test_an_unwritable_cache_is_a_reason_not_a_crash(tmp_path, monkeypatch):
+    """get_spark builds the jar at session start: a cache directory it cannot create must leave
+    the connector unavailable (Spark reads take the other paths), not fail the session."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory would go")
+    monkeypatch.setenv("TABLEFORMAT_CACHE_DIR", str(blocker))
+    with pytest.raises(connector.ConnectorUnavailable, match="cannot write the connector jar"):
+        connector.build_jar()
+    monkeypatch.setattr(connector, "_BUILT", {})
+    jar, why = connector.jar_or_reason()
+    assert jar is None and "cannot write the connector jar" in why
