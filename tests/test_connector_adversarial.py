@@ -186,3 +186,41 @@ def test_split_rowsets_with_pushed_filters(spark, tmp_path):
             check(spark, t, read)
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+
+
+def test_typed_cells_updated_to_null_and_back(spark, tmp_path):
+    import datetime
+    import decimal
+    cols = [tf.Column("k", "int64"), tf.Column("d9", "decimal(9,2)", nullable=True),
+            tf.Column("d38", "decimal(38,6)", nullable=True), tf.Column("b", "bool", nullable=True),
+            tf.Column("bin", "binary", nullable=True), tf.Column("dt", "date", nullable=True),
+            tf.Column("ts", "unixtime_micros", nullable=True), tf.Column("s", "string", nullable=True)]
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema(cols, ["k"]), properties={"row_group_rows": 128})
+    n = 400
+    k = np.arange(n)
+
+    def data(idx, salt):
+        return pa.table({
+            "k": pa.array(idx, pa.int64()),
+            "d9": pa.array([decimal.Decimal(int(x) * 7 - 900 + salt).scaleb(-2) for x in idx], pa.decimal128(9, 2)),
+            "d38": pa.array([decimal.Decimal(-(10**31) + int(x) + salt).scaleb(-6) for x in idx], pa.decimal128(38, 6)),
+            "b": pa.array((idx + salt) % 2 == 0), "bin": pa.array([bytes([x % 256, 0, salt]) for x in idx]),
+            "dt": pa.array([datetime.date(1500 + int(x), 1, 1 + salt) for x in idx], pa.date32()),
+            "ts": pa.array(-10**15 + idx * 10**9 + salt, pa.timestamp("us", tz="UTC")),
+            "s": pa.array([f"s{x % 3}" for x in idx])})
+    t.insert(data(k, 0))
+    nulls = pa.table({"k": pa.array(k[::3], pa.int64())})
+    for c in cols[1:]:
+        nulls = nulls.append_column(c.name, pa.nulls(nulls.num_rows, c.arrow_type))
+    t.update(nulls)
+    t.update(data(k[::6], 5))                         # back from NULL on half of them
+    t.delete(pa.table({"k": pa.array(k[::9], pa.int64())}))
+    t.update_ignore(data(k[1::4], 7).select(["k", "s", "b"]))
+    for read in [{}, {"columns": ["d38", "bin"]}, {"filter": ("d9", "is null")}, {"filter": ("b", "=", True)},
+                 {"filter": ("s", "=", "s1")}, {"filter": ("dt", "<", datetime.date(1600, 1, 1))},
+                 {"filter": ("d38", ">", decimal.Decimal(-(10**25)))}]:
+        check(spark, t, read)
+    from spark_jobs.read import read_table
+    df = read_table(spark, t.uri, path="native")
+    assert df.limit(7).count() == 7
+    assert len(df.filter("b").limit(3).collect()) == 3
