@@ -224,3 +224,26 @@ def test_typed_cells_updated_to_null_and_back(spark, tmp_path):
     df = read_table(spark, t.uri, path="native")
     assert df.limit(7).count() == 7
     assert len(df.filter("b").limit(3).collect()) == 3
+
+
+def test_one_commit_touching_a_row_several_times_behind_the_horizon(spark, tmp_path):
+    """UNDO records of one row with one timestamp: the one that undoes the commit's first change wins."""
+    t = tf.create_table(str(tmp_path / "t"), schema(), properties={"row_group_rows": 128})
+    k = np.arange(200)
+    t.insert(rows(k))
+    versions = [t.version]
+    ops = ["update", "update", "delete", "insert", "update", "delete", "upsert", "update", "update", "delete"]
+    keys = [1, 1, 2, 2, 2, 3, 3, 3, 4, 4]
+    batch = rows(np.array(keys), salt=1)
+    batch = batch.set_column(2, "v", pa.array([float(i) for i in range(len(keys))])).append_column("op", pa.array(ops))
+    t.apply(batch)
+    versions.append(t.version)
+    t.update(rows(k[:6], salt=2).select(["k", "v"]).filter(pa.array([x not in (3, 4) for x in range(6)])))
+    versions.append(t.version)
+    t.compact()
+    t.update(rows(k[::5], salt=3).select(["k", "v"]))
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert t.state.history_horizon > versions[-1]
+    for v in versions:
+        for read in [{"as_of": v}, {"as_of": v, "columns": ["v"]}]:
+            check(spark, t, read)
