@@ -107,9 +107,17 @@ def _compile(javac: str, jars: Path, version: str, out: Path) -> None:
             for p in sorted(_RESOURCES.rglob("*")):
                 if p.is_file():
                     z.write(p, str(p.relative_to(_RESOURCES)))
-        tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        shutil.copyfile(staged, tmp_out)
-        os.replace(tmp_out, out)     # atomic: a concurrent build of the same sources writes the same bytes
+        # a staging name of its own (not just the pid: threads of one process build at once too),
+        # then an atomic rename: a concurrent build of the same sources writes the same bytes
+        fd, tmp_out = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        os.close(fd)
+        try:
+            shutil.copyfile(staged, tmp_out)
+            os.chmod(tmp_out, 0o644)        # mkstemp's 0600 would hide the jar from other users of the cache
+            os.replace(tmp_out, out)
+        finally:
+            if os.path.exists(tmp_out):
+                os.unlink(tmp_out)
 
 
 def jar_or_reason() -> tuple[str | None, str | None]:
