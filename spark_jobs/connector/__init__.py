@@ -78,6 +78,17 @@ def build_jar() -> str:
     javac = _javac()
     if javac is None:
         raise ConnectorUnavailable("no Java compiler (javac) on PATH or in JAVA_HOME: install a JDK 17+")
+    try:
+        _compile(javac, jars, version, out)
+    except OSError as e:     # an unwritable cache, a full disk, a javac that cannot run: a reason, not a crash
+        raise ConnectorUnavailable(f"cannot write the connector jar {out} ({e}); set TABLEFORMAT_CACHE_DIR "
+                                   "to a writable directory") from e
+    log.info("built the tableformat connector for Spark %s: %s", version, out)
+    return str(out)
+
+
+def _compile(javac: str, jars: Path, version: str, out: Path) -> None:
+    """javac into a temporary directory, then the jar moved into the cache atomically."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tf-connector-") as tmp:
         classes = Path(tmp) / "classes"
@@ -96,11 +107,17 @@ def build_jar() -> str:
             for p in sorted(_RESOURCES.rglob("*")):
                 if p.is_file():
                     z.write(p, str(p.relative_to(_RESOURCES)))
-        tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        shutil.copyfile(staged, tmp_out)
-        os.replace(tmp_out, out)     # atomic: a concurrent build of the same sources writes the same bytes
-    log.info("built the tableformat connector for Spark %s: %s", version, out)
-    return str(out)
+        # a staging name of its own (not just the pid: threads of one process build at once too),
+        # then an atomic rename: a concurrent build of the same sources writes the same bytes
+        fd, tmp_out = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        os.close(fd)
+        try:
+            shutil.copyfile(staged, tmp_out)
+            os.chmod(tmp_out, 0o644)        # mkstemp's 0600 would hide the jar from other users of the cache
+            os.replace(tmp_out, out)
+        finally:
+            if os.path.exists(tmp_out):
+                os.unlink(tmp_out)
 
 
 def jar_or_reason() -> tuple[str | None, str | None]:
