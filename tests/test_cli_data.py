@@ -343,3 +343,14 @@ def test_inspect_history_limit_agrees_with_history_and_rowsets_fit_a_terminal(t,
 def test_alter_help_names_the_property_values_it_takes():
     out = run("alter", "--help").stdout
     assert "KEY=VALUE" in out and "KEY=INT" not in out and "sequence_column=lsn" in " ".join(out.split())
+
+
+def test_a_failed_insert_exits_1_every_time(t, tmp_path):
+    """A DuplicateKeyError from a JSON Lines insert printed its line and then sometimes aborted
+    at interpreter exit (`terminate called without an active exception`, exit -6/134, seen in
+    CI): the command now leaves without finalizing once its streams are flushed."""
+    t.insert(pa.table({"id": pa.array([1], pa.int64())}))
+    ins = write(tmp_path, pa.table({"id": pa.array([1, 70], pa.int64())}), "jsonl")
+    for _ in range(15):
+        one_line_error(run("insert", t.uri, "--input", ins, code=1), "DuplicateKeyError")
+    assert t.refresh().version == 1

@@ -44,11 +44,13 @@ def model_apply(model, kind, rows, cols):
                     errors = errors or tf.KeyNotFoundError
                 continue
             ucols = ("val", "s") if kind == "apply" else cols
-            row = dict(m[key])
+            old = m[key]
+            row = dict(old)
             for c in ucols:
                 row[c] = given_cols[c]
             m[key] = row
-            changes.append(("update", key, (row["val"], row["s"]), tuple(sorted(ucols))))
+            # _changed_columns: the written cells whose value changed (specs/format.md §9.2)
+            changes.append(("update", key, (row["val"], row["s"]), tuple(sorted(c for c in ucols if old[c] != row[c]))))
         else:
             if not exists:
                 if op == "delete":

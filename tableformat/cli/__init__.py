@@ -6,6 +6,6 @@ One concept a module: `options` (storage options, secrets, the error line),
 `display` (values for people), `describe`, `alter` (alter steps),
 `commands`, `parser`, and `run` (main: one command, one exit status).
 """
-from .run import main
+from .run import console_main, main
 
-__all__ = ["main"]
+__all__ = ["console_main", "main"]

@@ -1,6 +1,4 @@
 """`python -m tableformat.cli`, the same as the `tableformat` console script."""
-import sys
+from .run import console_main
 
-from .run import main
-
-sys.exit(main())
+console_main()

@@ -32,3 +32,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(redact("".join(traceback.format_exception(e)), known))
         print(error_line(e, known), file=sys.stderr)
         return EXIT_ERROR
+
+
+def console_main() -> None:
+    """The `tableformat` command: main's status as the process's exit code, leaving at once.
+
+    Python's finalization can meet Arrow's I/O and CPU pool threads still alive (a streaming
+    CSV/JSON reader's read-ahead, a pool task abandoned by an error) and abort with
+    `terminate called without an active exception` (exit 134) after the error line was
+    printed. Everything the command writes is closed by the time main returns, so the process
+    flushes its streams and exits without finalizing."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+

@@ -137,6 +137,8 @@ def to_value(ctype: ColumnType, v: Any) -> Any:
             return v if v.tzinfo is not None else v.replace(tzinfo=_dt.timezone.utc)
         if isinstance(v, _dt.date):
             return _dt.datetime(v.year, v.month, v.day, tzinfo=_dt.timezone.utc)
+        if isinstance(v, str) and re.fullmatch(r"[+-]?\d+", v):
+            return int(v)       # any size: the engine places it (filters) or refuses it, naming the column
         if isinstance(v, str):
             return parse_times(pa.array([v])).cast(pa.int64())[0].as_py()
         raise ValueError(f"expected microseconds or an ISO date-time, got {v!r}")
