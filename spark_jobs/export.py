@@ -198,7 +198,10 @@ def delta_export(spark: Any, uri: str, output: str, name: str, mode: str = "appe
         except Exception as e:   # noqa: BLE001 - only Delta's concurrency failures are retried
             if not _is_retried(e):
                 raise
-            attempts += 1
+            # a conflict another export won is progress (the watermark moved): only conflicts
+            # that moved nothing count against max_attempts, so racing exports never give up
+            moved = delta_watermark(output, name, delta_options)
+            attempts = 0 if moved is not None and (w is None or moved > w) else attempts + 1
             if attempts >= max_attempts:
                 raise
             time.sleep(0.2 * attempts)

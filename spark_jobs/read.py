@@ -96,12 +96,13 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
              and not (schema.column(n).type.kind == "decimal" and schema.column(n).type.precision > 18)]
     split_reason = (f"column(s) {split} use encoding bitshuffle (Parquet BYTE_STREAM_SPLIT), which this Spark's "
                     "vectorized Parquet reader cannot decode") \
-        if split and path != "python" and not scheme_reason and not reads_byte_stream_split(spark) else None
+        if split and path != "python" and not scheme_reason and connector_reason is not None \
+        and not reads_byte_stream_split(spark) else None     # the connector decodes it itself
     for rs in plan.rowsets:
         if path == "python":
             why = "path='python' was asked for"
-        elif connector_reason is None:       # the connector reads what Spark's Parquet reader decodes
-            why = scheme_reason or split_reason
+        elif connector_reason is None:       # the connector (its own reader for BYTE_STREAM_SPLIT)
+            why = scheme_reason
         else:
             why = scheme_reason or split_reason or rs.reason or (
                 f"a rowset with deltas of {MAX_JOIN_ROWS} rows or more" if rs.redo and rs.num_rows >= MAX_JOIN_ROWS
