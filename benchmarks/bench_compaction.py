@@ -118,7 +118,7 @@ def delta_scans(n: int) -> None:
     clean = best(lambda: t.scan().to_arrow())
     rng = np.random.default_rng(1)
     print(f"rows={n:,}  clean full scan {clean:.3f}s")
-    for r in range(10):
+    for _ in range(10):
         rows = np.sort(rng.choice(n, n // 100, replace=False))
         t.update(data.select(["host", "metric", "time"]).take(pa.array(rows)).append_column(
             "value", pa.array(rng.normal(0, 1, len(rows)))))

@@ -153,7 +153,7 @@ def run_parquet(work: str, n: int, clock: Clock) -> None:
     clock("load", lambda: pq.write_table(data, path, compression="lz4"))
     clock.out["bytes.load"] = dir_bytes(path)
     live = expected_rows(data, upd, dels, ups)
-    del data
+    data = None                       # free it before the reads
     path2 = os.path.join(work, "live.parquet")
     pq.write_table(live, path2, compression="lz4")
     expect = live.num_rows

@@ -207,8 +207,6 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         return
     from spark_jobs.common import get_spark
-    from spark_jobs.insert import partitioned_insert
-    from spark_jobs.merge import mutation_merge
     spark = get_spark("tableformat-bench")
     spark.sparkContext.setLogLevel("ERROR")
     work = tempfile.mkdtemp(prefix="tf-bench-spark-")
@@ -481,7 +479,7 @@ def bench_delta(n: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
     print(f"Delta Lake {n:,} rows (delta-spark, deletion vectors + change data feed on), measured in one session")
     print(f"{'step':<58} {'Delta s':>8} {'Delta MiB':>10} {'ours s':>8} {'ours MiB':>9} {'speed':>7} {'bytes':>7}")
-    for name, d_s, d_b, o_s, o_b, target, d_out, o_out in rows:
+    for name, d_s, d_b, o_s, o_b, _target, _d_out, _o_out in rows:
         br = f"{o_b / d_b:.3f}" if d_b > 0 else "-"
         print(f"{name:<58} {d_s:8.2f} {d_b / 2**20:10.2f} {o_s:8.2f} {o_b / 2**20:9.2f} {d_s / o_s:6.2f}x {br:>7}")
     print("speed = Delta's seconds / ours (> 1: we are faster); bytes = ours / Delta's")

@@ -120,7 +120,7 @@ def _from_columns(data: dict) -> pa.Table:
     arrays = [python_array(n, data[n]) for n in names]
     lengths = {len(a) for a in arrays}
     if len(lengths) > 1:
-        raise InvalidDataError(f"the columns have different lengths: "
+        raise InvalidDataError("the columns have different lengths: "
                                + ", ".join(f"{n!r}: {len(a)}" for n, a in zip(names, arrays)))
     return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})
 

@@ -315,7 +315,7 @@ def _layers(tablet: str, keys: pa.Array, del_ts: np.ndarray, tail: int = 0) -> l
     """The merge's outputs as key-sorted batches of rows: first the live rows, then the ghosts
     (rows deleted within the history) in layers, newest deletion of a key first, so no output
     holds a key twice and the live rows share no rowset with a deleted one."""
-    from .writer import TabletBatch, tail_order
+    from .insert import TabletBatch, tail_order
     ghost = del_ts >= 0
     # One stable sort of every key (as numbers where the key's shape allows: the inputs' sorted
     # runs interleave), then the live rows and the ghosts split apart, each still in key order.
@@ -363,7 +363,7 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     rows: each older one goes to a further non-overlapping "layer" of history-only outputs,
     so no rowset holds a key twice. Every kept row's history becomes UNDO records of its output.
     """
-    from .writer import InsertPlan, key_tail_width, write_plan
+    from .insert import InsertPlan, key_tail_width, write_plan
     inputs = [st.rowsets[r] for r in rowset_ids]
     loaded: list[_Input] = pmap(lambda rs: _load_input(storage, st, rs, ahm), inputs)
     data = pa.concat_tables([x.data for x in loaded]).combine_chunks()

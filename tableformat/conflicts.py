@@ -447,7 +447,7 @@ def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late
     own_deltas = added_deltas([Commit(0, 0, "", tuple(own))])
     key_cols = list(schema.key_columns)
     out: list[Action] = []
-    for c, m in late:
+    for _c, m in late:
         t = read_delta(storage, m, [x.id for x in schema.columns], key_cols)
         keys = encode_keys([t.column(field_name(k.id)) for k in key_cols], [k.type for k in key_cols])
         which, rowid = probe(storage, outputs, keys, own_deltas)

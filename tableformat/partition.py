@@ -143,7 +143,7 @@ class Partitioning:
         `keys`, the rows' encoded primary keys when the caller has them, spare encoding the
         columns again for a level on a prefix of the key (and a range on the whole key);
         `series`, numbers of the runs of rows equal in every key column but the last
-        (writer.series_ids), spare finding the runs of such a level's values again.
+        (insert.series_ids), spare finding the runs of such a level's values again.
         """
         range_pos = self._range_positions(schema, table, strict, keys)
         ordinal = range_pos.astype(np.int64)
@@ -258,7 +258,7 @@ class Partitioning:
 
 
 def _series_starts(series: np.ndarray) -> np.ndarray | None:
-    """_run_starts from the runs' numbers (writer.series_ids)."""
+    """_run_starts from the runs' numbers (insert.series_ids)."""
     starts = np.flatnonzero(series[1:] != series[:-1]) + 1
     return None if (len(starts) + 1) * 4 > len(series) else np.r_[0, starts]
 

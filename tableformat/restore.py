@@ -21,7 +21,7 @@ from .errors import RestoreError
 from .fragment import WriteFragment
 from .lookup import lookup
 from .metadata import TableState
-from .mutation import DELETE_OP, INSERT, UPDATE_OP, plan_mutation, validate, write_plan_files
+from .row_ops import DELETE_OP, INSERT, UPDATE_OP, plan_mutation, validate, write_plan_files
 from .storage import Storage
 
 _OP = "__restore_op"

@@ -36,7 +36,7 @@ from .keyprobe import probe
 from .metadata import FileRef, RowSetMeta, TableState
 from .schema import Schema
 from .storage import Storage
-from .writer import duplicate_error, encoded_keys
+from .insert import duplicate_error, encoded_keys
 
 ON_DUPLICATE = ("fail", "ignore")
 _KEY_SPOT_CHECKS = 64

@@ -4,7 +4,7 @@ CDC pipelines deliver events late and out of order. With a sequence column (an
 event time, a source LSN) an update or upsert whose sequence is lower than the
 row's current one is skipped instead of overwriting newer data (Hudi's
 ordering field, Paimon's `sequence.field`); an equal or higher one wins. In one
-batch the highest sequence per key wins. The mutation planner (`mutation`)
+batch the highest sequence per key wins. The row-operation planner (`row_ops`)
 asks this module for the stored sequences and applies the rule round by round;
 skipped rows are counted (`ignored`, `stale`) and recorded in a small Parquet
 file the commit names (`skipped` action), so `changes(skipped=True)` can show

@@ -2,7 +2,7 @@
 
 A Table caches the latest state it has read and refreshes it from the log
 before each operation. Every write is planned on a Snapshot into a write
-fragment (`writer`, `mutation`, `alter`, `compaction`, `vacuum`) and committed
+fragment (`insert`, `row_ops`, `alter`, `compaction`, `vacuum`) and committed
 by a Transaction (`transaction`), whose requirements (`conflicts`) decide what
 a lost commit race means. Version resolution and history live in `mvcc`.
 """
@@ -32,7 +32,7 @@ from .errors import (ColumnNotFoundError, CommitConflictError, HistoryExpiredErr
                      TableExistsError, TableReplacedError, TagExistsError, TagNotFoundError)
 from .fragment import WriteFragment
 from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
-from .mutation import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
+from .row_ops import DELETE_IGNORE, DELETE_OP, UPDATE_IGNORE, UPDATE_OP, UPSERT, write_mutation
 from .lookup import key_table, lookup as run_lookup
 from .mvcc import Timestamp
 from .partition import PartitionSchema, resolve
@@ -48,7 +48,7 @@ from .txlog import TransactionLog
 from .types import parse_type
 from .vacuum import VacuumPlan, VacuumResult, deletable, plan as vacuum_plan
 from .rolling_writer import RollingRowSetWriter
-from .writer import describe_keys, encoded_keys, write_insert
+from .insert import describe_keys, encoded_keys, write_insert
 
 __all__ = ["Table", "Snapshot", "Timestamp", "WriteResult", "create_table", "open_table"]
 
@@ -188,7 +188,7 @@ class Snapshot:
                        columns: Sequence[str] | None = None, on_error: str = "fail",
                        operation: str = "MERGE") -> WriteFragment:
         """Row operations (one `op` for all rows, or an `op_column`); on_error "fail" or "report"."""
-        from .mutation import OP_NAMES
+        from .row_ops import OP_NAMES
         arg.choice(op, "op", list(OP_NAMES), none=True)
         arg.string(op_column, "op_column", none=True)
         columns = arg.names(columns, "columns")

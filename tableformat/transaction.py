@@ -76,7 +76,8 @@ class Transaction:
                 raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
             self._same_table(base)
             behind = 0 if self.latest_known else 1     # finding the handle behind is no lost race
-            for self.attempts in range(1, self.properties.max_attempts + behind + 1):
+            for attempt in range(1, self.properties.max_attempts + behind + 1):
+                self.attempts = attempt
                 commit = log.try_commit(base, f.operation, actions, f.counts, f.read_version,
                                         f.data_change, self.txn_id)
                 if commit is not None:

@@ -65,7 +65,7 @@ def write(tmp_path, data, fmt):
 def test_insert_each_format(t, tmp_path, fmt):
     data = rows(500)
     r = run("insert", t.uri, "--input", write(tmp_path, data, fmt))
-    assert r.stdout.strip() == f"insert: version 1, 500 row(s) read, 500 inserted, 0 updated, 0 deleted, 0 ignored"
+    assert r.stdout.strip() == "insert: version 1, 500 row(s) read, 500 inserted, 0 updated, 0 deleted, 0 ignored"
     assert content(t).equals(data.cast(content(t).schema))
 
 

@@ -67,7 +67,7 @@ def test_each_call_is_one_commit_of_the_difference(mirrored):
     assert not by["rename+add+drop"].compacted and by["rename+add+drop"].added == 0
     assert t.mirror_delta(m).delta_version is None                          # nothing new: no commit
     log = sorted(os.listdir(os.path.join(m, "_delta_log")))
-    for (what, r), name in zip(results, log):
+    for (_what, r), name in zip(results, log):
         actions = [json.loads(x) for x in open(os.path.join(m, "_delta_log", name))]
         info = actions[0]["commitInfo"]["tableformat"]
         assert info["version"] == r.table_version and info["timestamp"] == int(t.snapshot(r.table_version).timestamp)

@@ -358,14 +358,14 @@ def test_decimal_digit_check_agrees_with_the_exact_comparison(precision):
 def test_a_batch_whose_chunks_differ_in_series_order_loads_like_any_other(tmp_path, monkeypatch):
     """Routing numbers series chunk by chunk; a chunk whose rows interleave series gets none,
     and then its tablets have none: their rows are still sorted exactly."""
-    from tableformat import writer
-    monkeypatch.setattr(writer, "_ROUTE_CHUNK", 9000)
+    from tableformat import insert as insert_module
+    monkeypatch.setattr(insert_module, "_ROUTE_CHUNK", 9000)
     orders = _load_orders(n_hosts=50, per_series=60)                    # 9000 rows each
     shifted = pc.add(orders["time"]["time"], pa.scalar(10**9, pa.duration("us")))
     later = orders["time"].set_column(2, "time", shifted)
     batch = pa.concat_tables([orders["series"], later])
     t = tf.create_table(str(tmp_path / "t"), metrics_schema(), partitioning=metrics_partitioning())
-    routed = writer.route(t.state, writer.prepare(t.state.schema, batch))
+    routed = insert_module.route(t.state, insert_module.prepare(t.state.schema, batch))
     assert routed and all(r.breaks is None for r in routed)
     t.insert(batch)
     u = tf.create_table(str(tmp_path / "u"), metrics_schema(), partitioning=metrics_partitioning())

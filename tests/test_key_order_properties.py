@@ -4,7 +4,6 @@ key type in composite keys of one to four columns, strings with NUL and 0x01 byt
 strings, over-long varchars, negative and 38-digit decimals, pre-epoch dates and timestamps,
 repeats, sliced arrays."""
 import bisect
-import datetime as dt
 import decimal
 
 import numpy as np
@@ -15,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tableformat.keyencoder import encode_keys
 from tableformat.keyprobe import bisect_left
 from tableformat.types import parse_type
-from tableformat.writer import key_tail_width, sorted_tablet_keys, tail_order
+from tableformat.insert import key_tail_width, sorted_tablet_keys, tail_order
 
 KEY_TYPES = ["int8", "int16", "int32", "int64", "string", "varchar(3)", "binary", "decimal(38,3)", "decimal(9,2)",
              "decimal(18,0)", "date", "unixtime_micros"]

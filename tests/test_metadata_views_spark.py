@@ -1,5 +1,4 @@
 """spark_jobs.metadata_tables: Table.inspect as Spark views."""
-import pyarrow as pa
 import pytest
 
 import tableformat as tf

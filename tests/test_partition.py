@@ -196,7 +196,7 @@ def test_buckets_from_the_key_prefix_runs_match_the_scalar_hash(run, hash_cols, 
     Many rows whose first rows come in short runs get no numbers (and hash as before)."""
     from tableformat.keyencoder import encode_keys
     from tableformat.partition import _series_starts
-    from tableformat.writer import series_ids
+    from tableformat.insert import series_ids
     s = schema()
     p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(hash_cols, 7, seed=3)]), s)
     rng = np.random.default_rng(8)

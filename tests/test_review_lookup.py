@@ -1,6 +1,5 @@
 """Adversarial review of lookups, restore and tags: regressions for bugs found."""
 import pyarrow as pa
-import pytest
 
 import tableformat as tf
 

@@ -2,7 +2,6 @@
 cases, each read by the engine's own scan, by the connector and by the Python data source, with
 identical rows required (specs/format.md §9.4). The connector path is forced (`path="native"`)
 and checked in the physical plan, so no case passes by falling back."""
-import datetime
 import decimal
 
 import numpy as np

@@ -4,7 +4,6 @@ data-source paths; and the Spark merge (`mutation_merge`, whose tasks run `merge
 groups and counts as the engine does, for every key type (§14)."""
 import datetime as dt
 import decimal
-import math
 
 import numpy as np
 import pyarrow as pa

@@ -158,7 +158,7 @@ def _random_model_run(tmp_path, seed, steps=60, hashed=True, nkeys=12, gc=False)
         full.update({c: r[c] for c in cs})
         return full
 
-    for step in range(steps):
+    for _step in range(steps):
         op = rng.choice(["insert", "insert_ignore", "update", "update_ignore", "delete", "delete_ignore",
                          "upsert", "apply", "compact", "compact", "compact", "vacuum"]
                         + (["alter"] if "d" not in cols else []))
@@ -739,7 +739,7 @@ def test_spark_insert_commit_of_a_deleted_key_racing_a_merge_that_keeps_its_ghos
     pytest.importorskip("pyspark")
     from spark_jobs.insert import commit_rowsets
     from tableformat.batch import prepare
-    from tableformat.writer import plan_insert, write_plan
+    from tableformat.insert import plan_insert, write_plan
     uri = str(tmp_path / "t")
     t = kv(uri)
     t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))

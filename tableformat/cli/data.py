@@ -347,7 +347,7 @@ def _cell(v) -> str:
 def add_commands(cmd, output_options) -> None:
     """Register the data commands and `inspect` on the parser (`parser.build_parser`)."""
     from ..inspect import KINDS
-    for name, (_op, ignoring) in OPS.items():
+    for name, (_op, _ignoring) in OPS.items():
         s = cmd(name, cmd_write, f"{name} rows from a Parquet, CSV or JSON Lines file, in one commit",
                 "\n\nColumns are matched by name and parsed with the table's types. A bad file changes "
                 "nothing.\nPrints one line: version and counts.")

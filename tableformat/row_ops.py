@@ -37,7 +37,7 @@ from .parallel import pmap
 from .sequence import STALE, ranks, sequence_column, stored_sequences, write_skipped
 from .storage import Storage
 from .fragment import WriteFragment
-from .writer import describe_keys, duplicate_error, encoded_keys, plan_insert, write_plan
+from .insert import describe_keys, duplicate_error, encoded_keys, plan_insert, write_plan
 
 
 
