@@ -23,6 +23,9 @@ from .metadata import RowSetMeta, TableState
 from .parallel import pmap
 from .schema import Column, Schema
 from .storage import Storage
+from . import arguments as arg, mvcc
+from .errors import HistoryExpiredError, InvalidOptionError
+from .handle import TableHandle
 
 _SPARSE_ROWS = 16384   # touched rows are read in slices of this many rowids
 
@@ -341,3 +344,37 @@ def with_skipped(out: pa.Table, storage: Storage, commits: Sequence[Commit], sta
     t = pa.concat_tables(parts)
     return t.take(pc.sort_indices(pa.table({"v": t.column("_version"), "i": pa.array(np.arange(t.num_rows))}),
                                   sort_keys=[("v", "ascending"), ("i", "ascending")]))
+
+
+def changes(handle: TableHandle, start, end=None, mode: str = "all", before_image: bool = False,
+            images: str = "full", skipped: bool = False) -> pa.Table:
+    """Changes committed after `start` up to `end` (Table.changes has the full contract): the
+    versions resolved and checked against the history horizon, then the commits between read."""
+    arg.choice(mode, "mode", ("all", "net"))
+    arg.boolean(skipped, "skipped")
+    if skipped and mode != "all":
+        raise InvalidOptionError('skipped=True needs mode="all": a skipped row is no change to net')
+    arg.choice(images, "images", ("full", "changed"))
+    arg.boolean(before_image, "before_image")
+    start = mvcc.parse_as_of(start, "start", tags=True)
+    if start is None:
+        raise InvalidOptionError("start must be a version, a tf.Timestamp, a datetime or an ISO string, "
+                                 "got None")
+    end = mvcc.parse_as_of(end, "end", tags=True)
+    latest = handle.refresh()
+    s = mvcc.resolve_version(handle.history, start, latest.tags)
+    e = latest.version if end is None else mvcc.resolve_version(handle.history, end, latest.tags)
+    if e < s:
+        raise InvalidOptionError(f"end version {e} is before start version {s}")
+    if s < latest.history_horizon:
+        raise HistoryExpiredError(
+            f"change history from version {s} is no longer kept: vacuum moved the history horizon to "
+            f"version {latest.history_horizon} (snapshots before it are still readable; changes need "
+            "their files)")
+    end_state, start_state = handle.state_at(e), handle.state_at(s)
+    commits = [handle.log.read_commit(v) for v in range(s + 1, e + 1)]
+    t, changed, cols = collect_changes(handle.storage, start_state, end_state, commits, before_image,
+                                       images == "full")
+    out = finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
+                 pa.timestamp("us", tz="UTC"))
+    return with_skipped(out, handle.storage, commits, start_state.schema, end_state.schema) if skipped else out

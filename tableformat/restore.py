@@ -16,15 +16,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .actions import AddDelta, AddRowSet
-from .conflicts import DataUnchanged, DefinitionUnchanged, KeysAbsent, Outcome, RowsLive
-from .errors import RestoreError
+from . import mvcc
+from .changes import changes
+from .conflicts import DataUnchanged, DefinitionUnchanged, KeysAbsent, RowsLive
+from .errors import InvalidOptionError, RestoreError
 from .fragment import WriteFragment
+from .handle import TableHandle
 from .lookup import lookup
 from .metadata import TableState
-from .row_ops import DELETE_OP, INSERT, UPDATE_OP, plan_mutation, validate, write_plan_files
+from .row_ops import DELETE_OP, INSERT, OP_NAMES, UPDATE_OP, RowOp, plan_mutation, validate, write_plan_files
+from .snapshot import Snapshot
 from .storage import Storage
 
 _OP = "__restore_op"
+_NAME_OF = {op: name for name, op in OP_NAMES.items()}
 
 
 def check_restorable(target: TableState, latest: TableState) -> None:
@@ -51,10 +56,10 @@ def write_restore(storage: Storage, latest: TableState, target: TableState, keys
     check_restorable(target, latest)
     schema = latest.schema
     pk = list(schema.primary_key)
-    frag = WriteFragment("RESTORE", latest.version, counts={"inserted": 0, "updated": 0, "deleted": 0},
-                         table_id=latest.table_id)
+    empty = WriteFragment("RESTORE", latest.version, counts={"inserted": 0, "updated": 0, "deleted": 0},
+                          table_id=latest.table_id, kind="restore")
     if keys.num_rows == 0:
-        return frag
+        return empty
     then = lookup(storage, target, keys, None, "null")
     now = lookup(storage, latest, keys, None, "null")
     then_found = then.column("_found").to_numpy(zero_copy_only=False)
@@ -72,8 +77,8 @@ def write_restore(storage: Storage, latest: TableState, target: TableState, keys
     ops[updated] = UPDATE_OP
     rows = np.flatnonzero(ops >= 0)
     if not len(rows):
-        return frag
-    names = np.array(["insert", "", "update", "", "delete"], dtype=object)   # by RowOp value
+        return empty
+    names = np.array([_NAME_OF.get(op, "") for op in RowOp], dtype=object)   # indexed by RowOp value
     data = then.drop(["_found"]).take(pa.array(rows)).append_column(_OP, pa.array(names[ops[rows]], pa.string()))
     batch, row_ops, update_cols = validate(latest, data, None, _OP, None)
     plan = plan_mutation(storage, latest, batch, row_ops, update_cols)
@@ -89,14 +94,32 @@ def write_restore(storage: Storage, latest: TableState, target: TableState, keys
     except BaseException:
         storage.delete_quietly(written)
         raise
-    frag.counts = {k: plan.counts.get(k, 0) for k in ("inserted", "updated", "deleted")}
-    frag.actions = [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas]
-    frag.files = written
     # any data change since the plan may undo part of it: plan again (a compaction that keeps
     # rowids rebases; a merge that rewrote a touched rowset restarts through RowsLive)
-    frag.requirements = [DefinitionUnchanged(Outcome.RESTART), DataUnchanged(), RowsLive(plan.seen_live),
-                         KeysAbsent(plan.seen_absent, on_clash=Outcome.RESTART)]
-    return frag
+    return WriteFragment("RESTORE", latest.version, [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas],
+                         written, {k: plan.counts.get(k, 0) for k in ("inserted", "updated", "deleted")},
+                         [DefinitionUnchanged(), DataUnchanged(), RowsLive(plan.seen_live),
+                          KeysAbsent(plan.seen_absent)], table_id=latest.table_id, kind="restore")
+
+
+def plan_restore(handle: TableHandle, as_of):
+    """The plan of a restore to `as_of` (a version, timestamp or tag): on each snapshot, the keys
+    changed since the target (all keys when the change history starts later) set back."""
+    if mvcc.parse_as_of(as_of, tags=True) is None:
+        raise InvalidOptionError("restore needs as_of: a version, a tf.Timestamp, a datetime, an ISO string "
+                                 "or a tag name")
+    target = handle.state_at(as_of)
+    check_restorable(target, handle.state)
+
+    def plan(s: Snapshot) -> WriteFragment:
+        latest = s.state
+        check_restorable(target, latest)
+        if target.version >= latest.history_horizon:
+            ch = changes(handle, target.version, latest.version, mode="net", images="changed")
+        else:
+            ch = None                        # the change history starts later: compare every key
+        return write_restore(handle.storage, latest, target, restore_keys(handle.storage, target, latest, ch))
+    return plan
 
 
 def restore_keys(storage: Storage, target: TableState, latest: TableState, changed: pa.Table | None) -> pa.Table:

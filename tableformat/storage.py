@@ -65,7 +65,8 @@ class Storage:
     def path(self, rel: str) -> str:
         return posixpath.join(self.root, rel) if rel else self.root
 
-    def _fault(self, step: str, rel: str) -> None:
+    def fault(self, step: str, rel: str) -> None:
+        """A crash point: tests set `fault_hook` to fail or kill the process at one step."""
         if self.fault_hook is not None:
             self.fault_hook(step, rel)
 
@@ -145,7 +146,7 @@ class Storage:
     # --- writes -----------------------------------------------------------------------
     def write(self, rel: str, data: bytes | pa.Buffer) -> int:
         """Write an immutable file under a fresh unique name. Returns its size."""
-        self._fault("write", rel)
+        self.fault("write", rel)
         p = self.path(rel)
         if self.is_local:
             os.makedirs(posixpath.dirname(p), exist_ok=True)
@@ -156,7 +157,7 @@ class Storage:
     def open_write(self, rel: str):
         """A binary file to stream an immutable file into under a fresh unique name (a multipart
         upload on S3: nothing is visible until close)."""
-        self._fault("write", rel)
+        self.fault("write", rel)
         p = self.path(rel)
         if self.is_local:
             os.makedirs(posixpath.dirname(p), exist_ok=True)
@@ -164,7 +165,7 @@ class Storage:
 
     def put_if_absent(self, rel: str, data: bytes) -> bool:
         """Create rel atomically with data, only if it does not exist. False if it did."""
-        self._fault("commit", rel)
+        self.fault("commit", rel)
         p = self.path(rel)
         if self.is_local:
             d = posixpath.dirname(p)
@@ -175,7 +176,7 @@ class Storage:
                 f.flush()
                 os.fsync(f.fileno())
             try:
-                self._fault("commit-link", rel)
+                self.fault("commit-link", rel)
                 os.link(tmp, p)
                 return True
             except FileExistsError:
@@ -209,7 +210,7 @@ class Storage:
     def delete_quietly(self, rels: list[str]) -> None:
         """Best-effort removal of files no commit references (a failed write's own files)."""
         for r in rels:
-            self._fault("delete", r)
+            self.fault("delete", r)
             try:
                 self.delete(r)
             except (OSError, TableFormatError):

@@ -22,6 +22,9 @@ from .conflicts import Context, Outcome, check_all
 from . import arguments as arg
 from .errors import CommitConflictError, RestartRequired, TableFormatError, TableReplacedError, VersionNotFoundError
 from .fragment import WriteFragment
+from .handle import TableHandle
+from .snapshot import Snapshot
+from .txlog import commit_path
 
 
 @dataclass(frozen=True)
@@ -49,14 +52,13 @@ COMPACTION_PROPERTIES = CommitProperties(max_attempts=30)
 class Transaction:
     """Actions plus requirements on a read snapshot, committed with one retry loop."""
 
-    def __init__(self, table, fragment: WriteFragment, properties: CommitProperties | None = None,
+    def __init__(self, handle: TableHandle, fragment: WriteFragment, properties: CommitProperties | None = None,
                  latest_known: bool = True):
-        self.table = table
+        self.handle = handle
         self.latest_known = latest_known     # False: planned on the handle's state unconfirmed (`run`)
         self.fragment = fragment
         self.properties = properties or CommitProperties()
-        self.snapshot = table._load_cached(fragment.read_version) \
-            if fragment.read_version != table._state.version else table._state
+        self.snapshot = handle.load(fragment.read_version)
         self.written = list(fragment.files)
         self.attempts = 0
         self.txn_id = uuid.uuid4().hex        # the same for every attempt: a commit is known as ours by it
@@ -66,7 +68,8 @@ class Transaction:
 
     def commit(self) -> Commit:
         """The landed commit; RestartRequired or a typed error (after deleting this write's files) if not."""
-        f, log, storage = self.fragment, self.table._log, self.table._storage
+        f, handle = self.fragment, self.handle
+        log, storage = handle.log, handle.storage
         base = self.snapshot
         actions: list[Action] = list(f.actions)      # a rebase may replace some with remapped ones
         dropped: list[Action] = []
@@ -81,7 +84,7 @@ class Transaction:
                 commit = log.try_commit(base, f.operation, actions, f.counts, f.read_version,
                                         f.data_change, self.txn_id)
                 if commit is not None:
-                    self._landed(base, commit)
+                    self._record_landed(base, commit)
                     # files of actions a rebase replaced were never committed
                     storage.delete_quietly([a.delta.path for a in dropped if isinstance(a, AddDelta)])
                     return commit
@@ -90,16 +93,16 @@ class Transaction:
                 if replaced:
                     raise TableReplacedError(f"{f.operation}: the table was replaced while it ran (version "
                                              f"{replaced[0].version} belongs to table {replaced[0].table_id})")
-                ours = self._not_landed_already(winners)
+                ours = self._ours_among(winners)
                 if ours is not None:                  # our PUT landed; only its answer was lost
-                    self._landed(self.table._advance(base, winners[:winners.index(ours)]), ours)
+                    self._record_landed(handle.advance(base, winners[:winners.index(ours)]), ours)
                     return ours
                 if not self.latest_known:
-                    self.table._optimistic = False    # contention: look at the log before planning
+                    handle.optimistic = False         # contention: look at the log before planning
                 if not self.latest_known and not all(_adds_only(c) for c in winners):
                     # the handle may have been far behind: its requirements are made for the
                     # short race of a plan, not for compactions, vacuums or tags it never saw
-                    self.table._advance(base, winners)
+                    handle.advance(base, winners)
                     raise RestartRequired(f"{f.operation}: planned on version {base.version}, "
                                           f"{len(winners)} newer commit(s) found; planning again")
                 self.latest_known = True              # from here on, winners raced this commit
@@ -112,7 +115,7 @@ class Transaction:
                 gone = {id(a) for a in v.dropped}
                 actions = [a for a in actions if id(a) not in gone] + v.extra
                 dropped += v.dropped
-                base = self.table._advance(base, winners)     # exactly the commits the requirements saw
+                base = handle.advance(base, winners)          # exactly the commits the requirements saw
                 if self.attempts - behind > self.properties.backoff_after:
                     # heavy contention: jittered backoff so a slow rebaser is not starved
                     time.sleep(random.uniform(0, min(self.properties.max_backoff_seconds,
@@ -130,14 +133,14 @@ class Transaction:
         if base.version < 0:
             return
         try:
-            c = self.table._log.read_commit(base.version)
+            c = self.handle.log.read_commit(base.version)
         except VersionNotFoundError:
             c = None
         if c is None or (c.table_id is not None and c.table_id != base.table_id):
             raise TableReplacedError(f"{self.fragment.operation}: the table at this path was replaced (version "
                                      f"{base.version} is not table {base.table_id}'s any more); open it again")
 
-    def _not_landed_already(self, winners: list[Commit]) -> Commit | None:
+    def _ours_among(self, winners: list[Commit]) -> Commit | None:
         """Our own commit among the winners (a PUT that landed though its answer was lost), or
         an error if another transaction already committed these files (a driver retrying a
         fragment): it must not land twice, nor delete the files that commit made live."""
@@ -151,12 +154,11 @@ class Transaction:
                                           f"version {c.version}; nothing was done")
         return None
 
-    def _landed(self, base, commit: Commit) -> None:
+    def _record_landed(self, base, commit: Commit) -> None:
+        """Cache our landed commit on the handle; any failure from here on leaves the commit live."""
         try:
-            storage = self.table._storage
-            from .txlog import commit_path
-            storage._fault("after-commit", commit_path(commit.version))
-            self.table._landed(base, commit, self.properties.checkpoint_interval)
+            self.handle.storage.fault("after-commit", commit_path(commit.version))
+            self.handle.landed(base, commit, self.properties.checkpoint_interval)
         except BaseException as e:
             e.tableformat_committed = commit.version   # durable: callers must not clean up
             raise
@@ -167,7 +169,7 @@ def committed(e: BaseException) -> bool:
     return getattr(e, "tableformat_committed", None) is not None
 
 
-def run(table, operation: str, plan: Callable[[Any], WriteFragment | None],
+def run(handle: TableHandle, operation: str, plan: Callable[[Snapshot], WriteFragment | None],
         properties: CommitProperties | None = None) -> tuple[Commit | None, WriteFragment | None]:
     """Plan and commit; on RESTART plan again. (None, fragment) when the plan had nothing to commit.
 
@@ -179,30 +181,30 @@ def run(table, operation: str, plan: Callable[[Any], WriteFragment | None],
     first plan is not a restart. A handle that lost a race plans on the latest snapshot until a
     look at the log finds nothing new."""
     props = properties or CommitProperties()
-    fresh, restarts = not table._optimistic, 0
+    fresh, restarts = not handle.optimistic, 0
     while True:
         if fresh:
-            known = table._state.version
-            snap = table.snapshot()
+            known = handle.state.version
+            snap = Snapshot(handle.storage, handle.refresh())
             # under contention the handle is usually behind: plan on the latest until a look at
             # the log finds nothing new again
-            table._optimistic = snap.version == known
+            handle.optimistic = snap.version == known
         else:
-            snap = table._cached_snapshot()
+            snap = Snapshot(handle.storage, handle.state)
         try:
             frag = plan(snap)
         except TableFormatError:
-            if fresh or not _moved(table, snap):
+            if fresh or not _moved(handle, snap):
                 raise
             fresh = True
             continue
         if frag is None or frag.empty:
-            if fresh or not _moved(table, snap):
+            if fresh or not _moved(handle, snap):
                 return None, frag
             fresh = True
             continue
         try:
-            return Transaction(table, frag, props, latest_known=fresh).commit(), frag
+            return Transaction(handle, frag, props, latest_known=fresh).commit(), frag
         except RestartRequired:
             restarts += fresh
             if restarts >= props.max_restarts:
@@ -215,6 +217,6 @@ def _adds_only(c: Commit) -> bool:
     return all(isinstance(a, (AddRowSet, AddDelta, AddSkipped)) for a in c.actions)
 
 
-def _moved(table, snap) -> bool:
+def _moved(handle: TableHandle, snap: Snapshot) -> bool:
     """Has the log moved past the snapshot a plan used?"""
-    return table.refresh().version != snap.state.version
+    return handle.refresh().version != snap.version

@@ -19,9 +19,11 @@ from .actions import Commit, SetHistory
 from .conflicts import TagsRetained
 from .delta_mirror import mirrored_files
 from .fragment import WriteFragment
+from .handle import TableHandle
 from .metadata import CommitInfo, TableState
 from .mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
 from .storage import Storage
+from .transaction import CommitProperties, Transaction
 from .txlog import TransactionLog, now_micros
 
 TABLETS = "tablets"
@@ -127,7 +129,8 @@ class VacuumPlan:
         gc = self.history.gc_before_ts if self.history else None
         return WriteFragment("VACUUM", self.version, [self.history] if self.history else [], [],
                              {"horizon_version": self.history.horizon_version if self.history else 0},
-                             [TagsRetained(gc)] if gc else [], data_change=False, table_id=self.table_id)
+                             [TagsRetained(gc)] if gc else [], data_change=False, table_id=self.table_id,
+                             kind="vacuum")
 
 
 def plan(storage: Storage, log: TransactionLog, state: TableState, history: Sequence[CommitInfo],
@@ -160,3 +163,17 @@ def deletable(storage: Storage, log: TransactionLog, state: TableState, first: i
     referenced |= state_files(state)
     referenced |= mirrored_files(storage)      # a Delta mirror's latest version reads them in place
     return unreferenced(storage, referenced, grace_seconds)
+
+
+def vacuum(handle: TableHandle, plan_: VacuumPlan, grace_seconds: float, properties: CommitProperties) -> VacuumResult:
+    """Run a plan: commit its history horizon first (older versions are read through UNDO from
+    then on), then delete the files no kept snapshot references. The deletes come last, and a
+    failed delete only leaves a file for the next vacuum."""
+    if plan_.history is not None:
+        Transaction(handle, plan_.fragment(), properties).commit()
+    state = handle.refresh()
+    victims = deletable(handle.storage, handle.log, state, plan_.retain_from, grace_seconds)
+    res = VacuumResult(False, [f for f, _ in victims], sum(s for _, s in victims),
+                       max(plan_.retain_from, state.history_horizon))
+    handle.storage.delete_quietly(res.files)
+    return res

@@ -188,10 +188,10 @@ def test_insert_racing_a_drop_column_revalidates(tmp_path):
             fired.append(1)
             with other.alter() as a:
                 a.drop_column("col_b")
-    t._storage.fault_hook = hook
+    t.storage.fault_hook = hook
     with pytest.raises(tf.UnknownColumnError):
         t.insert(pa.table({"col_a": i32(1), "col_b": i32(1)}))
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     assert t.scan().count() == 0 and t.schema.names == ["col_a"]
 
 

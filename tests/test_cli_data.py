@@ -195,7 +195,7 @@ def test_a_failed_commit_removes_the_rejects_file_it_wrote(t, tmp_path, monkeypa
     def fail_the_commit(self, step, rel):
         if step == "commit":
             raise OSError("the commit's PUT failed")
-    monkeypatch.setattr(Storage, "_fault", fail_the_commit)
+    monkeypatch.setattr(Storage, "fault", fail_the_commit)
     assert main(["insert", t.uri, "--input", str(ins), "--on-error", f"collect={rej}"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: OSError: the commit's PUT failed"), err
@@ -273,7 +273,7 @@ def test_a_file_already_at_the_collect_path_is_never_overwritten_then_removed(t,
     def fail_the_commit(self, step, rel):
         if step == "commit":
             raise OSError("the commit's PUT failed")
-    monkeypatch.setattr(Storage, "_fault", fail_the_commit)
+    monkeypatch.setattr(Storage, "fault", fail_the_commit)
     assert main(["insert", t.uri, "--input", str(ins), "--on-error", f"collect={rej}"]) == 1
     monkeypatch.undo()
     err = capsys.readouterr().err.strip().splitlines()

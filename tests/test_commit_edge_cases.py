@@ -54,11 +54,11 @@ def test_engine_insert_fails_the_same_way(tmp_path):
         if step == "commit" and "_log/" in path and not fired:
             fired.append(1)
             other.commit_fragments([major])
-    t._storage.fault_hook = hook
+    t.storage.fault_hook = hook
     try:
         t.insert(pa.table({"key": ["a"], "val": [3]}))
     finally:
-        t._storage.fault_hook = None
+        t.storage.fault_hook = None
     assert fired
     assert rows(t) == [{"key": "a", "val": 3}, {"key": "b", "val": 20}]
 
@@ -215,7 +215,7 @@ def test_own_commit_reported_as_not_done(tmp_path):
     uri = str(tmp_path / "t")
     t = tf.create_table(uri, tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)],
                                        primary_key="key"))
-    st = t._storage
+    st = t.storage
     real = st.put_if_absent
     state = {"n": 0}
 

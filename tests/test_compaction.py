@@ -185,10 +185,10 @@ def test_mutation_committed_during_a_compaction_is_kept(tmp_path, kind):
             fired.append(1)
             other.update(pa.table({"key": ["k001", "k050"], "val": [111, 555]}))
             other.delete(pa.table({"key": ["k060"]}))
-    t._storage.fault_hook = hook
+    t.storage.fault_hook = hook
     (rs,) = t.state.rowsets.values()
     run(t, kind, [rs.id], [t.schema.column("val").id] if kind == "major_delta" else ())
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     got = {r["key"]: r["val"] for r in t.scan().to_arrow().to_pylist()}
     assert got["k001"] == 111 and got["k002"] == 20 and got["k003"] == 30 and got["k050"] == 555
     assert "k060" not in got and len(got) == 99
@@ -298,7 +298,7 @@ def test_vacuum_keeps_what_retained_snapshots_need(tmp_path):
 
 def _tamper(t, action):
     st = t.state
-    assert t._log.try_commit(st, "TAMPER", [action], {}, st.version) is not None
+    assert t.log.try_commit(st, "TAMPER", [action], {}, st.version) is not None
 
 
 @pytest.mark.parametrize("damage,expect", [

@@ -105,7 +105,7 @@ def test_commit_race_rebases_onto_the_winner(tmp_path, ignore):
         if step == "commit" and path.endswith("00000000000000000001.json") and not fired:
             fired.append(1)
             b.insert(pa.table({"k": [1, 2], "who": ["b", "b"]}))
-    a._storage.fault_hook = hook
+    a.storage.fault_hook = hook
     data = pa.table({"k": [2, 3], "who": ["a", "a"]})
     if ignore:
         res = a.insert_ignore(data)

@@ -63,13 +63,13 @@ def test_conflict_matrix_cell(tmp_path, pre, a, b, expect):
                 run(tb, *b)
             except (tf.DuplicateKeyError, tf.KeyNotFoundError):
                 fired.append("b failed")
-    ta._storage.fault_hook = hook
+    ta.storage.fault_hook = hook
     if isinstance(expect, type) and issubclass(expect, Exception):
         with pytest.raises(expect):
             run(ta, *a)
     else:
         run(ta, *a)
-    ta._storage.fault_hook = None
+    ta.storage.fault_hook = None
     got = {r["k"]: {"a": r["a"], "b": r["b"]} for r in tf.open_table(uri).scan().to_arrow().to_pylist()}
     assert got.pop("other") == {"a": 0, "b": 0}
     if not (isinstance(expect, type) and issubclass(expect, Exception)):
@@ -91,7 +91,7 @@ def test_disjoint_keys_always_rebase(tmp_path, a_op, b_op):
         if step == "commit" and not fired:
             fired.append(1)
             run(tb, b_op, rows[b_op][1])
-    ta._storage.fault_hook = hook
+    ta.storage.fault_hook = hook
     res = run(ta, a_op, rows[a_op][0])
     assert res.version == 3            # B took version 2, A rebased onto it
     assert fired

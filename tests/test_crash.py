@@ -64,14 +64,14 @@ def test_crash_leaves_the_table_as_before_or_after(tmp_path, op, step, nth):
     uri = str(tmp_path / "t")
     before_version = t.version
     before = t.scan().to_arrow()
-    t._storage.fault_hook = crash_at(step, nth)
+    t.storage.fault_hook = crash_at(step, nth)
     committed = False
     try:
         WRITES[op](t, data)
         committed = True          # the step never came (e.g. no second file): the write just succeeded
     except Crash:
         pass
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     fresh = tf.open_table(uri)
     if fresh.version == before_version:
         assert_same_rows(fresh.scan().to_arrow(), before)
@@ -96,10 +96,10 @@ def test_crash_during_a_vacuum_loses_no_history(tmp_path, step, nth):
     t, data = prepared(tmp_path)
     t.compact()
     every = {v: t.scan(as_of=v).to_arrow() for v in range(t.version + 1)}
-    t._storage.fault_hook = crash_at(step, nth)
+    t.storage.fault_hook = crash_at(step, nth)
     with pytest.raises(Crash):
         t.vacuum(retain_seconds=0, grace_seconds=0)
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     fresh = tf.open_table(str(tmp_path / "t"))
     for _ in range(2):                     # after the crash, and after a vacuum that completes
         for v, want in every.items():
@@ -121,11 +121,11 @@ def test_kill_9_during_a_large_insert(tmp_path):
         import tableformat as tf
         from conftest import metrics_rows
         t = tf.open_table({uri!r})
-        real = t._storage.write
+        real = t.storage.write
         def slow(rel, data):
             time.sleep(0.02)
             return real(rel, data)
-        t._storage.write = slow
+        t.storage.write = slow
         print("ready", flush=True)
         t.insert(metrics_rows(15000, start=1000))
     """)

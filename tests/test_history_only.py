@@ -159,7 +159,7 @@ def test_check_reports_a_history_only_rowset_with_live_rows(tmp_path):
     from types import MappingProxyType
     bad = replace(st, rowsets=MappingProxyType({rs.id: replace(rs, live_until=st.timestamp)}))
     from tableformat.check import check
-    rep = check(t._storage, t._log, bad)
+    rep = check(t.storage, t.log, bad)
     assert any("history-only" in v and "2 row(s)" in v for v in rep.violations)
 
 
@@ -186,7 +186,7 @@ def test_mutation_racing_the_merge_that_writes_history_only_rowsets(tmp_path):
                                     other.update(pa.table({"key": ["k6"], "val": [60]}))))
     (a,) = t.compaction_plan().actions
     t.compact(CompactionPlan((a,), 0, t.version))
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     assert [h.num_rows for h in history_only(t)] == [2]
     got = t.scan(ordered=True).to_arrow()
     assert got.column("key").to_pylist() == [f"k{i}" for i in sorted(range(20), key=str) if i not in (1, 2, 5)]
@@ -208,7 +208,7 @@ def test_mutation_that_loses_to_the_merge_restarts_on_its_outputs(tmp_path):
     other = tf.open_table(str(tmp_path / "t"))
     _during_next_commit(t, lambda: other.compact())
     t.upsert(pa.table({"key": ["k2", "k3"], "val": [200, 300]}))  # k2 deleted: inserted again
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     assert history_only(t)
     got = dict(zip(*[t.scan().to_arrow().column(c).to_pylist() for c in ("key", "val")]))
     assert got["k2"] == 200 and got["k3"] == 300 and "k1" not in got and len(got) == 19

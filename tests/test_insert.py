@@ -216,15 +216,15 @@ def test_pk_index_and_bloom_describe_the_rowset(metrics_table):
     from tableformat.keyencoder import encode_keys
     st = metrics_table.state
     for rs in st.rowsets.values():
-        idx = read_pk_index(metrics_table._storage, rs)
+        idx = read_pk_index(metrics_table.storage, rs)
         keys = idx.to_pylist()
         assert keys == sorted(keys) and len(set(keys)) == len(keys) == rs.num_rows
         assert (keys[0], keys[-1]) == (rs.min_key, rs.max_key)
-        assert load_bloom(metrics_table._storage, rs).may_contain(idx).all()
+        assert load_bloom(metrics_table.storage, rs).may_contain(idx).all()
     base = metrics_table.scan().to_arrow()
     kc = st.schema.key_columns
     enc = encode_keys([base[c.name] for c in kc], [c.type for c in kc]).to_pylist()
-    all_idx = sorted(k for rs in st.rowsets.values() for k in read_pk_index(metrics_table._storage, rs).to_pylist())
+    all_idx = sorted(k for rs in st.rowsets.values() for k in read_pk_index(metrics_table.storage, rs).to_pylist())
     assert sorted(enc) == all_idx
 
 
@@ -286,7 +286,7 @@ def test_every_load_order_writes_the_same_rowsets(tmp_path):
         assert t.check().ok
         by_tablet = {}
         for rs in t.state.rowsets.values():
-            keys = read_pk_index(t._storage, rs)
+            keys = read_pk_index(t.storage, rs)
             assert pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py()
             by_tablet[rs.tablet] = keys.to_pylist()
         got[name] = (by_tablet, t.scan(ordered=True).to_arrow().to_pylist())
@@ -372,5 +372,5 @@ def test_a_batch_whose_chunks_differ_in_series_order_loads_like_any_other(tmp_pa
     u.insert(batch.take(pa.array(np.random.default_rng(1).permutation(batch.num_rows))))
     for a, b in zip(sorted(t.state.rowsets.values(), key=lambda r: r.tablet),
                     sorted(u.state.rowsets.values(), key=lambda r: r.tablet)):
-        assert read_pk_index(t._storage, a).equals(read_pk_index(u._storage, b))
+        assert read_pk_index(t.storage, a).equals(read_pk_index(u.storage, b))
     assert t.scan(ordered=True).to_arrow().equals(u.scan(ordered=True).to_arrow())

@@ -64,7 +64,7 @@ def test_commit_timestamp_with_one_digit_changed_is_refused_and_reported(tmp_pat
     with pytest.raises(tf.CorruptFileError, match=commit_path(2).split("/")[-1]):
         reopen(root)
     with pytest.raises(tf.CorruptFileError, match="00000000000000000002.json fails its checksum"):
-        TransactionLog(t._storage).load(2)                 # what as_of=2 or as_of=ts replays
+        TransactionLog(t.storage).load(2)                 # what as_of=2 or as_of=ts replays
     bad = violations(t, "00000000000000000002.json")
     assert bad and "checksum" in bad[0]
 
@@ -305,4 +305,4 @@ def test_a_format_2_table_still_opens_reads_and_takes_new_commits(tmp_path):
     # the old rule still guards the old commits' actions
     _edit_commit(root, 2, lambda d: d["actions"][0]["add_rowset"].update(num_rows=11))
     with pytest.raises(tf.CorruptFileError, match="00000000000000000002.json fails its checksum"):
-        TransactionLog(t3._storage).read_commit(2)
+        TransactionLog(t3.storage).read_commit(2)

@@ -40,7 +40,7 @@ def test_timestamps_increase_strictly_even_if_the_clock_does_not(tmp_path, monke
 
 def test_a_version_can_be_taken_only_once(tmp_path):
     t = tf.create_table(str(tmp_path / "t"), small_schema())
-    log = TransactionLog(t._storage)
+    log = TransactionLog(t.storage)
     state = t.state
     assert log.try_commit(state, "X", [], {}, 0) is not None
     assert log.try_commit(state, "Y", [], {}, 0) is None   # version 1 is taken
@@ -55,7 +55,7 @@ def test_open_reads_one_checkpoint_plus_later_commits(tmp_path):
         t.insert(pa.table({"k": [i]}))
     t2 = tf.open_table(uri)
     assert t2.version == 1000
-    assert t2._log.reads <= 1 + 9
+    assert t2.log.reads <= 1 + 9
     assert t2.scan().count() == 1000
     assert len(t2.history()) == 1001
     # time travel to the distant past still works
@@ -72,7 +72,7 @@ def test_broken_checkpoint_falls_back_to_an_older_one(tmp_path):
     p.write_bytes(p.read_bytes()[:100])
     t2 = tf.open_table(uri)
     assert t2.scan().count() == 12
-    assert t2._log.reads <= 2 + 7  # the broken one, the older one, 7 commits
+    assert t2.log.reads <= 2 + 7  # the broken one, the older one, 7 commits
 
 
 def test_corrupt_commit_is_detected_and_named(tmp_path):

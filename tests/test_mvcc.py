@@ -55,7 +55,7 @@ def test_a_read_as_of_a_time_gives_the_same_answer_forever(tmp_path):
     def writer():
         w = tf.open_table(uri)
         # a slow object store: the commit's timestamp is picked, its PUT lands 5 ms later
-        w._storage.fault_hook = lambda step, path: time.sleep(0.005) if step == "commit" else None
+        w.storage.fault_hook = lambda step, path: time.sleep(0.005) if step == "commit" else None
         i = 0
         while not stop.is_set():
             w.insert(pa.table({"key": [i], "val": [i]}))

@@ -92,10 +92,10 @@ def test_a_failed_file_write_on_one_worker_leaves_no_file_of_any_worker(tmp_path
         if failed.is_set() or "base-" in path:
             time.sleep(0.3)                       # the other workers are still busy writing
 
-    t._storage.fault_hook = hook
+    t.storage.fault_hook = hook
     with pytest.raises(OSError, match="No space left"):
         t.insert(_rows(40_000, start=1000))
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     time.sleep(1.0)                               # anything still running would have written by now
     assert failed.is_set()
     assert _files(root) == files_before

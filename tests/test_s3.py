@@ -34,8 +34,8 @@ def test_commits_are_conditional_puts(s3_table_root):
     root, opts = s3
     t = tf.create_table(f"{root}/t", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
     st = t.state
-    assert t._log.try_commit(st, "A", [], {}, 0) is not None
-    assert t._log.try_commit(st, "B", [], {}, 0) is None     # If-None-Match: * refused the second put
+    assert t.log.try_commit(st, "A", [], {}, 0) is not None
+    assert t.log.try_commit(st, "B", [], {}, 0) is None     # If-None-Match: * refused the second put
     with pytest.raises(tf.TableExistsError):
         tf.create_table(f"{root}/t", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
 
@@ -45,8 +45,8 @@ def test_credentials_never_leak(s3_table_root):
     root, opts = s3
     t = tf.create_table(f"{root}/c", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
     t.insert(pa.table({"k": [1]}))
-    assert "sekrit" not in repr(t) and "sekrit" not in repr(t._storage)
-    fs = t._storage.fs
+    assert "sekrit" not in repr(t) and "sekrit" not in repr(t.storage)
+    fs = t.storage.fs
     for path in fs.find(f"{root}/c"):
         assert b"sekrit" not in fs.cat_file(path)
     with pytest.raises(tf.TableNotFoundError) as e:
@@ -68,13 +68,13 @@ def test_alter_compaction_vacuum_and_check_on_s3(s3_table_root):
     assert_same_rows(t.scan().to_arrow(), expect)
     assert t.scan(as_of=3).count() == 900
     stray = f"{root}/m/tablets/r0-h0/stray.parquet"
-    t._storage.fs.pipe_file(stray, b"orphan")
+    t.storage.fs.pipe_file(stray, b"orphan")
     assert t.vacuum(grace_seconds=0).files == ["tablets/r0-h0/stray.parquet"]
     assert t.check().ok
     # a lost commit race leaves no multipart upload open
     st = t.state
-    assert t._log.try_commit(st, "A", [], {}, st.version) is not None
-    assert t._log.try_commit(st, "B", [], {}, st.version) is None
+    assert t.log.try_commit(st, "A", [], {}, st.version) is not None
+    assert t.log.try_commit(st, "B", [], {}, st.version) is None
     bucket = root[len("s3://"):]
-    uploads = t._storage.fs.call_s3("list_multipart_uploads", Bucket=bucket)
+    uploads = t.storage.fs.call_s3("list_multipart_uploads", Bucket=bucket)
     assert not uploads.get("Uploads")

@@ -25,7 +25,7 @@ def new_table(uri, commits):
 
 def test_every_commit_names_its_table(tmp_path):
     t = old_table(str(tmp_path / "t"))
-    assert {t._log.read_commit(v).table_id for v in range(t.version + 1)} == {t.table_id}
+    assert {t.log.read_commit(v).table_id for v in range(t.version + 1)} == {t.table_id}
 
 
 @pytest.mark.parametrize("op", ["scan", "insert", "snapshot", "history"])

@@ -251,7 +251,7 @@ def test_tag_races_are_judged_by_where_the_winners_leave_the_tag(tmp_path):
     t.untag("x")
 
     def verdict(req, start, end):
-        winners = [t._log.read_commit(v) for v in range(start + 1, end + 1)]
+        winners = [t.log.read_commit(v) for v in range(start + 1, end + 1)]
         return req.check(Context(t.storage, t.state, t.state, winners, [], [])).outcome
     assert verdict(TagPresent(name="release"), base, base + 2) is Outcome.REBASE      # moved: still there
     assert verdict(TagPresent(name="release"), base, base + 1) is Outcome.FAIL        # removed

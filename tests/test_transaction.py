@@ -32,7 +32,7 @@ def test_every_log_action_round_trips_exactly(tmp_path):
     t.vacuum(retain_seconds=0)
     kinds = set()
     for v in range(t.version + 1):
-        raw = t._log.read_commit_json(v)
+        raw = t.log.read_commit_json(v)
         for a in raw["actions"]:
             assert action_from_json(a).to_json() == a        # the JSON on disk is what the types write
             kinds.add(next(iter(a)))
@@ -45,11 +45,11 @@ def test_decoding_stamps_the_commit_timestamp_once(tmp_path):
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.update(pa.table({"key": ["a"], "val": [2]}))
-    c1, c2 = t._log.read_commit(1), t._log.read_commit(2)
+    c1, c2 = t.log.read_commit(1), t.log.read_commit(2)
     (rs,) = [a.rowset for a in c1.actions]
     (d,) = [a.delta for a in c2.actions]
     assert rs.created_ts == c1.timestamp and (d.min_ts, d.max_ts) == (c2.timestamp, c2.timestamp)
-    assert "created_ts" not in t._log.read_commit_json(1)["actions"][0]["add_rowset"]   # not written to disk
+    assert "created_ts" not in t.log.read_commit_json(1)["actions"][0]["add_rowset"]   # not written to disk
 
 
 @pytest.mark.parametrize("req", [
@@ -114,9 +114,9 @@ def test_a_lost_race_restarts_an_engine_write_by_itself(tmp_path):
         if step == "commit" and "_log/0" in path and not fired:
             fired.append(path)
             other.delete(pa.table({"key": ["a"]}))
-    t._storage.fault_hook = hook
+    t.storage.fault_hook = hook
     res = t.insert_ignore(pa.table({"key": ["a", "b"], "val": [2, 3]}))
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     assert fired and (res.inserted, res.ignored) == (2, 0)
     assert rows(t) == [{"key": "a", "val": 2}, {"key": "b", "val": 3}]
 
@@ -130,7 +130,7 @@ def test_commit_properties_are_checked_and_used(tmp_path):
     t.commit_properties = tf.CommitProperties(checkpoint_interval=2)
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.insert(pa.table({"key": ["b"], "val": [1]}))
-    assert t._storage.exists("_log/00000000000000000002.checkpoint.json")
+    assert t.storage.exists("_log/00000000000000000002.checkpoint.json")
 
 
 def test_a_merge_that_loses_to_a_mutation_remaps_it_by_key(tmp_path):
@@ -192,12 +192,12 @@ def _two_handles(tmp_path):
 def _log_reads_of(t, version):
     """Counts reads of one commit file through the handle's log."""
     seen = []
-    real = t._log.read_commit_json
+    real = t.log.read_commit_json
 
     def counting(v):
         seen.append(v)
         return real(v)
-    t._log.read_commit_json = counting
+    t.log.read_commit_json = counting
     return lambda: seen.count(version)
 
 

@@ -67,7 +67,7 @@ def during_next_commit(t, fn):
         if step == "commit" and "_log/" in path and not fired:
             fired.append(1)
             fn()
-    t._storage.fault_hook = hook
+    t.storage.fault_hook = hook
     return fired
 
 
@@ -472,7 +472,7 @@ def test_compactions_with_a_concurrent_mutation_each_time(tmp_path):
             ids = [r for r in st.rowsets]
         during_next_commit(t, next(writes))
         res = force(t, kind, ids if kind == "merge" else [rs], col_ids(t, "val") if kind == "major_delta" else ())
-        t._storage.fault_hook = None
+        t.storage.fault_hook = None
         assert len(res) == 1
     want = [{"key": "k0", "val": 0, "s": None}, {"key": "k1", "val": 11, "s": "one"},
             {"key": "k2", "val": 21, "s": None}, {"key": "k3", "val": 30, "s": None},
@@ -499,7 +499,7 @@ def test_merge_racing_a_major_delta_of_its_input_keeps_the_latest_values(tmp_pat
     other = tf.open_table(str(tmp_path / "t"))
     during_next_commit(t, lambda: force(other, "major_delta", [rs], col_ids(other, "val")))
     force(t, "merge", [rs])
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     assert read(t, t.version) == [{"key": "a", "val": 10, "s": None}]
 
 
@@ -518,7 +518,7 @@ def test_merge_racing_a_minor_delta_then_another_merge_keeps_old_versions(tmp_pa
     other = tf.open_table(str(tmp_path / "t"))
     during_next_commit(t, lambda: force(other, "minor_delta", [rs]))
     force(t, "merge", [rs])
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     merge_all(t)
     vacuum0(t)
     assert every_version(t, before) == before
@@ -539,7 +539,7 @@ def test_insert_of_a_deleted_key_racing_a_merge_that_keeps_its_ghost(tmp_path):
     try:
         t.insert(pa.table({"key": ["a"], "val": [3]}))
     finally:
-        t._storage.fault_hook = None
+        t.storage.fault_hook = None
     assert read(t, t.version) == [{"key": "a", "val": 3, "s": None}, {"key": "b", "val": 2, "s": None}]
 
 
@@ -556,7 +556,7 @@ def test_changes_after_a_merge_that_remapped_a_concurrent_update(tmp_path):
     other = tf.open_table(str(tmp_path / "t"))
     during_next_commit(t, lambda: other.update(pa.table({"key": ["a"], "val": [10]})))
     force(t, "merge", [rs])
-    t._storage.fault_hook = None
+    t.storage.fault_hook = None
     t.update(pa.table({"key": ["a"], "s": ["x"]}))
     assert read(t, t.version) == [{"key": "a", "val": 10, "s": "x"}]
     ch = t.changes(start).select(["_op", "key", "val", "s"]).to_pylist()
@@ -747,7 +747,7 @@ def test_spark_insert_commit_of_a_deleted_key_racing_a_merge_that_keeps_its_ghos
     planned = t.state
     batch = prepare(planned.schema, pa.table({"key": ["a"], "val": [3]}))
     written: list[str] = []
-    rowsets = write_plan(t._storage, planned, plan_insert(t._storage, planned, batch, False), written)
+    rowsets = write_plan(t.storage, planned, plan_insert(t.storage, planned, batch, False), written)
     (rs,) = t.state.rowsets
     force(t, "merge", [rs])                                    # commits first, keeping 'a' as a ghost
     res = commit_rowsets(uri, None, planned.version, [[r.to_json() for r in rowsets]], [written], "INSERT",
