@@ -121,7 +121,7 @@ class TableFormatReader(DataSourceReader):
         self.rowsets = None if raw is None else {r for r in raw.split(",") if r}
         snap = open_snapshot(self.uri, self.storage_options, self.as_of)
         self.version = snap.version
-        self.table_id = snap.state.table_id
+        self.table_id = snap.table_id
 
     def pushFilters(self, filters):
         for f in filters:
@@ -168,7 +168,7 @@ class TableFormatWriter(DataSourceArrowWriter):
         self.storage_options = storage_options_from(options)
         snap = open_snapshot(self.uri, self.storage_options, None)   # fails clearly if there is no table
         self.version = snap.version
-        self.table_id = snap.state.table_id
+        self.table_id = snap.table_id
         self.chunk_bytes = _positive_int(options, "write_chunk_bytes", WRITE_CHUNK_BYTES)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenRowsets:

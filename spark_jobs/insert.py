@@ -23,12 +23,12 @@ from typing import Any
 import tableformat as tf
 
 from .session import get_spark
-from .writes import (TABLET_COL, collect_rows, commit_fragments, commit_rowsets, insert_task, run_job,
-                     sorted_by_key, write_partition)
+from .writes import (TABLET_COL, collect_rows, commit_fragments, insert_task, run_job,
+                     sorted_by_key)
 
 # the executor and driver halves live in `writes`; these names stay importable from here
-__all__ = ["partitioned_insert", "main", "TABLET_COL", "collect_rows", "commit_fragments", "commit_rowsets",
-           "sorted_by_key", "write_partition"]
+__all__ = ["partitioned_insert", "main", "TABLET_COL", "collect_rows", "commit_fragments",
+           "sorted_by_key"]
 RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, sample string"
 
 

@@ -29,37 +29,11 @@ import tableformat as tf
 
 from .session import get_spark
 from .snapshots import open_snapshot
-from .writes import (KEY_COL, LAYOUT_COLS, TABLET_COL, TASK_BATCH_ROWS, RejectedRows, coalesced, collect_rows,
-                     commit_fragments, result_batch, run_job)
+from .writes import (KEY_COL, LAYOUT_COLS, TASK_BATCH_ROWS, RejectedRows, coalesced, commit_fragments, result_batch, run_job)
 
 RESULT_SCHEMA = ("fragment string, files string, counts string, inserted long, updated long, deleted long, "
                  "ignored long, missing long, duplicate long, sample string")
 OPS = ("update", "update_ignore", "delete", "delete_ignore", "upsert", "insert", "insert_ignore")
-
-
-def merge_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None, op: str | None,
-                    op_column: str | None, update_columns: Sequence[str] | None, on_error: str,
-                    error_path: str | None, table_id: str | None = None) -> dict:
-    """Executor side: plan this task's rows on the snapshot with the engine and write its
-    deltas and rowsets; the result holds the task's write fragment (JSON)."""
-    out = {"fragment": None, "files": [], "counts": {}, "inserted": 0, "updated": 0, "deleted": 0, "ignored": 0,
-           "missing": 0, "duplicate": 0, "sample": ""}
-    if data is None or data.num_rows == 0:
-        return out
-    snap = open_snapshot(uri, storage_options, version, table_id)
-    data = data.drop([c for c in data.column_names if c == TABLET_COL])
-    frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE")
-    batch, failed, _ops = frag.rejected
-    add_counts(out, frag.counts)
-    if len(failed):
-        out["sample"] = snap.describe_rows(batch, failed)
-        if on_error == "fail":
-            snap.storage.delete_quietly(frag.files)
-            return out
-        if on_error == "collect":
-            collect_rows(error_path, batch, failed)
-    out.update(fragment=frag.to_json(), files=list(frag.files))
-    return out
 
 
 COUNTS = ("inserted", "updated", "deleted", "ignored", "missing", "duplicate")
@@ -97,7 +71,7 @@ def merge_task(uri: str, storage_options: dict | None, version: int, table_id: s
     counts. With on_error='fail', a failed row deletes the task's files; later chunks only count."""
     def fn(batches):
         snap = open_snapshot(uri, storage_options, version, table_id)
-        limit = int(snap.state.properties["rowset_target_bytes"])
+        limit = int(snap.properties["rowset_target_bytes"])
         out = {"fragment": None, "files": [], "counts": {}, **{k: 0 for k in COUNTS}, "sample": ""}
         frags: list[tf.WriteFragment] = []
         errors = RejectedRows(error_path if on_error == "collect" else None)
@@ -109,7 +83,8 @@ def merge_task(uri: str, storage_options: dict | None, version: int, table_id: s
             data = data.drop([c for c in LAYOUT_COLS if c in data.column_names])
             if not data.num_rows:
                 return
-            frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE")
+            frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE",
+                                       distributed=True)
             batch, failed, _ops = frag.rejected
             add_counts(out, frag.counts)
             if len(failed):

@@ -66,7 +66,7 @@ def main(argv=None) -> None:
 
     table = tf.create_table(uri, schema(), partitioning=tf.PartitionSchema(
         hash=[tf.HashPartition(["host", "metric"], buckets=4)], range=tf.RangePartition(["time"])))
-    step(f"created {table!r} with {len(table.state.partitioning.tablet_ids())} tablets")
+    step(f"created {table!r} with {len(table.snapshot().tablet_ids)} tablets")
 
     res = partitioned_insert(spark, metrics_df(spark, args.rows), uri)
     load_version = res.version

@@ -62,7 +62,7 @@ def open_snapshot(uri: str, storage_options: dict | None, as_of: Any, table_id: 
     state comes from a fresh handle."""
     if isinstance(as_of, int) and not isinstance(as_of, tf.Timestamp):
         t = _table(uri, storage_options, table_id, fresh=table_id is None)
-        key = (uri, json.dumps(storage_options, sort_keys=True), t.table_id, as_of, t.state.history_horizon)
+        key = (uri, json.dumps(storage_options, sort_keys=True), t.table_id, as_of, t.snapshot().history_horizon)
         with _LOCK:
             snap = _SNAPSHOTS.get(key)
         if snap is None:

@@ -32,27 +32,6 @@ PART_COL = "_tf_part"
 LAYOUT_COLS = (TABLET_COL, KEY_COL, SEQ_COL, PART_COL)
 
 
-def write_partition(uri: str, storage_options: dict | None, version: int, data: pa.Table | None,
-                    on_duplicate: str = "fail", error_path: str | None = None, table_id: str | None = None) -> dict:
-    """Executor side: validate, check keys and write rowsets for the rows of one task; the
-    result holds the task's write fragment (JSON) and what it rejected."""
-    out = {"fragment": None, "files": [], "rows": 0, "duplicates": 0, "sample": ""}
-    if data is None or data.num_rows == 0:
-        return out
-    snap = open_snapshot(uri, storage_options, version, table_id)
-    frag = snap.write_insert(data.drop([c for c in data.column_names if c == TABLET_COL]),
-                             on_duplicate="fail" if on_duplicate == "fail" else "ignore", report=True,
-                             distributed=True, write_when_rejected=on_duplicate != "fail")
-    batch, dup_rows = frag.rejected
-    out["duplicates"] = int(len(dup_rows))
-    if len(dup_rows):
-        out["sample"] = snap.describe_rows(batch, dup_rows)
-        if on_duplicate == "collect":
-            collect_rows(error_path, batch, dup_rows)
-    out.update(fragment=frag.to_json(), files=list(frag.files), rows=frag.counts.get("inserted", 0))
-    return out
-
-
 def collect_rows(error_path: str, batch: pa.Table, rows: np.ndarray) -> None:
     """Write rejected rows to the error output, one uniquely named Parquet file per task."""
     import pyarrow.parquet as pq
@@ -63,34 +42,17 @@ def collect_rows(error_path: str, batch: pa.Table, rows: np.ndarray) -> None:
 
 def commit_fragments(uri: str, storage_options: dict | None, fragments: list[dict], operation: str,
                      counts: dict) -> tf.WriteResult:
-    """Driver side: one commit of every task's fragment, with the engine's key-level requirements
-    (a key inserted concurrently fails it; a job planned on a definition since changed restarts).
-    `counts` are the job's totals; with nothing to commit, nothing is."""
+    """Driver side: one commit of every task's fragment (JSON), with the engine's key-level
+    requirements (a key inserted concurrently fails it; a job planned on a definition since
+    changed restarts). `counts` are the job's totals; with nothing to commit, nothing is."""
     table = tf.open_table(uri, storage_options=storage_options)
-    # fragments without actions still count: their requirements (keys skipped as existing) hold
     frags = [tf.WriteFragment.from_json(d) for d in fragments]
     if all(f.empty for f in frags):
-        st = table.state
-        return tf.WriteResult(st.version, tf.Timestamp(st.timestamp), operation,
+        st = table.snapshot()
+        return tf.WriteResult(st.version, st.timestamp, operation,
                               **{k: counts.get(k, 0) for k in ("inserted", "updated", "deleted", "ignored")})
-    for f in frags:
-        f.operation, f.counts = operation, {}
-    frags[0].counts = dict(counts)
-    return table.commit_fragments(frags, operation)
-
-
-def commit_rowsets(uri: str, storage_options: dict | None, version: int, rowset_lists: list, file_lists: list,
-                   operation: str, counts: dict) -> tf.WriteResult:
-    """Driver side, from rowset descriptors (the log's JSON) written on snapshot `version`: one
-    fragment whose commit checks their keys against each other and against concurrent commits."""
-    ignore = operation == "INSERT_IGNORE"
-    frag = {"operation": operation, "read_version": version,
-            "actions": [{"add_rowset": r} for lst in rowset_lists for r in lst],
-            "files": [f for lst in file_lists for f in lst], "counts": dict(counts),
-            "requirements": [{"kind": "definition_unchanged", "on_change": "restart"},
-                             {"kind": "keys_absent", "keys": {}, "own_rowsets": True,
-                              "on_clash": "restart" if ignore else "fail"}]}
-    return commit_fragments(uri, storage_options, [frag], operation, counts)
+    # fragments without actions still count: their requirements (keys skipped as existing) hold
+    return table.commit_fragments(frags, operation, counts=counts)
 
 
 def key_and_tablet(uri: str, storage_options: dict | None, version: int, strict: bool = True,

@@ -21,7 +21,9 @@ from .rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
 from .scan import Scanner, ScanTask
 from .schema import Column, Schema
 from .storage import Storage
-from .table import Snapshot, Table, WriteResult, create_table, open_table
+from .result import WriteResult
+from .snapshot import Snapshot
+from .table import Table, create_table, open_table
 from .transaction import CommitProperties
 from .vacuum import VacuumPlan, VacuumResult
 

@@ -17,15 +17,28 @@ from typing import Any, Mapping
 from .errors import CorruptFileError
 from .metadata import DeltaFileMeta, FileRef, RowSetMeta, TableState
 from .partition import Partitioning
+from .registry import Registry
 from .schema import Schema
 
 
+ACTIONS = Registry("log action")
+
+
 class Action:
-    """A change to the table state, as recorded in a commit."""
+    """A change to the table state, as recorded in a commit: `{key: body}`, decoded through
+    the protocol's one registry (`registry`) by `from_body`."""
 
     key = ""
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        ACTIONS.register(cls.key, cls)
+
     def to_json(self) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def from_body(cls, body: dict) -> "Action":
         raise NotImplementedError
 
 
@@ -39,6 +52,10 @@ class CreateTable(Action):
     def to_json(self) -> dict:
         return {self.key: dict(self.meta)}
 
+    @classmethod
+    def from_body(cls, body: dict) -> "CreateTable":
+        return cls(MappingProxyType(dict(body)))
+
 
 @dataclass(frozen=True)
 class AddRowSet(Action):
@@ -48,6 +65,10 @@ class AddRowSet(Action):
     def to_json(self) -> dict:
         return {self.key: self.rowset.to_json()}
 
+    @classmethod
+    def from_body(cls, body: dict) -> "AddRowSet":
+        return cls(RowSetMeta.from_json(body))
+
 
 @dataclass(frozen=True)
 class RemoveRowSet(Action):
@@ -56,6 +77,10 @@ class RemoveRowSet(Action):
 
     def to_json(self) -> dict:
         return {self.key: {"id": self.rowset_id}}
+
+    @classmethod
+    def from_body(cls, body: dict) -> "RemoveRowSet":
+        return cls(body["id"])
 
 
 @dataclass(frozen=True)
@@ -70,6 +95,10 @@ class AddDelta(Action):
     def to_json(self) -> dict:
         return {self.key: self.delta.to_json()}
 
+    @classmethod
+    def from_body(cls, body: dict) -> "AddDelta":
+        return cls(DeltaFileMeta.from_json(body))
+
 
 @dataclass(frozen=True)
 class RemoveDelta(Action):
@@ -79,6 +108,10 @@ class RemoveDelta(Action):
 
     def to_json(self) -> dict:
         return {self.key: {"rowset": self.rowset_id, "path": self.path}}
+
+    @classmethod
+    def from_body(cls, body: dict) -> "RemoveDelta":
+        return cls(body["rowset"], body["path"])
 
 
 @dataclass(frozen=True)
@@ -98,6 +131,13 @@ class AlterDefinition(Action):
             d["properties"] = dict(self.properties)
         return {self.key: d}
 
+    @classmethod
+    def from_body(cls, body: dict) -> "AlterDefinition":
+        schema = Schema.from_json(body["schema"])
+        props = body.get("properties")
+        return cls(body["name"], schema, Partitioning.from_json(body["partitioning"], schema),
+                   None if props is None else MappingProxyType(dict(props)))
+
 
 @dataclass(frozen=True)
 class SetHistory(Action):
@@ -115,6 +155,10 @@ class SetHistory(Action):
             d["gc_before_ts"] = self.gc_before_ts
         return {self.key: d}
 
+    @classmethod
+    def from_body(cls, body: dict) -> "SetHistory":
+        return cls(body.get("horizon_version"), body.get("gc_before_ts"))
+
 
 @dataclass(frozen=True)
 class AddTag(Action):
@@ -128,6 +172,10 @@ class AddTag(Action):
     def to_json(self) -> dict:
         return {self.key: {"name": self.name, "version": self.version, "timestamp": self.timestamp}}
 
+    @classmethod
+    def from_body(cls, body: dict) -> "AddTag":
+        return cls(str(body["name"]), int(body["version"]), int(body["timestamp"]))
+
 
 @dataclass(frozen=True)
 class RemoveTag(Action):
@@ -138,6 +186,10 @@ class RemoveTag(Action):
 
     def to_json(self) -> dict:
         return {self.key: {"name": self.name}}
+
+    @classmethod
+    def from_body(cls, body: dict) -> "RemoveTag":
+        return cls(str(body["name"]))
 
 
 @dataclass(frozen=True)
@@ -153,6 +205,10 @@ class AddSkipped(Action):
     def to_json(self) -> dict:
         return {self.key: {**self.file.to_json(), "count": self.count, "reason": self.reason}}
 
+    @classmethod
+    def from_body(cls, body: dict) -> "AddSkipped":
+        return cls(FileRef.from_json(body), body["count"], body["reason"])
+
 
 DEFINITION_CHANGES = (CreateTable, AlterDefinition)
 
@@ -162,33 +218,11 @@ def action_from_json(d: dict, path: str = "<commit>") -> Action:
     if not isinstance(d, dict) or len(d) != 1:
         raise CorruptFileError(f"{path}: malformed log action {d!r:.200}")
     (key, body), = d.items()
+    cls = ACTIONS.lookup(key, path)
     try:
-        if key == "add_rowset":
-            return AddRowSet(RowSetMeta.from_json(body))
-        if key == "remove_rowset":
-            return RemoveRowSet(body["id"])
-        if key == "add_delta":
-            return AddDelta(DeltaFileMeta.from_json(body))
-        if key == "remove_delta":
-            return RemoveDelta(body["rowset"], body["path"])
-        if key == "alter":
-            schema = Schema.from_json(body["schema"])
-            props = body.get("properties")
-            return AlterDefinition(body["name"], schema, Partitioning.from_json(body["partitioning"], schema),
-                              None if props is None else MappingProxyType(dict(props)))
-        if key == "skipped":
-            return AddSkipped(FileRef.from_json(body), body["count"], body["reason"])
-        if key == "history":
-            return SetHistory(body.get("horizon_version"), body.get("gc_before_ts"))
-        if key == "metadata":
-            return CreateTable(MappingProxyType(dict(body)))
-        if key == "tag":
-            return AddTag(str(body["name"]), int(body["version"]), int(body["timestamp"]))
-        if key == "untag":
-            return RemoveTag(str(body["name"]))
+        return cls.from_body(body)
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptFileError(f"{path}: malformed {key} action: {e}") from None
-    raise CorruptFileError(f"{path}: unknown log action [{key!r}]")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from .errors import PartitionSchemaError, SchemaError, SequenceColumnError
 from .partition import RangeBound, encode_bound
 from .schema import MAX_COLUMNS, Column, Schema, validate_identifier
 from .actions import Action, AlterDefinition, RemoveRowSet
-from .conflicts import DefinitionUnchanged, NoRowsInTablets, Outcome
+from .conflicts import DefinitionUnchanged, NoRowsInTablets
 from .fragment import WriteFragment
 from .metadata import TableState
 from .sequence import PROPERTY as SEQUENCE, check_sequence_column
@@ -35,8 +35,8 @@ from .sequence import PROPERTY as SEQUENCE, check_sequence_column
 class AlterTable:
     """Collects schema and partition changes; `commit()` (or leaving the `with`) applies them in one commit."""
 
-    def __init__(self, table):
-        self._table = table
+    def __init__(self, commit: Callable[["AlterTable"], Any]):
+        self._commit = commit              # Table.alter's: runs write_alter on a snapshot and commits
         self._steps: list[tuple[str, Callable[[TableState], TableState]]] = []
         self.result = None
 
@@ -193,7 +193,7 @@ class AlterTable:
         return state
 
     def commit(self):
-        self.result = self._table._alter(self)
+        self.result = self._commit(self)
         return self.result
 
     def __enter__(self) -> "AlterTable":
@@ -253,5 +253,5 @@ def write_alter(state: TableState, alter: "AlterTable") -> WriteFragment:
     gone = tuple(sorted(set(state.partitioning.tablet_ids()) - set(new.partitioning.tablet_ids())))
     return WriteFragment("ALTER TABLE", state.version, actions, [],
                          {"rowsets_dropped": sum(isinstance(a, RemoveRowSet) for a in actions)},
-                         [DefinitionUnchanged(Outcome.RESTART), NoRowsInTablets(gone)],
-                         data_change=False, table_id=state.table_id)
+                         [DefinitionUnchanged(), NoRowsInTablets(gone)],
+                         data_change=False, table_id=state.table_id, kind="alter")

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from .actions import Action, AddDelta, AddRowSet, RemoveDelta, RemoveRowSet, SetHistory
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
-from .conflicts import DefinitionUnchanged, MergeInputsRemappable, Outcome, RowSetsUnchanged, TagsRetained
+from .conflicts import DefinitionUnchanged, MergeInputsRemappable, RowSetsUnchanged, TagsRetained
 from .cfile_set import field_name
 from .delta_tracker import apply_deltas, redo_order
 from .deltafile import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, flag_name, read_delta, write_delta_file
@@ -443,9 +443,9 @@ def write_compaction(storage: Storage, st: TableState, action: CompactionAction,
                 return None                           # a compaction already removed them
         else:
             prep = prepare_minor(storage, st, first)
-        reqs = [DefinitionUnchanged(Outcome.FAIL), RowSetsUnchanged(tuple(action.rowsets))]
+        reqs = [DefinitionUnchanged(), RowSetsUnchanged(tuple(action.rowsets))]
     if ahm is not None:
         reqs.append(TagsRetained(ahm))
     return WriteFragment(f"COMPACT {action.kind.upper()}", st.version, prep.actions, prep.written,
                          {"rowsets_in": len(action.rowsets), "rowsets_out": len(prep.outputs)}, reqs,
-                         data_change=False, table_id=st.table_id)
+                         data_change=False, table_id=st.table_id, kind=action.kind)

@@ -1,67 +1,34 @@
 """Requirements: what a write relies on, checked against exactly the commits that won.
 
 A writer plans on a snapshot. If another commit lands first, each requirement
-of the loser looks at the winners and answers one of Lance's three outcomes:
-
-- REBASE: still valid; commit on top of the winners (maybe with remapped actions);
-- RESTART: the plan may be wrong now; plan again on the new snapshot;
-- FAIL: the write can never succeed; a typed error.
-
-`MATRIX` is the conflict matrix of specs/format.md §10 in data: for each pair
-(later writer, earlier winner) that touch the same rows, the outcome. The
-requirement types below implement it, and tests/test_conflict_matrix.py checks
-every cell against both. Requirements are plain data (to_json / from_json), so
-a Spark executor can make them and a driver can check them.
+of the loser finds whether a winner touched what it relies on (keys, rows,
+rowsets, the definition, a tag, the history); if one did, the conflict matrix
+(`matrix.decide`, specs/format.md §10) gives the outcome: REBASE, RESTART or
+FAIL. Requirements are plain data (to_json / from_json through one registry,
+`registry`), so a Spark executor can make them and a driver can check them.
+A rebase that must rewrite REDO files onto a compaction's outputs uses `remap`.
 """
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field, fields
-from enum import Enum
 from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from .actions import AddDelta, AddRowSet, AddTag, Action, Commit, RemoveRowSet, RemoveTag, SetHistory, added_deltas
-from .cfile_set import field_name
 from .delta_tracker import deleted_mask
-from .deltafile import DELETE, REDO, flag_name, read_delta, write_delta_file
+from .deltafile import DELETE, REDO, flag_name, read_delta
 from .diskrowset import read_pk_index
 from .errors import CommitConflictError, DuplicateKeyError, HistoryExpiredError, TagExistsError, TagNotFoundError
-from .keyencoder import decode_key, encode_keys
+from .keyencoder import decode_key
 from .keyprobe import probe
-from .metadata import DeltaFileMeta, TableState
+from .matrix import Outcome, decide, fallback
+from .metadata import TableState
+from .registry import Registry
+from .remap import remap_by_key
 from .storage import Storage
-
-
-class Outcome(str, Enum):
-    REBASE = "rebase"
-    RESTART = "restart"
-    FAIL = "fail"
-
-
-# The operations of the matrix, as specs/format.md §10 names them.
-OPERATIONS = ("insert", "insert_ignore", "mutation", "alter", "minor_delta", "major_delta", "merge",
-              "undo_gc", "vacuum", "spark_insert", "spark_merge")
-
-_R, _S, _F = Outcome.REBASE, Outcome.RESTART, Outcome.FAIL
-# MATRIX[later][earlier]: the later writer's outcome when the earlier one committed first, both
-# touching the same rows (same keys, same rowsets). Disjoint writes always rebase.
-MATRIX: dict[str, dict[str, Outcome]] = {
-    #                insert ins_ign mutation alter minor major merge undo_gc vacuum sp_ins sp_merge
-    "insert":        dict(zip(OPERATIONS, (_F, _F, _F, _S, _R, _R, _R, _R, _R, _F, _F))),
-    "insert_ignore": dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _R, _R, _R, _S, _S))),
-    "mutation":      dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _R, _R, _R, _S, _S))),
-    "alter":         dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _S, _R, _R, _S, _S))),
-    "minor_delta":   dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
-    "major_delta":   dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
-    "merge":         dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
-    "undo_gc":       dict(zip(OPERATIONS, (_R, _R, _R, _F, _F, _F, _F, _F, _R, _R, _R))),
-    "vacuum":        dict(zip(OPERATIONS, (_R, _R, _R, _R, _R, _R, _R, _R, _R, _R, _R))),
-    "spark_insert":  dict(zip(OPERATIONS, (_F, _F, _F, _S, _R, _R, _R, _R, _R, _F, _F))),
-    "spark_merge":   dict(zip(OPERATIONS, (_S, _S, _S, _S, _R, _R, _R, _R, _R, _S, _S))),
-}
 
 
 @dataclass
@@ -84,6 +51,15 @@ class Context:
     winners: list[Commit]
     own: list[Action]
     written: list[str]                  # a requirement that writes files (remapping) appends them
+    kind: str = "mutation"              # the write's row of the matrix
+
+    def decide(self, winner: Commit) -> Outcome:
+        """The matrix's outcome for this write against a winner that touched its data."""
+        return decide(self.kind, winner)
+
+    def fallback(self) -> Outcome:
+        """The outcome when the matrix says REBASE but this write cannot be carried over."""
+        return fallback(self.kind)
 
     @property
     def winner_actions(self) -> list[Action]:
@@ -91,7 +67,13 @@ class Context:
 
 
 REBASE = Verdict(Outcome.REBASE)
-_TYPES: dict[str, type] = {}
+REQUIREMENTS = Registry("requirement")
+
+
+def strictest(verdicts) -> Verdict:
+    """FAIL over RESTART over REBASE; REBASE when there are none."""
+    order = {Outcome.FAIL: 0, Outcome.RESTART: 1, Outcome.REBASE: 2}
+    return min(verdicts, key=lambda v: order[v.outcome], default=REBASE)
 
 
 class Requirement:
@@ -101,7 +83,7 @@ class Requirement:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        _TYPES[cls.kind] = cls
+        REQUIREMENTS.register(cls.kind, cls)
 
     def check(self, ctx: Context) -> Verdict:
         raise NotImplementedError
@@ -114,33 +96,29 @@ class Requirement:
         return {"kind": self.kind, **self._body()}
 
     def _body(self) -> dict:
-        """Plain JSON of the fields: tuples as lists, outcomes by value."""
-        return {f.name: (list(v) if isinstance(v, tuple) else v.value if isinstance(v, Outcome) else v)
-                for f in fields(self) for v in [getattr(self, f.name)]}
+        """Plain JSON of the fields: tuples as lists."""
+        return {f.name: (list(v) if isinstance(v, tuple) else v) for f in fields(self) for v in [getattr(self, f.name)]}
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Requirement":
         d = dict(d)
-        return _TYPES[d.pop("kind")]._from_body(d)
+        return REQUIREMENTS.lookup(d.pop("kind")).from_body(d)
 
     @classmethod
-    def _from_body(cls, d: dict) -> "Requirement":
-        return cls(**{k: tuple(v) if isinstance(v, list) else Outcome(v) if k.startswith("on_") else v
-                      for k, v in d.items()})
+    def from_body(cls, d: dict) -> "Requirement":
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
 
 @dataclass(frozen=True)
 class DefinitionUnchanged(Requirement):
     """The schema, partitioning and properties the plan used still hold."""
 
-    on_change: Outcome = Outcome.RESTART
     kind: ClassVar[str] = "definition_unchanged"
 
     def check(self, ctx: Context) -> Verdict:
-        if any(c.changes_definition for c in ctx.winners):
-            return Verdict(self.on_change, "the table definition changed (ALTER TABLE)",
-                           CommitConflictError("the table definition changed concurrently; run it again"))
-        return REBASE
+        return strictest(Verdict(ctx.decide(c), "the table definition changed (ALTER TABLE)",
+                                 CommitConflictError("the table definition changed concurrently; run it again"))
+                         for c in ctx.winners if c.changes_definition)
 
 
 def _pack_rowids(a: np.ndarray) -> str:
@@ -160,14 +138,27 @@ class KeysAbsent(Requirement):
 
     keys: Mapping[str, pa.Array] = field(default_factory=dict)
     own_rowsets: bool = False
-    on_clash: Outcome = Outcome.RESTART
     kind: ClassVar[str] = "keys_absent"
 
     def check(self, ctx: Context) -> Verdict:
-        added = new_rowsets(ctx)
-        if not added:
-            return REBASE
         deltas_of = added_deltas(ctx.winners)    # ghost rows (format 3 merges) carry their DELETE: not live
+        verdicts, clashes = [], []
+        for c in ctx.winners:
+            hit = self._clashes(ctx, new_rowsets(ctx, [c]), deltas_of)
+            if hit:
+                clashes += hit
+                verdicts.append(Verdict(ctx.decide(c), f"{len(hit)} key(s) were inserted concurrently"))
+        if not clashes:
+            return REBASE
+        schema = ctx.base.schema
+        first = ", ".join(repr(_decoded(k, schema)) for k in sorted(clashes)[:3])
+        err = DuplicateKeyError(f"{len(clashes)} key(s) were inserted concurrently in table {schema_name(ctx)!r} "
+                                f"(first: {first}); use insert_ignore or upsert", len(clashes))
+        v = strictest(verdicts)
+        return Verdict(v.outcome, v.reason, err)
+
+    def _clashes(self, ctx: Context, added: list, deltas_of) -> list[bytes]:
+        """The keys this write relies on being absent that live rows of `added` hold."""
         clashes: list[bytes] = []
         if self.own_rowsets:
             mine = [a.rowset for a in ctx.own if isinstance(a, AddRowSet)]
@@ -189,13 +180,7 @@ class KeysAbsent(Requirement):
                 if theirs and len(keys):
                     hit = probe(ctx.storage, theirs, keys, deltas_of)[0] >= 0
                     clashes += keys.filter(pa.array(hit)).to_pylist()
-        if not clashes:
-            return REBASE
-        schema = ctx.base.schema
-        first = ", ".join(repr(_decoded(k, schema)) for k in sorted(clashes)[:3])
-        err = DuplicateKeyError(f"{len(clashes)} key(s) were inserted concurrently in table {schema_name(ctx)!r} "
-                                f"(first: {first}); use insert_ignore or upsert", len(clashes))
-        return Verdict(self.on_clash, f"{len(clashes)} key(s) were inserted concurrently", err)
+        return clashes
 
     def precheck(self, ctx: Context) -> Verdict:
         """A distributed insert: tasks not split by tablet and key can hold one key twice (a
@@ -204,12 +189,12 @@ class KeysAbsent(Requirement):
 
     def _body(self) -> dict:
         return {"keys": {t: [k.hex() for k in v.to_pylist()] for t, v in self.keys.items()},
-                "own_rowsets": self.own_rowsets, "on_clash": self.on_clash.value}
+                "own_rowsets": self.own_rowsets}
 
     @classmethod
-    def _from_body(cls, d: dict) -> "KeysAbsent":
+    def from_body(cls, d: dict) -> "KeysAbsent":
         keys = {t: pa.array([bytes.fromhex(k) for k in v], pa.binary()) for t, v in d["keys"].items()}
-        return cls(keys, d["own_rowsets"], Outcome(d["on_clash"]))
+        return cls(keys, d["own_rowsets"])
 
 
 def schema_name(ctx: Context) -> str:
@@ -224,10 +209,11 @@ def _decoded(key: bytes, schema) -> Any:
         return key.hex()
 
 
-def new_rowsets(ctx: Context) -> list:
-    """Rowsets the winners added that hold rows new to the table: a major delta compaction
-    re-adds a rowset under its id with a new column group, and that is no new row."""
-    return [a.rowset for a in ctx.winner_actions if isinstance(a, AddRowSet) and a.rowset.id not in ctx.base.rowsets]
+def new_rowsets(ctx: Context, winners: list[Commit] | None = None) -> list:
+    """Rowsets the winners (all, or those given) added that hold rows new to the table: a major
+    delta compaction re-adds a rowset under its id with a new column group, and that is no new row."""
+    return [a.rowset for c in (ctx.winners if winners is None else winners) for a in c.actions
+            if isinstance(a, AddRowSet) and a.rowset.id not in ctx.base.rowsets]
 
 
 @dataclass(frozen=True)
@@ -267,10 +253,8 @@ class SkippedKeysStillLive(Requirement):
     kind: ClassVar[str] = "skipped_keys_still_live"
 
     def check(self, ctx: Context) -> Verdict:
-        for c in ctx.winners:
-            if c.data_change and any(a.delta.delete_count for a in c.of(AddDelta)):
-                return Verdict(Outcome.RESTART, "rows were deleted concurrently: a skipped key may be gone")
-        return REBASE
+        return strictest(Verdict(ctx.decide(c), "rows were deleted concurrently: a skipped key may be gone")
+                         for c in ctx.winners if c.data_change and any(a.delta.delete_count for a in c.of(AddDelta)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -304,17 +288,22 @@ class RowsLive(Requirement):
             return changed_rows(rid) if rid in own else None
 
         removed: list[str] = []
-        for a in ctx.winner_actions:
-            if isinstance(a, RemoveRowSet) and guarded(a.rowset_id) is not None:
-                if not np.isin(guarded(a.rowset_id), changed_rows(a.rowset_id)).all():
-                    return Verdict(Outcome.RESTART, f"rowset {a.rowset_id} was rewritten")
-                removed.append(a.rowset_id)
-            elif isinstance(a, AddDelta) and guarded(a.delta.rowset) is not None and \
-                    (a.delta.delete_count or a.delta.reinsert_count):
-                t = read_delta(ctx.storage, a.delta)
-                deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
-                if np.isin(guarded(a.delta.rowset), deleted).any():
-                    return Verdict(Outcome.RESTART, "a row it changes was deleted concurrently")
+        for c in ctx.winners:
+            for a in c.actions:
+                if isinstance(a, RemoveRowSet) and guarded(a.rowset_id) is not None:
+                    outcome = ctx.decide(c)
+                    if outcome is not Outcome.REBASE:
+                        return Verdict(outcome, f"rowset {a.rowset_id} was removed")
+                    if not np.isin(guarded(a.rowset_id), changed_rows(a.rowset_id)).all():
+                        # a row it only read moved: no REDO record of its own carries it over
+                        return Verdict(ctx.fallback(), f"rowset {a.rowset_id} was rewritten")
+                    removed.append(a.rowset_id)
+                elif isinstance(a, AddDelta) and guarded(a.delta.rowset) is not None and \
+                        (a.delta.delete_count or a.delta.reinsert_count):
+                    t = read_delta(ctx.storage, a.delta)
+                    deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
+                    if np.isin(guarded(a.delta.rowset), deleted).any():
+                        return Verdict(_no_rebase(ctx, c), "a row it changes was deleted concurrently")
         if not removed:
             return REBASE
         mine = [a for rid in removed for a in own.get(rid, ())]
@@ -326,7 +315,7 @@ class RowsLive(Requirement):
                                                                       if isinstance(a, AddDelta)],
                                  [(None, a.delta) for a in mine], ctx.written, commit_ts=True)
         except CommitConflictError as e:
-            return Verdict(Outcome.RESTART, str(e))
+            return Verdict(ctx.fallback(), str(e))
         return Verdict(Outcome.REBASE, "REDO records remapped by key onto a compaction's outputs",
                        extra=extra, dropped=mine)
 
@@ -334,7 +323,7 @@ class RowsLive(Requirement):
         return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}}
 
     @classmethod
-    def _from_body(cls, d: dict) -> "RowsLive":
+    def from_body(cls, d: dict) -> "RowsLive":
         return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()})
 
 
@@ -350,26 +339,27 @@ class SequencesCurrent(Requirement):
 
     def check(self, ctx: Context) -> Verdict:
         readded = {a.rowset.id for a in ctx.winner_actions if isinstance(a, AddRowSet)}
-        if any(isinstance(a, RemoveRowSet) and a.rowset_id in self.rows and a.rowset_id not in readded
-               for a in ctx.winner_actions):
-            # a merging compaction moved the rows: a sequence updated on its outputs since is not
-            # found by rowid, so compare again
-            return Verdict(Outcome.RESTART, "a rowset whose sequences it compared was rewritten concurrently")
-        for a in ctx.winner_actions:
-            if isinstance(a, AddDelta) and a.delta.kind == REDO and a.delta.rowset in self.rows and \
-                    a.delta.updates(self.column_id):
-                t = read_delta(ctx.storage, a.delta, [self.column_id])
-                flags = t.column(flag_name(self.column_id)).fill_null(False).to_numpy(zero_copy_only=False)
-                changed = t.column("rowid").to_numpy()[flags]
-                if np.isin(self.rows[a.delta.rowset], changed).any():
-                    return Verdict(Outcome.RESTART, "the sequence of a row it compared was updated concurrently")
+        for c in ctx.winners:
+            if any(isinstance(a, RemoveRowSet) and a.rowset_id in self.rows and a.rowset_id not in readded
+                   for a in c.actions):
+                # a merging compaction moved the rows: a sequence updated on its outputs since is not
+                # found by rowid, so compare again
+                return Verdict(_no_rebase(ctx, c), "a rowset whose sequences it compared was rewritten concurrently")
+            for a in c.of(AddDelta):
+                if a.delta.kind == REDO and a.delta.rowset in self.rows and a.delta.updates(self.column_id):
+                    t = read_delta(ctx.storage, a.delta, [self.column_id])
+                    flags = t.column(flag_name(self.column_id)).fill_null(False).to_numpy(zero_copy_only=False)
+                    changed = t.column("rowid").to_numpy()[flags]
+                    if np.isin(self.rows[a.delta.rowset], changed).any():
+                        return Verdict(_no_rebase(ctx, c), "the sequence of a row it compared was updated "
+                                                           "concurrently")
         return REBASE
 
     def _body(self) -> dict:
         return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}, "column_id": self.column_id}
 
     @classmethod
-    def _from_body(cls, d: dict) -> "SequencesCurrent":
+    def from_body(cls, d: dict) -> "SequencesCurrent":
         return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()}, d["column_id"])
 
 
@@ -381,9 +371,14 @@ class NoRowsInTablets(Requirement):
     kind: ClassVar[str] = "no_rows_in_tablets"
 
     def check(self, ctx: Context) -> Verdict:
-        if any(r.tablet in self.tablets for r in new_rowsets(ctx)):
-            return Verdict(Outcome.RESTART, "rows landed in a range being dropped")
-        return REBASE
+        return strictest(Verdict(ctx.decide(c), "rows landed in a range being dropped")
+                         for c in ctx.winners if any(r.tablet in self.tablets for r in new_rowsets(ctx, [c])))
+
+
+def _no_rebase(ctx: Context, winner: Commit) -> Outcome:
+    """The matrix's outcome for a clash this requirement can never rebase over."""
+    outcome = ctx.decide(winner)
+    return ctx.fallback() if outcome is Outcome.REBASE else outcome
 
 
 def _touches(a: Action, rowsets: Sequence[str]) -> bool:
@@ -400,11 +395,10 @@ class RowSetsUnchanged(Requirement):
     kind: ClassVar[str] = "rowsets_unchanged"
 
     def check(self, ctx: Context) -> Verdict:
-        if any(c.changes_definition for c in ctx.winners) or \
-                any(_touches(a, self.rowsets) for a in ctx.winner_actions):
-            return Verdict(Outcome.FAIL, "the rowset changed under the compaction",
-                           CommitConflictError("the rowset changed under the compaction"))
-        return REBASE
+        return strictest(Verdict(ctx.decide(c), "the rowset changed under the compaction",
+                                 CommitConflictError("the rowset changed under the compaction"))
+                         for c in ctx.winners
+                         if c.changes_definition or any(_touches(a, self.rowsets) for a in c.actions))
 
 
 @dataclass(frozen=True)
@@ -418,12 +412,12 @@ class MergeInputsRemappable(Requirement):
     def check(self, ctx: Context) -> Verdict:
         for c in ctx.winners:
             if c.changes_definition:
-                return Verdict(Outcome.FAIL, "the table definition changed during the compaction",
+                return Verdict(ctx.decide(c), "the table definition changed during the compaction",
                                CommitConflictError("the table definition changed during the compaction"))
             if any(_touches(a, self.inputs) for a in c.actions):
                 # another compaction rewrote an input (its base, REDO or UNDO files): remapping its
                 # files would apply history twice, so this merge gives up and is planned again
-                return Verdict(Outcome.FAIL, "another compaction rewrote the same rowsets",
+                return Verdict(ctx.decide(c), "another compaction rewrote the same rowsets",
                                CommitConflictError("another compaction rewrote the same rowsets"))
         late = [(c, a.delta) for c in ctx.winners for a in c.of(AddDelta) if a.delta.rowset in self.inputs]
         if not late:
@@ -431,42 +425,8 @@ class MergeInputsRemappable(Requirement):
         try:
             extra = remap_by_key(ctx.storage, ctx.snapshot, ctx.own, late, ctx.written)
         except CommitConflictError as e:
-            return Verdict(Outcome.FAIL, str(e), e)
+            return Verdict(ctx.fallback(), str(e), e)
         return Verdict(Outcome.REBASE, "concurrent REDO records remapped onto the outputs", extra=extra)
-
-
-def remap_by_key(storage: Storage, snapshot: TableState, own: list[Action], late: list[tuple[Commit, DeltaFileMeta]],
-                 written: list[str], commit_ts: bool = False) -> list[Action]:
-    """REDO files committed to a merge's inputs after its snapshot, rewritten onto its outputs.
-
-    Delta records carry their row's key, so each finds its row in the outputs by key (the live
-    copy, in a main output: history-only outputs are not probed). Rowids change; timestamps do not
-    (commit_ts: files not committed yet stay without timestamps, so they get their commit's)."""
-    schema = snapshot.schema
-    outputs = [a.rowset for a in own if isinstance(a, AddRowSet)]
-    own_deltas = added_deltas([Commit(0, 0, "", tuple(own))])
-    key_cols = list(schema.key_columns)
-    out: list[Action] = []
-    for _c, m in late:
-        t = read_delta(storage, m, [x.id for x in schema.columns], key_cols)
-        keys = encode_keys([t.column(field_name(k.id)) for k in key_cols], [k.type for k in key_cols])
-        which, rowid = probe(storage, outputs, keys, own_deltas)
-        if (which < 0).any():
-            raise CommitConflictError("a concurrent change touched a row the compaction dropped")
-        ts = t.column("ts").to_numpy() if "ts" in t.column_names else np.full(t.num_rows, m.max_ts, np.int64)
-        ops = t.column("op").to_numpy()
-        for o in np.unique(which):
-            sel = which == o
-            sub = t.filter(pa.array(sel))
-            updates = {x.id: (sub.column(flag_name(x.id)).fill_null(False).to_numpy(zero_copy_only=False),
-                              sub.column(field_name(x.id)))
-                       for x in schema.columns if flag_name(x.id) in sub.column_names}
-            keys_t = pa.table({k.name: sub.column(field_name(k.id)) for k in key_cols})
-            meta = write_delta_file(storage, schema, outputs[int(o)], rowid[sel], ops[sel], keys_t, updates,
-                                    REDO, None if commit_ts else ts[sel].astype(np.int64))
-            written.append(meta.path)
-            out.append(AddDelta(meta))
-    return out
 
 
 @dataclass(frozen=True)
@@ -476,18 +436,19 @@ class DataUnchanged(Requirement):
     kind: ClassVar[str] = "data_unchanged"
 
     def check(self, ctx: Context) -> Verdict:
-        if any(c.data_change and (c.of(AddRowSet, AddDelta)) for c in ctx.winners):
-            return Verdict(Outcome.RESTART, "data changed concurrently")
-        return REBASE
+        return strictest(Verdict(ctx.decide(c), "data changed concurrently")
+                         for c in ctx.winners if c.data_change and c.of(AddRowSet, AddDelta))
 
 
-def _tag_after_winners(ctx: Context, name: str) -> bool | None:
-    """Whether the winners leave tag `name` present (True) or absent (False); None: untouched."""
-    last = None
-    for a in ctx.winner_actions:
-        if isinstance(a, (AddTag, RemoveTag)) and a.name == name:
-            last = isinstance(a, AddTag)
-    return last
+def _tag_after_winners(ctx: Context, name: str) -> tuple[bool | None, Commit | None]:
+    """Whether the winners leave tag `name` present (True) or absent (False), and the winner
+    that did it; (None, None): untouched."""
+    last, by = None, None
+    for c in ctx.winners:
+        for a in c.actions:
+            if isinstance(a, (AddTag, RemoveTag)) and a.name == name:
+                last, by = isinstance(a, AddTag), c
+    return last, by
 
 
 @dataclass(frozen=True)
@@ -498,8 +459,9 @@ class TagAbsent(Requirement):
     kind: ClassVar[str] = "tag_absent"
 
     def check(self, ctx: Context) -> Verdict:
-        if _tag_after_winners(ctx, self.name):
-            return Verdict(Outcome.FAIL, f"tag {self.name!r} was created concurrently",
+        present, by = _tag_after_winners(ctx, self.name)
+        if present:
+            return Verdict(ctx.decide(by), f"tag {self.name!r} was created concurrently",
                            TagExistsError(f"tag {self.name!r} was created concurrently; untag it first"))
         return REBASE
 
@@ -512,8 +474,9 @@ class TagPresent(Requirement):
     kind: ClassVar[str] = "tag_present"
 
     def check(self, ctx: Context) -> Verdict:
-        if _tag_after_winners(ctx, self.name) is False:
-            return Verdict(Outcome.FAIL, f"tag {self.name!r} was removed concurrently",
+        present, by = _tag_after_winners(ctx, self.name)
+        if present is False:
+            return Verdict(ctx.decide(by), f"tag {self.name!r} was removed concurrently",
                            TagNotFoundError(f"tag {self.name!r} was removed concurrently"))
         return REBASE
 
@@ -528,15 +491,16 @@ class HistoryKept(Requirement):
     kind: ClassVar[str] = "history_kept"
 
     def check(self, ctx: Context) -> Verdict:
-        gc = max((a.gc_before_ts or 0 for a in ctx.winner_actions if isinstance(a, SetHistory)), default=0)
         # a tagged version that was the newest stopped being valid at the first winner's commit
         until = self.valid_until if self.valid_until >= 0 else \
             min((c.timestamp for c in ctx.winners), default=-1)
-        if until >= 0 and gc >= until:
-            return Verdict(Outcome.FAIL, "the history the tag needs was garbage-collected concurrently",
-                           HistoryExpiredError("the history the tagged version needs was garbage-collected "
-                                               "concurrently (history_max_age passed it)"))
-        return REBASE
+        if until < 0:
+            return REBASE
+        return strictest(Verdict(ctx.decide(c), "the history the tag needs was garbage-collected concurrently",
+                                 HistoryExpiredError("the history the tagged version needs was garbage-collected "
+                                                     "concurrently (history_max_age passed it)"))
+                         for c in ctx.winners
+                         if max((a.gc_before_ts or 0 for a in c.of(SetHistory)), default=0) >= until)
 
 
 @dataclass(frozen=True)
@@ -548,10 +512,10 @@ class TagsRetained(Requirement):
     kind: ClassVar[str] = "tags_retained"
 
     def check(self, ctx: Context) -> Verdict:
-        if any(isinstance(a, AddTag) and a.timestamp < self.gc_before_ts for a in ctx.winner_actions):
-            return Verdict(Outcome.FAIL, "a tag needing the history it drops was created concurrently",
-                           CommitConflictError("a tag needing the history this drops was created concurrently"))
-        return REBASE
+        return strictest(Verdict(ctx.decide(c), "a tag needing the history it drops was created concurrently",
+                                 CommitConflictError("a tag needing the history this drops was created "
+                                                     "concurrently"))
+                         for c in ctx.winners if any(a.timestamp < self.gc_before_ts for a in c.of(AddTag)))
 
 
 def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = False) -> Verdict:

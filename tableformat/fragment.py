@@ -2,11 +2,12 @@
 
 Executors (threads, Spark tasks) produce fragments; a driver commits them with
 `Table.commit_fragments`, which checks exactly the requirements a local write
-checks. specs/format.md §10.
+checks. A fragment is immutable once made; `kind` is its row of the conflict
+matrix (`matrix`). specs/format.md §10.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,10 +15,11 @@ import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
 from .conflicts import KeysAbsent, Requirement, RowsLive, RowSetsDisjoint
+from .matrix import OPERATIONS
 from .errors import InvalidOptionError, TableFormatError
 
 
-@dataclass
+@dataclass(frozen=True)
 class WriteFragment:
     """What one writer planned and wrote on one snapshot: files, actions, counts, requirements.
 
@@ -26,13 +28,21 @@ class WriteFragment:
 
     operation: str
     read_version: int
-    actions: list[Action] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
+    actions: Sequence[Action] = ()
+    files: Sequence[str] = ()
     counts: dict[str, int] = field(default_factory=dict)
-    requirements: list[Requirement] = field(default_factory=list)
+    requirements: Sequence[Requirement] = ()
     data_change: bool = True
     rejected: Any = None
     table_id: str | None = None       # the table it was planned on: never committed to another
+    kind: str = "mutation"            # its row of the conflict matrix
+
+    def __post_init__(self):
+        if self.kind not in OPERATIONS:
+            raise InvalidOptionError(f"a write fragment's kind must be one of {OPERATIONS}, got {self.kind!r}")
+        for name in ("actions", "files", "requirements"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "counts", dict(self.counts))
 
     @property
     def empty(self) -> bool:
@@ -42,7 +52,7 @@ class WriteFragment:
         return {"operation": self.operation, "read_version": self.read_version,
                 "actions": [a.to_json() for a in self.actions], "files": list(self.files),
                 "counts": dict(self.counts), "requirements": [r.to_json() for r in self.requirements],
-                "data_change": self.data_change, "table_id": self.table_id}
+                "data_change": self.data_change, "table_id": self.table_id, "kind": self.kind}
 
     @staticmethod
     def from_json(d: dict) -> "WriteFragment":
@@ -58,11 +68,13 @@ class WriteFragment:
         return WriteFragment(d["operation"], d["read_version"], [action_from_json(a) for a in d["actions"]],
                              list(d["files"]), dict(d["counts"]),
                              [Requirement.from_json(r) for r in d["requirements"]], d.get("data_change", True),
-                             table_id=d.get("table_id"))
+                             table_id=d.get("table_id"), kind=d.get("kind", "mutation"))
 
     @staticmethod
-    def combine(fragments: Sequence["WriteFragment"], operation: str | None = None) -> "WriteFragment":
-        """Fragments of one distributed write (same snapshot) as one."""
+    def combine(fragments: Sequence["WriteFragment"], operation: str | None = None,
+                counts: dict | None = None) -> "WriteFragment":
+        """Fragments of one distributed write (same snapshot) as one; `counts` (a job's totals)
+        replace the fragments' summed counts."""
         if not isinstance(fragments, (list, tuple)) or not fragments:
             raise InvalidOptionError(f"fragments must be a non-empty list of write fragments, got "
                                      f"{type(fragments).__name__} {fragments!r:.60}")
@@ -79,18 +91,26 @@ class WriteFragment:
         tables = {f.table_id for f in fragments} - {None}
         if len(tables) > 1:
             raise InvalidOptionError(f"write fragments were planned on different tables {sorted(tables)}")
-        counts: dict[str, int] = {}
+        kinds = {f.kind for f in fragments}
+        if len(kinds) > 1:
+            raise InvalidOptionError(f"write fragments of different kinds {sorted(kinds)} make no one commit")
+        summed: dict[str, int] = {}
         reqs: list[Requirement] = []
         if sum(1 for f in fragments if f.rowsets) > 1:
             reqs.append(RowSetsDisjoint())      # rows two fragments insert must not share a key
         for f in fragments:
             for k, v in f.counts.items():
-                counts[k] = counts.get(k, 0) + v
+                summed[k] = summed.get(k, 0) + v
             reqs += f.requirements
         return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
                              [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
-                             counts, _merged(reqs), all(f.data_change for f in fragments),
-                             table_id=next(iter(tables), None))
+                             summed if counts is None else dict(counts), _merged(reqs),
+                             all(f.data_change for f in fragments), table_id=next(iter(tables), None),
+                             kind=kinds.pop())
+
+    def with_requirements(self, requirements: Sequence[Requirement]) -> "WriteFragment":
+        """The same fragment relying on other requirements (a new fragment: this one is immutable)."""
+        return replace(self, requirements=tuple(requirements))
 
     @property
     def rowsets(self) -> list:
@@ -105,7 +125,7 @@ def _merged(reqs: list[Requirement]) -> list[Requirement]:
     rows: dict = {}
     for r in reqs:
         if isinstance(r, KeysAbsent) and not r.own_rowsets:
-            acc = keys.setdefault((r.on_clash,), {})
+            acc = keys.setdefault((), {})
             for t, k in r.keys.items():
                 acc[t] = pa.concat_arrays([acc[t], k]) if t in acc else k
         elif isinstance(r, RowsLive):
@@ -113,7 +133,7 @@ def _merged(reqs: list[Requirement]) -> list[Requirement]:
                 rows[rid] = np.union1d(rows[rid], ids) if rid in rows else ids
         elif all(o.to_json() != r.to_json() for o in out):
             out.append(r)
-    out += [KeysAbsent(v, False, k[0]) for k, v in keys.items()]
+    out += [KeysAbsent(v, False) for v in keys.values()]
     if rows:
         out.append(RowsLive(rows))
     return out

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from .actions import AddRowSet
 from .batch import prepare
-from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
+from .conflicts import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
 from .diskrowset import rowset_meta, write_bloom, write_pk_index, write_rowset_data
 from .errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
 from .fragment import WriteFragment
@@ -406,32 +406,28 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
     operation = "INSERT_IGNORE" if ignore else "INSERT"
     batch = prepare(state.schema, data)
     plan = plan_insert(storage, state, batch, ignore or report)
-    frag = WriteFragment(operation, state.version, counts={"inserted": plan.rows, "ignored": plan.ignored},
-                         table_id=state.table_id)
+    kind = "insert_ignore" if ignore else "spark_insert" if distributed else "insert"
+    rejected = None
     if report:
         kept = np.concatenate([b.rows for b in plan.batches]) if plan.batches else np.zeros(0, np.int64)
-        frag.rejected = (batch, np.setdiff1d(np.arange(batch.num_rows), kept))
-        if len(frag.rejected[1]) and not write_when_rejected:
-            return frag
-    if not plan.batches:
-        return frag
+        rejected = (batch, np.setdiff1d(np.arange(batch.num_rows), kept))
+    counts = {"inserted": plan.rows, "ignored": plan.ignored}
+    if not plan.batches or (rejected is not None and len(rejected[1]) and not write_when_rejected):
+        return WriteFragment(operation, state.version, counts=counts, rejected=rejected, table_id=state.table_id,
+                             kind=kind)
     written: list[str] = []
     try:
         rowsets = write_plan(storage, state, plan, written)
     except BaseException:
         storage.delete_quietly(written)
         raise
-    on_clash = Outcome.RESTART if ignore else Outcome.FAIL
     if distributed:
-        keys = KeysAbsent(own_rowsets=True, on_clash=on_clash)
+        keys = KeysAbsent(own_rowsets=True)
     else:
         by_tablet: dict[str, list[pa.Array]] = {}
         for b in plan.batches:
             by_tablet.setdefault(b.tablet, []).append(b.keys)
-        keys = KeysAbsent({t: v[0] if len(v) == 1 else pa.concat_arrays(v) for t, v in by_tablet.items()},
-                          on_clash=on_clash)
-    frag.actions = [AddRowSet(r) for r in rowsets]
-    frag.files = written
-    frag.requirements = [DefinitionUnchanged(Outcome.RESTART), keys] + \
-        ([SkippedKeysStillLive()] if plan.ignored and ignore else [])
-    return frag
+        keys = KeysAbsent({t: v[0] if len(v) == 1 else pa.concat_arrays(v) for t, v in by_tablet.items()})
+    return WriteFragment(operation, state.version, [AddRowSet(r) for r in rowsets], written, counts,
+                         [DefinitionUnchanged(), keys] + ([SkippedKeysStillLive()] if plan.ignored and ignore else []),
+                         rejected=rejected, table_id=state.table_id, kind=kind)

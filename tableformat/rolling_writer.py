@@ -27,7 +27,7 @@ from .actions import AddRowSet
 from .batch import one_array, prepare
 from .bloom import SEED, SplitBlockBloomFilter
 from .cfile_set import column_stats, parquet_writer
-from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, SkippedKeysStillLive
+from .conflicts import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
 from .diskrowset import BLOCK_KEYS_META, DICT_SAMPLE_ROWS, base_file_layout
 from .errors import InvalidDataError, InvalidOptionError
 from .fragment import WriteFragment
@@ -361,16 +361,15 @@ class RollingRowSetWriter:
             self._roll()
         self.finished = True
         operation = "INSERT_IGNORE" if self.ignore else "INSERT"
-        frag = WriteFragment(operation, self.state.version, counts={"inserted": self.inserted,
-                                                                    "ignored": self.ignored},
-                             table_id=self.state.table_id)
+        counts = {"inserted": self.inserted, "ignored": self.ignored}
+        kind = "spark_insert"       # a Spark task's: a clash plans the job again (the matrix's row)
         if self.aborted:
-            return frag
+            return WriteFragment(operation, self.state.version, counts=counts, table_id=self.state.table_id,
+                                 kind=kind)
         # keys skipped as existing must still be live at commit, even when nothing was written
-        frag.requirements = [SkippedKeysStillLive()] if self.ignored and self.ignore else []
+        reqs = [SkippedKeysStillLive()] if self.ignored and self.ignore else []
         if self.rowsets:
-            frag.actions = [AddRowSet(r) for r in self.rowsets]
-            frag.files = list(self.written)
-            frag.requirements[:0] = [DefinitionUnchanged(Outcome.RESTART), KeysAbsent(
-                own_rowsets=True, on_clash=Outcome.RESTART if self.ignore else Outcome.FAIL)]
-        return frag
+            reqs[:0] = [DefinitionUnchanged(), KeysAbsent(own_rowsets=True)]
+        return WriteFragment(operation, self.state.version, [AddRowSet(r) for r in self.rowsets],
+                             list(self.written) if self.rowsets else [], counts, reqs,
+                             table_id=self.state.table_id, kind=kind)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from .batch import convert_column, to_arrow_table
 from .actions import AddDelta, AddRowSet, AddSkipped
-from .conflicts import DefinitionUnchanged, KeysAbsent, Outcome, RowsLive, SequencesCurrent
+from .conflicts import DefinitionUnchanged, KeysAbsent, RowsLive, SequencesCurrent
 from .deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from .errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
                      NoRangePartitionError, NullValueError, UnknownColumnError)
@@ -358,9 +358,9 @@ def write_plan_files(storage: Storage, state: TableState, plan: MutationPlan,
 
 def write_mutation(storage: Storage, state: TableState, data: Any, operation: str, op: int | None = None,
                    op_column: str | None = None, columns: Sequence[str] | None = None,
-                   on_error: str = "fail") -> WriteFragment:
+                   on_error: str = "fail", distributed: bool = False) -> WriteFragment:
     """Plan a batch of row operations on `state`, write its REDO deltas and new rowsets, and
-    return the fragment to commit.
+    return the fragment to commit (`distributed`: one of a Spark merge's, the matrix's spark_merge).
 
     on_error="fail" raises for a strict operation that fails (a missing key for update or
     delete, an existing one for insert); "report" skips such rows like their _ignore variant
@@ -384,15 +384,16 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
             lenient[ops == strict] = ignoring
     plan = plan_mutation(storage, state, batch, lenient, update_cols, sequence)
     stale = plan.stale_rows if plan.stale_rows is not None and len(plan.stale_rows) else None
-    frag = WriteFragment(operation, state.version, counts=dict(plan.counts), table_id=state.table_id)
+    counts, rejected, kind = dict(plan.counts), None, "spark_merge" if distributed else "mutation"
     if on_error == "report":
         failed = plan.ignored_rows[np.isin(ops[plan.ignored_rows], list(IGNORING))] \
             if plan.ignored_rows is not None else np.zeros(0, np.int64)
-        frag.rejected = (batch, failed, ops)
-        frag.counts["duplicate"] = int((ops[failed] == INSERT).sum())
-        frag.counts["missing"] = int(len(failed)) - frag.counts["duplicate"]
+        rejected = (batch, failed, ops)
+        counts["duplicate"] = int((ops[failed] == INSERT).sum())
+        counts["missing"] = int(len(failed)) - counts["duplicate"]
     if plan.new_rows is None and not plan.deltas and stale is None:
-        return frag
+        return WriteFragment(operation, state.version, counts=counts, rejected=rejected, table_id=state.table_id,
+                             kind=kind)
     written: list[str] = []
     try:
         rowsets, deltas = write_plan_files(storage, state, plan, written)
@@ -404,10 +405,8 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
     except BaseException:
         storage.delete_quietly(written)
         raise
-    frag.actions = [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas] + skipped
-    frag.files = written
-    frag.requirements = [DefinitionUnchanged(Outcome.RESTART), RowsLive(plan.seen_live),
-                         KeysAbsent(plan.seen_absent, on_clash=Outcome.RESTART)]
+    reqs = [DefinitionUnchanged(), RowsLive(plan.seen_live), KeysAbsent(plan.seen_absent)]
     if sequence is not None:
-        frag.requirements.append(SequencesCurrent(plan.seen_live, state.schema.column(sequence).id))
-    return frag
+        reqs.append(SequencesCurrent(plan.seen_live, state.schema.column(sequence).id))
+    return WriteFragment(operation, state.version, [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas]
+                         + skipped, written, counts, reqs, rejected=rejected, table_id=state.table_id, kind=kind)

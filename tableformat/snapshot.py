@@ -147,15 +147,17 @@ class Snapshot:
 
     def write_mutation(self, data: Any, op: str | None = None, op_column: str | None = None,
                        columns: Sequence[str] | None = None, on_error: str = "fail",
-                       operation: str = "MERGE") -> WriteFragment:
-        """Row operations (one `op` for all rows, or an `op_column`); on_error "fail" or "report"."""
+                       operation: str = "MERGE", distributed: bool = False) -> WriteFragment:
+        """Row operations (one `op` for all rows, or an `op_column`); on_error "fail" or "report".
+        distributed=True for one of a distributed job's fragments (a Spark merge's task)."""
         arg.choice(op, "op", list(OP_NAMES), none=True)
         arg.string(op_column, "op_column", none=True)
         columns = arg.names(columns, "columns")
         arg.choice(on_error, "on_error", ("fail", "report"))
         arg.string(operation, "operation")
+        arg.boolean(distributed, "distributed")
         return write_mutation(self.storage, self.state, data, operation,
-                              OP_NAMES[op] if op is not None else None, op_column, columns, on_error)
+                              OP_NAMES[op] if op is not None else None, op_column, columns, on_error, distributed)
 
     def write_compaction(self, action: CompactionAction) -> WriteFragment | None:
         """Run one compaction action; None if there is nothing left for it to do."""

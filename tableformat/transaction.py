@@ -15,7 +15,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from .actions import Action, AddDelta, AddRowSet, AddSkipped, Commit
 from .conflicts import Context, Outcome, check_all
@@ -74,7 +74,8 @@ class Transaction:
         actions: list[Action] = list(f.actions)      # a rebase may replace some with remapped ones
         dropped: list[Action] = []
         try:
-            v = check_all(f.requirements, Context(storage, base, base, [], list(f.actions), self.written), True)
+            v = check_all(f.requirements, Context(storage, base, base, [], list(f.actions), self.written, f.kind),
+                          True)
             if v.outcome is not Outcome.REBASE:
                 raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
             self._same_table(base)
@@ -107,7 +108,7 @@ class Transaction:
                                           f"{len(winners)} newer commit(s) found; planning again")
                 self.latest_known = True              # from here on, winners raced this commit
                 v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
-                                                      actions, self.written))
+                                                      actions, self.written, f.kind))
                 if v.outcome is Outcome.RESTART:
                     raise RestartRequired(f"{f.operation}: {v.reason}; planning again")
                 if v.outcome is Outcome.FAIL:
