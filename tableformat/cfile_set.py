@@ -8,6 +8,8 @@ See specs/format.md §5 and §2.2.
 """
 from __future__ import annotations
 
+import weakref
+
 import threading
 import zlib
 from collections import OrderedDict
@@ -307,6 +309,10 @@ def _input_file(storage: Storage, ref: FileRef):
     return f, False
 
 
+# the ranged reader under a ParquetFile opened over ranged GETs (prefetch_columns batches its GETs)
+_RANGED: "weakref.WeakKeyDictionary[pq.ParquetFile, _RangedFile]" = weakref.WeakKeyDictionary()
+
+
 def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
     meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size)
     try:
@@ -315,7 +321,8 @@ def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
         if ranged is not None:
             f = pa.PythonFile(ranged, mode="r")
         pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer)
-        pf._tableformat_ranged = ranged
+        if ranged is not None:
+            _RANGED[pf] = ranged
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     if meta is None:
@@ -326,7 +333,7 @@ def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
 def prefetch_columns(pf: pq.ParquetFile, row_groups, names) -> None:
     """Before reading `names` of `row_groups` from a file over ranged GETs, fetch their column
     chunks in as few GETs as pay (a one-column scan: one GET, not one per row group)."""
-    ranged = getattr(pf, "_tableformat_ranged", None)
+    ranged = _RANGED.get(pf)
     if ranged is None:
         return
     md, wanted, ranges = pf.metadata, set(names), []

@@ -54,18 +54,18 @@ class WriteFragment:
                 "counts": dict(self.counts), "requirements": [r.to_json() for r in self.requirements],
                 "data_change": self.data_change, "table_id": self.table_id, "kind": self.kind}
 
-    @staticmethod
-    def from_json(d: dict) -> "WriteFragment":
+    @classmethod
+    def from_json(cls, d: dict) -> "WriteFragment":
         try:
-            return WriteFragment._from_json(d)
+            return cls._from_json(d)
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             if isinstance(e, TableFormatError):
                 raise
             raise InvalidOptionError(f"not a write fragment's to_json(): {type(e).__name__} {e}") from None
 
-    @staticmethod
-    def _from_json(d: dict) -> "WriteFragment":
-        return WriteFragment(d["operation"], d["read_version"], [action_from_json(a) for a in d["actions"]],
+    @classmethod
+    def _from_json(cls, d: dict) -> "WriteFragment":
+        return cls(d["operation"], d["read_version"], [action_from_json(a) for a in d["actions"]],
                              list(d["files"]), dict(d["counts"]),
                              [Requirement.from_json(r) for r in d["requirements"]], d.get("data_change", True),
                              table_id=d.get("table_id"), kind=d.get("kind", "mutation"))

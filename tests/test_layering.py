@@ -125,6 +125,33 @@ def test_jobs_import_only_the_public_package():
     assert bad == []
 
 
+# a standard-library function whose name starts with an underscore and is public API
+STDLIB_PUBLIC = {("os", "_exit")}
+
+
+def test_no_module_touches_another_objects_private_attribute():
+    """Only `self` and `cls` reach `_name`s: an object's private state is its module's alone."""
+    bad = []
+    for package in ("tableformat", "spark_jobs", "airflow"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or \
+                        node.attr.startswith("__"):
+                    continue
+                owner = node.value.id if isinstance(node.value, ast.Name) else None
+                if owner not in ("self", "cls") and (owner, node.attr) not in STDLIB_PUBLIC:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert bad == []
+
+
+def test_jobs_read_snapshots_not_engine_state():
+    """The jobs use a Snapshot's public properties (table_id, properties, history_horizon,
+    tablet_ids), never the engine's TableState behind `.state`."""
+    bad = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _job_files() for n in ast.walk(ast.parse(p.read_text()))
+           if isinstance(n, ast.Attribute) and n.attr == "state"]
+    assert bad == []
+
+
 def test_jobs_touch_no_private_attribute_and_only_exported_names():
     bad = []
     for path in _job_files():
