@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 
 from .actions import Action, AddDelta, AddRowSet, RemoveDelta, RemoveRowSet, SetHistory
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
-from .conflicts import DefinitionUnchanged, MergeInputsRemappable, RowSetsUnchanged, TagsRetained
+from .conflicts import DefinitionUnchanged, MergeInputsRemappable, RowSetsUnchanged
+from .retention import TagsRetained
 from .cfile_set import field_name
 from .delta_tracker import apply_deltas, redo_order
 from .deltafile import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, flag_name, read_delta, write_delta_file

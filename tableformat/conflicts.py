@@ -17,11 +17,11 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .actions import AddDelta, AddRowSet, AddTag, Action, Commit, RemoveRowSet, RemoveTag, SetHistory, added_deltas
+from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_deltas
 from .delta_tracker import deleted_mask
-from .deltafile import DELETE, REDO, flag_name, read_delta
+from .deltafile import DELETE, read_delta
 from .diskrowset import read_pk_index
-from .errors import CommitConflictError, DuplicateKeyError, HistoryExpiredError, TagExistsError, TagNotFoundError
+from .errors import CommitConflictError, DuplicateKeyError
 from .keyencoder import decode_key
 from .keyprobe import probe
 from .matrix import Outcome, decide, fallback
@@ -51,7 +51,7 @@ class Context:
     winners: list[Commit]
     own: list[Action]
     written: list[str]                  # a requirement that writes files (remapping) appends them
-    kind: str = "mutation"              # the write's row of the matrix
+    kind: str                           # the write's row of the matrix (WriteFragment.kind)
 
     def decide(self, winner: Commit) -> Outcome:
         """The matrix's outcome for this write against a winner that touched its data."""
@@ -121,11 +121,11 @@ class DefinitionUnchanged(Requirement):
                          for c in ctx.winners if c.changes_definition)
 
 
-def _pack_rowids(a: np.ndarray) -> str:
+def pack_rowids(a: np.ndarray) -> str:
     return base64.b64encode(np.asarray(a, np.int64).tobytes()).decode()
 
 
-def _unpack_rowids(s: str) -> np.ndarray:
+def unpack_rowids(s: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(s), np.int64)
 
 
@@ -303,7 +303,7 @@ class RowsLive(Requirement):
                     t = read_delta(ctx.storage, a.delta)
                     deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
                     if np.isin(guarded(a.delta.rowset), deleted).any():
-                        return Verdict(_no_rebase(ctx, c), "a row it changes was deleted concurrently")
+                        return Verdict(no_rebase(ctx, c), "a row it changes was deleted concurrently")
         if not removed:
             return REBASE
         mine = [a for rid in removed for a in own.get(rid, ())]
@@ -320,47 +320,11 @@ class RowsLive(Requirement):
                        extra=extra, dropped=mine)
 
     def _body(self) -> dict:
-        return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}}
+        return {"rows": {r: pack_rowids(v) for r, v in self.rows.items()}}
 
     @classmethod
     def from_body(cls, d: dict) -> "RowsLive":
-        return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()})
-
-
-@dataclass(frozen=True, eq=False)
-class SequencesCurrent(Requirement):
-    """An ordered upsert compared its sequences with these rows' stored ones (rowset -> rowids):
-    a winner that updated the sequence column of one of them makes the comparison stale, so the
-    write is planned again against the new value (specs/format.md §14)."""
-
-    rows: Mapping[str, np.ndarray] = field(default_factory=dict)
-    column_id: int = -1
-    kind: ClassVar[str] = "sequences_current"
-
-    def check(self, ctx: Context) -> Verdict:
-        readded = {a.rowset.id for a in ctx.winner_actions if isinstance(a, AddRowSet)}
-        for c in ctx.winners:
-            if any(isinstance(a, RemoveRowSet) and a.rowset_id in self.rows and a.rowset_id not in readded
-                   for a in c.actions):
-                # a merging compaction moved the rows: a sequence updated on its outputs since is not
-                # found by rowid, so compare again
-                return Verdict(_no_rebase(ctx, c), "a rowset whose sequences it compared was rewritten concurrently")
-            for a in c.of(AddDelta):
-                if a.delta.kind == REDO and a.delta.rowset in self.rows and a.delta.updates(self.column_id):
-                    t = read_delta(ctx.storage, a.delta, [self.column_id])
-                    flags = t.column(flag_name(self.column_id)).fill_null(False).to_numpy(zero_copy_only=False)
-                    changed = t.column("rowid").to_numpy()[flags]
-                    if np.isin(self.rows[a.delta.rowset], changed).any():
-                        return Verdict(_no_rebase(ctx, c), "the sequence of a row it compared was updated "
-                                                           "concurrently")
-        return REBASE
-
-    def _body(self) -> dict:
-        return {"rows": {r: _pack_rowids(v) for r, v in self.rows.items()}, "column_id": self.column_id}
-
-    @classmethod
-    def from_body(cls, d: dict) -> "SequencesCurrent":
-        return cls({r: _unpack_rowids(v) for r, v in d["rows"].items()}, d["column_id"])
+        return cls({r: unpack_rowids(v) for r, v in d["rows"].items()})
 
 
 @dataclass(frozen=True)
@@ -375,7 +339,7 @@ class NoRowsInTablets(Requirement):
                          for c in ctx.winners if any(r.tablet in self.tablets for r in new_rowsets(ctx, [c])))
 
 
-def _no_rebase(ctx: Context, winner: Commit) -> Outcome:
+def no_rebase(ctx: Context, winner: Commit) -> Outcome:
     """The matrix's outcome for a clash this requirement can never rebase over."""
     outcome = ctx.decide(winner)
     return ctx.fallback() if outcome is Outcome.REBASE else outcome
@@ -438,84 +402,6 @@ class DataUnchanged(Requirement):
     def check(self, ctx: Context) -> Verdict:
         return strictest(Verdict(ctx.decide(c), "data changed concurrently")
                          for c in ctx.winners if c.data_change and c.of(AddRowSet, AddDelta))
-
-
-def _tag_after_winners(ctx: Context, name: str) -> tuple[bool | None, Commit | None]:
-    """Whether the winners leave tag `name` present (True) or absent (False), and the winner
-    that did it; (None, None): untouched."""
-    last, by = None, None
-    for c in ctx.winners:
-        for a in c.actions:
-            if isinstance(a, (AddTag, RemoveTag)) and a.name == name:
-                last, by = isinstance(a, AddTag), c
-    return last, by
-
-
-@dataclass(frozen=True)
-class TagAbsent(Requirement):
-    """The winners did not leave a tag of this name (a tag)."""
-
-    name: str = ""
-    kind: ClassVar[str] = "tag_absent"
-
-    def check(self, ctx: Context) -> Verdict:
-        present, by = _tag_after_winners(ctx, self.name)
-        if present:
-            return Verdict(ctx.decide(by), f"tag {self.name!r} was created concurrently",
-                           TagExistsError(f"tag {self.name!r} was created concurrently; untag it first"))
-        return REBASE
-
-
-@dataclass(frozen=True)
-class TagPresent(Requirement):
-    """The winners did not leave the tag removed (an untag; a tag moved meanwhile is still there)."""
-
-    name: str = ""
-    kind: ClassVar[str] = "tag_present"
-
-    def check(self, ctx: Context) -> Verdict:
-        present, by = _tag_after_winners(ctx, self.name)
-        if present is False:
-            return Verdict(ctx.decide(by), f"tag {self.name!r} was removed concurrently",
-                           TagNotFoundError(f"tag {self.name!r} was removed concurrently"))
-        return REBASE
-
-
-@dataclass(frozen=True)
-class HistoryKept(Requirement):
-    """The history a new tag needs is still there: no winner garbage-collected history (a
-    compaction's UNDO GC, a vacuum passing an aged-out ALTER) at or after the time until which
-    the tagged version was valid (-1: it was the newest when planned, valid until the first winner)."""
-
-    valid_until: int = -1
-    kind: ClassVar[str] = "history_kept"
-
-    def check(self, ctx: Context) -> Verdict:
-        # a tagged version that was the newest stopped being valid at the first winner's commit
-        until = self.valid_until if self.valid_until >= 0 else \
-            min((c.timestamp for c in ctx.winners), default=-1)
-        if until < 0:
-            return REBASE
-        return strictest(Verdict(ctx.decide(c), "the history the tag needs was garbage-collected concurrently",
-                                 HistoryExpiredError("the history the tagged version needs was garbage-collected "
-                                                     "concurrently (history_max_age passed it)"))
-                         for c in ctx.winners
-                         if max((a.gc_before_ts or 0 for a in c.of(SetHistory)), default=0) >= until)
-
-
-@dataclass(frozen=True)
-class TagsRetained(Requirement):
-    """A write that garbage-collects history before `gc_before_ts` (compaction, vacuum) planned
-    without the tags added since: it gives up if one of them is a time it may have dropped."""
-
-    gc_before_ts: int = 0
-    kind: ClassVar[str] = "tags_retained"
-
-    def check(self, ctx: Context) -> Verdict:
-        return strictest(Verdict(ctx.decide(c), "a tag needing the history it drops was created concurrently",
-                                 CommitConflictError("a tag needing the history this drops was created "
-                                                     "concurrently"))
-                         for c in ctx.winners if any(a.timestamp < self.gc_before_ts for a in c.of(AddTag)))
 
 
 def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = False) -> Verdict:

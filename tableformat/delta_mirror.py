@@ -32,7 +32,7 @@ import numpy as np
 from .compaction_policy import CompactionAction
 from .delta_tracker import deleted_mask
 from .deltafile import REDO
-from .errors import MirrorError, MissingDependencyError
+from .errors import InvalidOptionError, MirrorError, MissingDependencyError
 from .metadata import RowSetMeta, TableState
 from .storage import Storage
 from .schema import value_from_json
@@ -340,3 +340,12 @@ def _rel(storage: Storage, uri: str) -> str | None:
     """Our relative path of an absolute `add.path` we wrote (None: not one of our files)."""
     prefix = file_uri(storage, "")
     return urllib.parse.unquote(uri[len(prefix):].lstrip("/")) if uri.startswith(prefix) else None
+
+
+def check_mirror_path(path: Any, table_uri: str) -> None:
+    """A mirror needs its own directory outside the table's: a Delta VACUUM there would delete our files."""
+    if not isinstance(path, str) or not path:
+        raise InvalidOptionError(f"path must be a non-empty string (the Delta table's directory), got {path!r}")
+    if path.rstrip("/") == table_uri.rstrip("/") or path.rstrip("/").startswith(table_uri.rstrip("/") + "/"):
+        raise InvalidOptionError(f"the Delta mirror {path!r} must lie outside the table's directory "
+                                 f"{table_uri!r}: a Delta VACUUM there would delete our files")

@@ -7,7 +7,7 @@ matrix (`matrix`). specs/format.md §10.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
 from .conflicts import KeysAbsent, Requirement, RowsLive, RowSetsDisjoint
+from . import retention, sequence  # noqa: F401  (their requirements register for from_json)
 from .matrix import OPERATIONS
 from .errors import InvalidOptionError, TableFormatError
 
@@ -107,10 +108,6 @@ class WriteFragment:
                              summed if counts is None else dict(counts), _merged(reqs),
                              all(f.data_change for f in fragments), table_id=next(iter(tables), None),
                              kind=kinds.pop())
-
-    def with_requirements(self, requirements: Sequence[Requirement]) -> "WriteFragment":
-        """The same fragment relying on other requirements (a new fragment: this one is immutable)."""
-        return replace(self, requirements=tuple(requirements))
 
     @property
     def rowsets(self) -> list:

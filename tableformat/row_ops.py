@@ -27,14 +27,14 @@ import pyarrow.compute as pc
 
 from .batch import convert_column, to_arrow_table
 from .actions import AddDelta, AddRowSet, AddSkipped
-from .conflicts import DefinitionUnchanged, KeysAbsent, RowsLive, SequencesCurrent
+from .conflicts import DefinitionUnchanged, KeysAbsent, RowsLive
 from .deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from .errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
                      NoRangePartitionError, NullValueError, UnknownColumnError)
 from .keyprobe import probe
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
-from .sequence import STALE, ranks, sequence_column, stored_sequences, write_skipped
+from .sequence import STALE, SequencesCurrent, ranks, sequence_column, stored_sequences, write_skipped
 from .storage import Storage
 from .fragment import WriteFragment
 from .insert import describe_keys, duplicate_error, encoded_keys, plan_insert, write_plan

@@ -240,6 +240,23 @@ class Schema:
                 return c
         raise KeyError(name)
 
+    def expect_column(self, name: str, type: str | None = None, nullable: bool | None = None,
+                      table: str = "") -> Column:
+        """The column called `name`; ColumnNotFoundError if absent or not of the expected type or
+        nullability (what a job checks before it relies on a column)."""
+        from .errors import ColumnNotFoundError
+        arg.string(name, "name")
+        arg.string(type, "type", none=True)
+        arg.boolean(nullable, "nullable", none=True)
+        if not self.has_column(name):
+            raise ColumnNotFoundError(f"column {name!r} is not in table {table!r}; columns are {self.names}")
+        c = self.column(name)
+        if type is not None and parse_type(type).name != c.type.name:
+            raise ColumnNotFoundError(f"column {name!r} is {c.type.name}, not {parse_type(type).name}")
+        if nullable is not None and nullable != c.nullable:
+            raise ColumnNotFoundError(f"column {name!r} is {'' if c.nullable else 'not '}nullable")
+        return c
+
     def has_column(self, name: str) -> bool:
         return any(c.name == name for c in self.columns)
 

@@ -1,12 +1,8 @@
-"""The public facade (Kudu's tablet.cc): Table, create_table and open_table.
-
-A Table is a thin face on a TableHandle (`handle`), which owns the cached
-state. Reads go to a Snapshot (`snapshot`); every write has one shape: a plan
-on a Snapshot (`insert`, `row_ops`, `alter`, `restore`, `tags`), run and
-committed by `transaction.run`, whose requirements (`conflicts`) and matrix
-(`matrix`) decide what a lost race means. Compaction runs in `maintenance`,
-vacuum in `vacuum`, change history in `changes`.
-"""
+"""The public facade (Kudu's tablet.cc): Table, create_table and open_table. A Table is a thin
+face on a TableHandle (`handle`), which owns the cached state. Reads go to a Snapshot; every
+write is one shape: a plan on a Snapshot (`insert`, `row_ops`, `alter`, `restore`, `tags`) run
+by `transaction.run`, where requirements (`conflicts`) and the matrix (`matrix`) decide a lost
+race. Compaction runs in `maintenance`, vacuum in `vacuum`, change history in `changes`."""
 from __future__ import annotations
 
 import posixpath
@@ -21,8 +17,8 @@ from .alter import AlterTable
 from .batch import to_arrow_table
 from .check import CheckReport, check
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy
-from .delta_mirror import MirrorResult, mirror_delta
-from .errors import ColumnNotFoundError, InvalidOptionError, SchemaError, TableExistsError
+from .delta_mirror import MirrorResult, check_mirror_path, mirror_delta
+from .errors import SchemaError, TableExistsError
 from .fragment import WriteFragment
 from .handle import TableHandle
 from .inspect import KINDS as INSPECT_KINDS, inspect
@@ -37,11 +33,9 @@ from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import CommitProperties, Transaction, run
 from .txlog import TransactionLog
-from .types import parse_type
 from .vacuum import VacuumPlan, VacuumResult
 
-__all__ = ["Table", "Snapshot", "Timestamp", "WriteResult", "create_table", "open_table"]
-Timestamp = mvcc.Timestamp
+__all__ = ["Table", "create_table", "open_table"]
 BUDGET = maintenance.DEFAULT_BUDGET_BYTES
 
 
@@ -250,11 +244,7 @@ class Table:
         (`compact=False` refuses instead); the result names them. Our vacuum keeps every file
         the latest mirrored version references. specs/format.md §15."""
         arg.boolean(compact, "compact")
-        if not isinstance(path, str) or not path:
-            raise InvalidOptionError(f"path must be a non-empty string (the Delta table's directory), got {path!r}")
-        if path.rstrip("/") == self.uri.rstrip("/") or path.rstrip("/").startswith(self.uri.rstrip("/") + "/"):
-            raise InvalidOptionError(f"the Delta mirror {path!r} must lie outside the table's directory "
-                                     f"{self.uri!r}: a Delta VACUUM there would delete our files")
+        check_mirror_path(path, self.uri)
         return mirror_delta(self, path, storage_options, compact)
 
     def check(self, deep: bool = True) -> CheckReport:
@@ -265,18 +255,7 @@ class Table:
 
     def column(self, name: str, type: str | None = None, nullable: bool | None = None):
         """The current column called `name`; ColumnNotFoundError if absent or not of the expected type/nullability."""
-        arg.string(name, "name")
-        arg.string(type, "type", none=True)
-        arg.boolean(nullable, "nullable", none=True)
-        schema = self.refresh().schema
-        if not schema.has_column(name):
-            raise ColumnNotFoundError(f"column {name!r} is not in table {self.name!r}; columns are {schema.names}")
-        c = schema.column(name)
-        if type is not None and parse_type(type).name != c.type.name:
-            raise ColumnNotFoundError(f"column {name!r} is {c.type.name}, not {parse_type(type).name}")
-        if nullable is not None and nullable != c.nullable:
-            raise ColumnNotFoundError(f"column {name!r} is {'' if c.nullable else 'not '}nullable")
-        return c
+        return self.refresh().schema.expect_column(name, type, nullable, self.name)
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self.storage!r}, version={self.handle.state.version})"

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import mvcc
 from .actions import AddTag, RemoveTag
-from .conflicts import HistoryKept, TagAbsent, TagPresent
+from .retention import HistoryKept, TagAbsent, TagPresent
 from .errors import HistoryExpiredError, TagExistsError, TagNotFoundError
 from .fragment import WriteFragment
 from .handle import TableHandle

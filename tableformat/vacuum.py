@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .actions import Commit, SetHistory
-from .conflicts import TagsRetained
+from .retention import TagsRetained
 from .delta_mirror import mirrored_files
 from .fragment import WriteFragment
 from .handle import TableHandle

@@ -219,7 +219,8 @@ def test_vacuum_history_gc_is_decided_by_the_matrix(later, template, tmp_path):
     """A vacuum that drops history (SetHistory with gc_before_ts) against a tag that needs it,
     either way round: the requirement finds the clash, the matrix's cell decides (FAIL)."""
     from tableformat.actions import AddTag, Commit, SetHistory
-    from tableformat.conflicts import Context, HistoryKept, TagsRetained, check_all
+    from tableformat.conflicts import Context, check_all
+    from tableformat.retention import HistoryKept, TagsRetained
     uri = str(tmp_path / "t")
     shutil.copytree(template, uri)
     t = tf.open_table(uri)

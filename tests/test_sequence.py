@@ -5,7 +5,7 @@ import pyarrow.compute as pc
 import pytest
 
 import tableformat as tf
-import tableformat.table as table_module
+import tableformat.snapshot as table_module   # Snapshot.write_mutation plans every row operation
 
 
 def schema(seq_type="int64", seq_nullable=False):

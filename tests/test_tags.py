@@ -240,7 +240,8 @@ def test_check_reports_a_tag_that_does_not_match_the_log(tmp_path):
 def test_tag_races_are_judged_by_where_the_winners_leave_the_tag(tmp_path):
     """An untag racing a move of the tag (untag + tag) still finds it; a tag racing a tag of the
     name created and removed again finds none: the requirements read the winners in order."""
-    from tableformat.conflicts import Context, Outcome, TagAbsent, TagPresent
+    from tableformat.conflicts import Context, Outcome
+    from tableformat.retention import TagAbsent, TagPresent
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.tag("release")
@@ -252,7 +253,8 @@ def test_tag_races_are_judged_by_where_the_winners_leave_the_tag(tmp_path):
 
     def verdict(req, start, end):
         winners = [t.log.read_commit(v) for v in range(start + 1, end + 1)]
-        return req.check(Context(t.storage, t.state, t.state, winners, [], [])).outcome
+        kind = "untag" if isinstance(req, TagPresent) else "tag"
+        return req.check(Context(t.storage, t.state, t.state, winners, [], [], kind)).outcome
     assert verdict(TagPresent(name="release"), base, base + 2) is Outcome.REBASE      # moved: still there
     assert verdict(TagPresent(name="release"), base, base + 1) is Outcome.FAIL        # removed
     assert verdict(TagAbsent(name="x"), base + 2, base + 4) is Outcome.REBASE         # created and removed

@@ -8,7 +8,7 @@ import pytest
 
 import tableformat as tf
 from tableformat.actions import action_from_json, decode_commit
-from tableformat.conflicts import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets, Outcome,
+from tableformat.conflicts import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets,
                                    Requirement, RowSetsUnchanged, RowsLive, SkippedKeysStillLive)
 
 
@@ -53,9 +53,9 @@ def test_decoding_stamps_the_commit_timestamp_once(tmp_path):
 
 
 @pytest.mark.parametrize("req", [
-    DefinitionUnchanged(Outcome.FAIL),
-    KeysAbsent({"t0": pa.array([b"a", b"\x00b"], pa.binary())}, on_clash=Outcome.RESTART),
-    KeysAbsent(own_rowsets=True, on_clash=Outcome.FAIL),
+    DefinitionUnchanged(),
+    KeysAbsent({"t0": pa.array([b"a", b"\x00b"], pa.binary())}),
+    KeysAbsent(own_rowsets=True),
     SkippedKeysStillLive(),
     RowsLive({"r1": np.array([0, 7, 9], np.int64)}),
     NoRowsInTablets(("r0", "r1")),
