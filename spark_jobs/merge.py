@@ -62,73 +62,88 @@ def job_counts(results: list[dict]) -> dict:
     return total
 
 
-def merge_task(uri: str, storage_options: dict | None, version: int, table_id: str | None, op: str | None,
-               op_column: str | None, update_columns: Sequence[str] | None, on_error: str,
-               error_path: str | None):
-    """A mapInArrow function over one partition of the write layout: sorted batches gathered
-    into chunks of at most the target rowset size (a key's rows never split between chunks),
-    each planned with the engine's `write_mutation`. Yields one row: the task's fragment and
-    counts. With on_error='fail', a failed row deletes the task's files; later chunks only count."""
-    def fn(batches):
-        snap = open_snapshot(uri, storage_options, version, table_id)
-        limit = int(snap.properties["rowset_target_bytes"])
-        out = {"fragment": None, "files": [], "counts": {}, **{k: 0 for k in COUNTS}, "sample": ""}
-        frags: list[tf.WriteFragment] = []
-        errors = RejectedRows(error_path if on_error == "collect" else None)
+class MergeTask:
+    """One task of a Spark merge: its sorted rows gathered into chunks of at most the target
+    rowset size (a key's rows never split between chunks), each planned with the engine's
+    `write_mutation`. With on_error='fail', a failed row deletes the task's files; later chunks
+    only count."""
+
+    def __init__(self, snap: tf.Snapshot, op: str | None, op_column: str | None,
+                 update_columns: Sequence[str] | None, on_error: str, error_path: str | None):
+        self.snap, self.op, self.op_column, self.update_columns, self.on_error = \
+            snap, op, op_column, update_columns, on_error
+        self.limit = int(snap.properties["rowset_target_bytes"])
+        self.out = {"fragment": None, "files": [], "counts": {}, **{k: 0 for k in COUNTS}, "sample": ""}
+        self.frags: list[tf.WriteFragment] = []
+        self.errors = RejectedRows(error_path if on_error == "collect" else None)
+        self.failed = False
+
+    def run(self, batches) -> dict:
+        """Plan every chunk of the task's batches; the task's result row (fragment, counts)."""
         pending: list[pa.Table] = []
-        state = {"bytes": 0, "failed": False}
-
-        def plan(chunks):
-            data = pa.concat_tables(chunks)
-            data = data.drop([c for c in LAYOUT_COLS if c in data.column_names])
-            if not data.num_rows:
-                return
-            frag = snap.write_mutation(data, op, op_column, update_columns, on_error="report", operation="MERGE",
-                                       distributed=True)
-            batch, failed, _ops = frag.rejected
-            add_counts(out, frag.counts)
-            if len(failed):
-                if not out["sample"]:
-                    out["sample"] = snap.describe_rows(batch, failed)
-                errors.add(batch, failed)
-                if on_error == "fail" and not state["failed"]:
-                    state["failed"] = True
-                    snap.storage.delete_quietly([p for f in frags for p in f.files])
-                    frags.clear()
-            if state["failed"]:
-                snap.storage.delete_quietly(frag.files)
-            elif not frag.empty:
-                frags.append(frag)
-
+        size = 0
         try:
             for b in coalesced(batches, TASK_BATCH_ROWS):
                 if not b.num_rows:
                     continue
                 t = pa.Table.from_batches([b])
-                keys = (t.column(KEY_COL).combine_chunks() if KEY_COL in t.column_names
-                        else snap.route_keys(t.drop([c for c in LAYOUT_COLS if c in t.column_names]),
-                                             strict=False)[1])
-                # rows of the last key may continue in the next batch: hold them back
-                last = pc.equal(keys, keys[len(keys) - 1]).to_numpy(zero_copy_only=False)
-                cut = int(np.argmax(last))
-                if cut:
+                cut = self._last_key_start(t)
+                if cut:         # rows of the last key may continue in the next batch: hold them back
                     pending.append(t.slice(0, cut))
-                    state["bytes"] += pending[-1].nbytes
-                    if state["bytes"] >= limit:
-                        plan(pending)
-                        pending, state["bytes"] = [], 0
+                    size += pending[-1].nbytes
+                    if size >= self.limit:
+                        self._plan(pending)
+                        pending, size = [], 0
                 pending.append(t.slice(cut))
-                state["bytes"] += pending[-1].nbytes
+                size += pending[-1].nbytes
             if pending:
-                plan(pending)
-            errors.flush()
+                self._plan(pending)
+            self.errors.flush()
         except BaseException:
-            snap.storage.delete_quietly([p for f in frags for p in f.files])
+            self.snap.storage.delete_quietly([p for f in self.frags for p in f.files])
             raise
-        if frags:
-            frag = tf.WriteFragment.combine(frags)
-            out.update(fragment=frag.to_json(), files=list(frag.files))
-        yield result_batch(out)
+        if self.frags:
+            frag = tf.WriteFragment.combine(self.frags)
+            self.out.update(fragment=frag.to_json(), files=list(frag.files))
+        return self.out
+
+    def _last_key_start(self, t: pa.Table) -> int:
+        """Where the batch's last key's rows start."""
+        keys = (t.column(KEY_COL).combine_chunks() if KEY_COL in t.column_names
+                else self.snap.route_keys(t.drop([c for c in LAYOUT_COLS if c in t.column_names]), strict=False)[1])
+        return int(np.argmax(pc.equal(keys, keys[len(keys) - 1]).to_numpy(zero_copy_only=False)))
+
+    def _plan(self, chunks: list[pa.Table]) -> None:
+        data = pa.concat_tables(chunks)
+        data = data.drop([c for c in LAYOUT_COLS if c in data.column_names])
+        if not data.num_rows:
+            return
+        frag = self.snap.write_mutation(data, self.op, self.op_column, self.update_columns, on_error="report",
+                                        operation="MERGE", distributed=True)
+        batch, failed, _ops = frag.rejected
+        add_counts(self.out, frag.counts)
+        if len(failed):
+            if not self.out["sample"]:
+                self.out["sample"] = self.snap.describe_rows(batch, failed)
+            self.errors.add(batch, failed)
+            if self.on_error == "fail" and not self.failed:
+                self.failed = True
+                self.snap.storage.delete_quietly([p for f in self.frags for p in f.files])
+                self.frags.clear()
+        if self.failed:
+            self.snap.storage.delete_quietly(frag.files)
+        elif not frag.empty:
+            self.frags.append(frag)
+
+
+def merge_task(uri: str, storage_options: dict | None, version: int, table_id: str | None, op: str | None,
+               op_column: str | None, update_columns: Sequence[str] | None, on_error: str,
+               error_path: str | None):
+    """A mapInArrow function over one partition of the write layout (`MergeTask`): yields one
+    row, the task's fragment and counts."""
+    def fn(batches):
+        snap = open_snapshot(uri, storage_options, version, table_id)
+        yield result_batch(MergeTask(snap, op, op_column, update_columns, on_error, error_path).run(batches))
     return fn
 
 

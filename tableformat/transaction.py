@@ -23,6 +23,7 @@ from . import arguments as arg
 from .errors import CommitConflictError, RestartRequired, TableFormatError, TableReplacedError, VersionNotFoundError
 from .fragment import WriteFragment
 from .handle import TableHandle
+from .metadata import TableState
 from .snapshot import Snapshot
 from .txlog import commit_path
 
@@ -69,54 +70,30 @@ class Transaction:
     def commit(self) -> Commit:
         """The landed commit; RestartRequired or a typed error (after deleting this write's files) if not."""
         f, handle = self.fragment, self.handle
-        log, storage = handle.log, handle.storage
         base = self.snapshot
-        actions: list[Action] = list(f.actions)      # a rebase may replace some with remapped ones
-        dropped: list[Action] = []
+        self.actions: list[Action] = list(f.actions)      # a rebase may replace some with remapped ones
+        self.dropped: list[Action] = []
         try:
-            v = check_all(f.requirements, Context(storage, base, base, [], list(f.actions), self.written, f.kind),
-                          True)
+            v = check_all(f.requirements, self._context(base, []), True)
             if v.outcome is not Outcome.REBASE:
                 raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
             self._same_table(base)
             behind = 0 if self.latest_known else 1     # finding the handle behind is no lost race
             for attempt in range(1, self.properties.max_attempts + behind + 1):
                 self.attempts = attempt
-                commit = log.try_commit(base, f.operation, actions, f.counts, f.read_version,
-                                        f.data_change, self.txn_id)
+                commit = handle.log.try_commit(base, f.operation, self.actions, f.counts, f.read_version,
+                                               f.data_change, self.txn_id)
                 if commit is not None:
                     self._record_landed(base, commit)
                     # files of actions a rebase replaced were never committed
-                    storage.delete_quietly([a.delta.path for a in dropped if isinstance(a, AddDelta)])
+                    handle.storage.delete_quietly([a.delta.path for a in self.dropped if isinstance(a, AddDelta)])
                     return commit
-                winners = log.read_new_commits(base.version)
-                replaced = [c for c in winners if c.table_id is not None and c.table_id != base.table_id]
-                if replaced:
-                    raise TableReplacedError(f"{f.operation}: the table was replaced while it ran (version "
-                                             f"{replaced[0].version} belongs to table {replaced[0].table_id})")
-                ours = self._ours_among(winners)
+                winners = handle.log.read_new_commits(base.version)
+                ours = self._ours_among(base, winners)
                 if ours is not None:                  # our PUT landed; only its answer was lost
                     self._record_landed(handle.advance(base, winners[:winners.index(ours)]), ours)
                     return ours
-                if not self.latest_known:
-                    handle.optimistic = False         # contention: look at the log before planning
-                if not self.latest_known and not all(_adds_only(c) for c in winners):
-                    # the handle may have been far behind: its requirements are made for the
-                    # short race of a plan, not for compactions, vacuums or tags it never saw
-                    handle.advance(base, winners)
-                    raise RestartRequired(f"{f.operation}: planned on version {base.version}, "
-                                          f"{len(winners)} newer commit(s) found; planning again")
-                self.latest_known = True              # from here on, winners raced this commit
-                v = check_all(f.requirements, Context(storage, self.snapshot, base, winners,
-                                                      actions, self.written, f.kind))
-                if v.outcome is Outcome.RESTART:
-                    raise RestartRequired(f"{f.operation}: {v.reason}; planning again")
-                if v.outcome is Outcome.FAIL:
-                    raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
-                gone = {id(a) for a in v.dropped}
-                actions = [a for a in actions if id(a) not in gone] + v.extra
-                dropped += v.dropped
-                base = handle.advance(base, winners)          # exactly the commits the requirements saw
+                base = self._rebase(base, winners)
                 if self.attempts - behind > self.properties.backoff_after:
                     # heavy contention: jittered backoff so a slow rebaser is not starved
                     time.sleep(random.uniform(0, min(self.properties.max_backoff_seconds,
@@ -125,8 +102,35 @@ class Transaction:
                                       "retry later")
         except BaseException as e:
             if not committed(e):
-                storage.delete_quietly(self.written)
+                handle.storage.delete_quietly(self.written)
             raise
+
+    def _context(self, base: TableState, winners: list[Commit]) -> Context:
+        return Context(self.handle.storage, self.snapshot, base, winners, self.actions, self.written,
+                       self.fragment.kind)
+
+    def _rebase(self, base: TableState, winners: list[Commit]) -> TableState:
+        """After a lost race: the state to try again on, with this write's actions rebased over the
+        winners, or RestartRequired / a typed error as the requirements and the matrix decide."""
+        f, handle = self.fragment, self.handle
+        if not self.latest_known:
+            handle.optimistic = False         # contention: look at the log before planning
+            if not all(_adds_only(c) for c in winners):
+                # the handle may have been far behind: its requirements are made for the
+                # short race of a plan, not for compactions, vacuums or tags it never saw
+                handle.advance(base, winners)
+                raise RestartRequired(f"{f.operation}: planned on version {base.version}, "
+                                      f"{len(winners)} newer commit(s) found; planning again")
+        self.latest_known = True              # from here on, winners raced this commit
+        v = check_all(f.requirements, self._context(base, winners))
+        if v.outcome is Outcome.RESTART:
+            raise RestartRequired(f"{f.operation}: {v.reason}; planning again")
+        if v.outcome is Outcome.FAIL:
+            raise v.error or CommitConflictError(f"{f.operation}: {v.reason}")
+        gone = {id(a) for a in v.dropped}
+        self.actions = [a for a in self.actions if id(a) not in gone] + v.extra
+        self.dropped += v.dropped
+        return handle.advance(base, winners)          # exactly the commits the requirements saw
 
     def _same_table(self, base) -> None:
         """The commit this write builds on still belongs to its table: a table deleted and created
@@ -141,10 +145,15 @@ class Transaction:
             raise TableReplacedError(f"{self.fragment.operation}: the table at this path was replaced (version "
                                      f"{base.version} is not table {base.table_id}'s any more); open it again")
 
-    def _ours_among(self, winners: list[Commit]) -> Commit | None:
+    def _ours_among(self, base: TableState, winners: list[Commit]) -> Commit | None:
         """Our own commit among the winners (a PUT that landed though its answer was lost), or
         an error if another transaction already committed these files (a driver retrying a
-        fragment): it must not land twice, nor delete the files that commit made live."""
+        fragment): it must not land twice, nor delete the files that commit made live. A winner
+        of another table (the path re-created) is an error too."""
+        replaced = [c for c in winners if c.table_id is not None and c.table_id != base.table_id]
+        if replaced:
+            raise TableReplacedError(f"{self.fragment.operation}: the table was replaced while it ran (version "
+                                     f"{replaced[0].version} belongs to table {replaced[0].table_id})")
         mine = set(self.fragment.files)
         for c in winners:
             if c.txn_id == self.txn_id:
