@@ -262,7 +262,7 @@ def _native_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) 
         shape = (tuple(tuple(i for i, _ in b.columns) for b in rs.base), rs.missing, rs.clean)
         high = None if rs.clean else _key_high(rs)
         subs = groups.setdefault(shape, [])
-        for taken, _members in subs:
+        for taken, members in subs:  # noqa: B007 (used after the break)
             if high not in taken:
                 break
         else:

@@ -734,23 +734,22 @@ def test_table_compacted_by_format_version_1_reads_old_versions_after_vacuum(tmp
 
 
 def test_spark_insert_commit_of_a_deleted_key_racing_a_merge_that_keeps_its_ghost(tmp_path):
-    """The Spark insert job's driver-side commit (no Spark needed for it): the rowsets its tasks
-    wrote hold a deleted key that a merge committed meanwhile keeps as a ghost; that is no duplicate."""
+    """The Spark insert job's task and driver-side commit (the functions Spark runs, without a
+    session): the rowsets its task wrote hold a deleted key that a merge committed meanwhile
+    keeps as a ghost; that is no duplicate."""
     pytest.importorskip("pyspark")
-    from spark_jobs.insert import commit_rowsets
-    from tableformat.batch import prepare
-    from tableformat.insert import plan_insert, write_plan
+    import json
+    from spark_jobs.writes import commit_fragments, insert_task
     uri = str(tmp_path / "t")
     t = kv(uri)
     t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
     t.delete(pa.table({"key": ["a"]}))
     planned = t.state
-    batch = prepare(planned.schema, pa.table({"key": ["a"], "val": [3]}))
-    written: list[str] = []
-    rowsets = write_plan(t.storage, planned, plan_insert(t.storage, planned, batch, False), written)
+    (task,) = insert_task(uri, None, planned.version, planned.table_id, "fail", None)(
+        iter(pa.table({"key": ["a"], "val": [3]}).to_batches()))
+    frag = json.loads(task.to_pylist()[0]["fragment"])
     (rs,) = t.state.rowsets
     force(t, "merge", [rs])                                    # commits first, keeping 'a' as a ghost
-    res = commit_rowsets(uri, None, planned.version, [[r.to_json() for r in rowsets]], [written], "INSERT",
-                         {"inserted": 1, "ignored": 0})
+    res = commit_fragments(uri, None, [frag], "INSERT", {"inserted": 1, "ignored": 0})
     assert res.version == t.version
     assert read(t, t.version) == [{"key": "a", "val": 3, "s": None}, {"key": "b", "val": 2, "s": None}]
