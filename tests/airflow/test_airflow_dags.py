@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import (
+from helpers import (
+    ROOT,
     assert_same_rows,
     metrics_partitioning,
     metrics_rows,
@@ -31,7 +32,6 @@ from conftest import (
 
 import tableformat as tf
 
-ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "airflow" / "dags"
 sys.path.insert(0, str(DAGS))
 import tableformat_config as config  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema, table_files
+from helpers import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema, table_files
 
 INF, NAN, HUGE = float("inf"), float("nan"), 10 ** 400
 ROW = pa.table({"host": ["h000"], "metric": ["cpu"], "time": pa.array([T0], pa.timestamp("us", tz="UTC")),

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tableformat as tf
 
-from conftest import T0, metrics_partitioning, metrics_rows, metrics_schema, table_files
+from helpers import T0, metrics_partitioning, metrics_rows, metrics_schema, table_files
 
 KEY = ["host", "metric", "time"]
 

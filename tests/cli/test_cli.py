@@ -16,50 +16,22 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-from conftest import (
+from helpers import (
     T0,
     assert_same_rows,
     metrics_partitioning,
     metrics_rows,
     metrics_schema,
+    one_line_error,
+    run,
+    run_many,
     sort_rows,
 )
 
 import tableformat as tf
 
-CLI = [sys.executable, "-m", "tableformat.cli"]
 COMMANDS = ["create", "describe", "history", "scan", "changes", "compact", "vacuum", "check", "alter"]
 KEY = ["host", "metric", "time"]
-
-
-def run(*args, code=0, env=None):
-    """Run the command; the exit status must be `code` (stderr is shown when it is not)."""
-    r = subprocess.run([*CLI, *map(str, args)], check=False, capture_output=True, text=True, timeout=120,
-                       env={**os.environ, **(env or {})})
-    assert r.returncode == code, f"exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
-    return r
-
-
-def run_many(*calls):
-    """Independent commands at once, one process each: (args, code[, env]) -> results, in order."""
-    procs = [subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, **(env[0] if env else {})})
-             for args, _code, *env in calls]
-    out = []
-    for p, (args, code, *_) in zip(procs, calls):
-        stdout, stderr = p.communicate(timeout=120)
-        assert p.returncode == code, f"{args}: exit {p.returncode}\nstdout: {stdout}\nstderr: {stderr}"
-        out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
-    return out
-
-
-def one_line_error(r, cls):
-    """Scripts and humans both rely on this: one line, the typed error, no traceback."""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    assert lines[0].startswith(f"error: {cls}: "), lines[0]
-    assert "Traceback" not in r.stderr
-    return lines[0]
 
 
 def same(a, b):

@@ -4,8 +4,7 @@ import json
 import pyarrow as pa
 
 
-from test_cli import one_line_error, run, run_many
-from test_undo import kv
+from helpers import kv, one_line_error, run, run_many
 
 
 def test_tag_tags_untag_and_as_of_a_tag(tmp_path):

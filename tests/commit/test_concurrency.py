@@ -7,7 +7,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import metrics_rows, metrics_schema
+from helpers import metrics_rows, metrics_schema
 
 
 def small_schema():

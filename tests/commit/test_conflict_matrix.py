@@ -22,7 +22,7 @@ pytest.importorskip("pyspark")
 from spark_jobs.merge import merge_partition  # noqa: E402
 from spark_jobs.writes import commit_fragments, write_partition  # noqa: E402
 
-SPEC = Path(__file__).resolve().parents[1] / "specs" / "format.md"
+SPEC = Path(__file__).resolve().parents[2] / "specs" / "format.md"
 
 
 def _schema():

@@ -16,7 +16,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import ROOT, TESTS, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 KEY = ["host", "metric", "time"]
 
@@ -117,9 +117,9 @@ def test_kill_9_during_a_large_insert(tmp_path):
     t.insert(metrics_rows(100))
     script = textwrap.dedent(f"""
         import sys, time
-        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        sys.path.insert(0, {str(TESTS)!r})
         import tableformat as tf
-        from conftest import metrics_rows
+        from helpers import metrics_rows
         t = tf.open_table({uri!r})
         real = t._storage.write
         def slow(rel, data):
@@ -130,7 +130,7 @@ def test_kill_9_during_a_large_insert(tmp_path):
         t.insert(metrics_rows(15000, start=1000))
     """)
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                         cwd=os.path.dirname(os.path.dirname(__file__)))
+                         cwd=str(ROOT))
     assert p.stdout.readline().strip() == "ready"
     time.sleep(1.0)
     os.kill(p.pid, signal.SIGKILL)

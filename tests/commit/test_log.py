@@ -9,7 +9,7 @@ import tableformat as tf
 from tableformat import txlog
 from tableformat.txlog import TransactionLog, checkpoint_path, commit_path
 
-from conftest import metrics_rows, metrics_schema
+from helpers import metrics_rows, metrics_schema
 
 
 def small_schema():

@@ -7,7 +7,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import table_files
+from helpers import table_files
 
 
 def ab_table(tmp_path):

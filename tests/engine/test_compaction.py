@@ -11,7 +11,7 @@ import pytest
 import tableformat as tf
 from tableformat.compaction import CompactionAction, CompactionPlan
 
-from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 
 def kv(tmp_path, **props):

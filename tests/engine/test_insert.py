@@ -11,7 +11,7 @@ import pytest
 import tableformat as tf
 from tableformat.diskrowset import read_pk_index, load_bloom
 
-from conftest import T0, metrics_partitioning, assert_same_rows, metrics_rows, metrics_schema, sort_rows, table_files
+from helpers import T0, metrics_partitioning, assert_same_rows, metrics_rows, metrics_schema, sort_rows, table_files
 
 
 def test_insert_then_scan_round_trips(metrics_table):

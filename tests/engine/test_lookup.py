@@ -9,15 +9,15 @@ import pytest
 import tableformat as tf
 from tableformat.cfile_set import FILE_CACHE
 
-from conftest import _norm, metrics_partitioning, metrics_rows, metrics_schema
-from test_undo import kv, merge_all
+from helpers import norm_value, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import kv, merge_all
 
 KEY = ["host", "metric", "time"]
 
 
 def rows(t):
     """Rows as dicts, NaN equal to NaN."""
-    return [{k: _norm(v) for k, v in r.items()} for r in (t if isinstance(t, list) else t.to_pylist())]
+    return [{k: norm_value(v) for k, v in r.items()} for r in (t if isinstance(t, list) else t.to_pylist())]
 
 
 def by_scan(t, keys, as_of=None, columns=None):

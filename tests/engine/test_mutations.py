@@ -9,7 +9,7 @@ import pytest
 import tableformat as tf
 from tableformat import deltafile
 
-from conftest import metrics_partitioning, metrics_rows, metrics_schema, table_files
+from helpers import metrics_partitioning, metrics_rows, metrics_schema, table_files
 
 
 def kv_schema():

@@ -8,7 +8,7 @@ from tableformat.hashing import murmur2_64_bytes
 from tableformat.keyencoder import encode_key
 from tableformat.partition import resolve
 
-from conftest import metrics_rows
+from helpers import metrics_rows
 
 
 def schema():

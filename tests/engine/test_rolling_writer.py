@@ -9,7 +9,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import assert_same_rows
+from helpers import assert_same_rows
 
 
 def _table(uri, target=None, **props):
@@ -90,7 +90,7 @@ def test_duplicates_in_input_and_table(tmp_path):
 
 
 def test_a_failed_writer_leaves_no_files(tmp_path):
-    from conftest import table_files
+    from helpers import table_files
     t = _table(str(tmp_path / "a"), target=1 << 16)
     files = table_files(t.uri)
     snap = t.snapshot()

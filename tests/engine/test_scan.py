@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tableformat as tf
 
-from conftest import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 DATA = metrics_rows(4000, seed=1)
 

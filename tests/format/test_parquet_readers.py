@@ -55,7 +55,7 @@ def base_files(tmp_path_factory):
     return out
 
 
-def _norm(v):
+def norm_value(v):
     if isinstance(v, float):
         return "NaN" if math.isnan(v) else ("-0.0" if v == 0 and math.copysign(1, v) < 0 else v)
     return v
@@ -87,7 +87,7 @@ def test_every_reader_reads_every_base_file(base_files, combo, reader):
     want = rows.column("v")
     if col.type != want.type:
         col = col.cast(want.type)
-    assert [_norm(v) for v in col.to_pylist()] == [_norm(v) for v in want.to_pylist()]
+    assert [norm_value(v) for v in col.to_pylist()] == [norm_value(v) for v in want.to_pylist()]
 
 
 def test_wide_decimals_are_not_byte_stream_split(base_files):

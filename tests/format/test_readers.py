@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 import pytest
 
 import tableformat as tf
-from conftest import metrics_partitioning, metrics_rows, metrics_schema
+from helpers import metrics_partitioning, metrics_rows, metrics_schema
 
 duckdb = pytest.importorskip("duckdb")
 pl = pytest.importorskip("polars")

@@ -3,7 +3,7 @@ import pyarrow as pa
 
 import tableformat as tf
 
-from conftest import metrics_partitioning, metrics_rows, metrics_schema
+from helpers import metrics_partitioning, metrics_rows, metrics_schema
 
 KEY = ["host", "metric", "time"]
 

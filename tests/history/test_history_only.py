@@ -12,9 +12,8 @@ import tableformat as tf
 from tableformat.compaction_policy import DELETE_MASK_COST, CompactionAction, CompactionPlan
 from tableformat.metadata import RowSetMeta
 
-from conftest import metrics_partitioning, metrics_rows, metrics_schema
-from test_undo import every_version, kv
-from test_undo_adversarial import during_next_commit as _during_next_commit
+from helpers import metrics_partitioning, metrics_rows, metrics_schema
+from helpers import during_next_commit as _during_next_commit, every_version, kv
 
 
 def history_only(t):

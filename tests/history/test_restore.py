@@ -7,9 +7,8 @@ import pytest
 
 import tableformat as tf
 
-from conftest import _norm, metrics_partitioning, metrics_rows, metrics_schema
-from test_undo import kv, merge_all
-from test_undo_adversarial import during_next_commit
+from helpers import norm_value, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import during_next_commit, kv, merge_all
 
 KEY = ["host", "metric", "time"]
 
@@ -17,7 +16,7 @@ KEY = ["host", "metric", "time"]
 def rows(t, as_of=None, keys=("key",)):
     got = t.scan(as_of=as_of).to_arrow()
     got = got.sort_by([(k, "ascending") for k in keys]) if got.num_rows else got
-    return [{k: _norm(v) for k, v in r.items()} for r in got.to_pylist()]
+    return [{k: norm_value(v) for k, v in r.items()} for r in got.to_pylist()]
 
 
 def random_history(t, rnd, steps, keys, live):

@@ -14,7 +14,8 @@ import pytest
 
 import tableformat as tf
 from tableformat.compaction import CompactionAction, CompactionPlan
-from test_undo_adversarial import during_next_commit as _during_next_commit
+
+from helpers import during_next_commit as _during_next_commit
 
 
 def force(t, kind, rowsets, columns=()):

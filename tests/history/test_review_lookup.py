@@ -3,9 +3,8 @@ import pyarrow as pa
 
 import tableformat as tf
 
-from test_tags import rows
-from test_undo_adversarial import during_next_commit
-from test_undo import kv, merge_all
+from helpers import read as rows
+from helpers import during_next_commit, kv, merge_all
 
 
 def test_tag_of_latest_racing_an_update_and_its_undo_gc(tmp_path):

@@ -7,8 +7,7 @@ import pytest
 
 import tableformat as tf
 
-from test_undo import kv, merge_all
-from test_undo_adversarial import during_next_commit
+from helpers import during_next_commit, kv, merge_all
 
 
 def rows(t, as_of=None):

@@ -8,36 +8,8 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.compaction import CompactionAction, CompactionPlan
 
-from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
-
-
-def kv(path, **props):
-    return tf.create_table(str(path), tf.Schema([tf.Column("key", "string"),
-                                                 tf.Column("val", "int64", nullable=True),
-                                                 tf.Column("s", "string", nullable=True)],
-                                                primary_key="key"), properties=props or None)
-
-
-def every_version(t, versions=None):
-    vs = range(t.version + 1) if versions is None else versions
-    return {v: t.scan(as_of=v, ordered=True).to_arrow().to_pylist() for v in vs}
-
-
-def force(t, kind, rowsets, columns=()):
-    tablet = t.state.rowsets[rowsets[0]].tablet
-    plan = CompactionPlan((CompactionAction(kind, tablet, tuple(rowsets), 1.0, "test", 0, tuple(columns)),), 0,
-                          t.version)
-    assert len(t.compact(plan)) == 1
-
-
-def merge_all(t):
-    by_tablet = {}
-    for r in t.state.rowsets.values():
-        by_tablet.setdefault(r.tablet, []).append(r.id)
-    for ids in by_tablet.values():
-        force(t, "merge", ids)
+from helpers import assert_same_rows, every_version, force, kv, merge_all, metrics_partitioning, metrics_rows, metrics_schema
 
 
 def seed(t):

@@ -13,62 +13,18 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.compaction import CompactionAction, CompactionPlan
+
+from helpers import during_next_commit, every_version, force, kv, merge_all, read
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-def kv(path, **props):
-    return tf.create_table(str(path), tf.Schema([tf.Column("key", "string"),
-                                                 tf.Column("val", "int64", nullable=True),
-                                                 tf.Column("s", "string", nullable=True)],
-                                                primary_key="key"), properties=props or None)
-
-
-def force(t, kind, rowsets, columns=()):
-    """Run one compaction action of our choosing (as tests/test_undo.py does)."""
-    tablet = t.state.rowsets[rowsets[0]].tablet
-    plan = CompactionPlan((CompactionAction(kind, tablet, tuple(rowsets), 1.0, "test", 0, tuple(columns)),), 0,
-                          t.version)
-    return t.compact(plan)
-
-
-def merge_all(t):
-    by_tablet = {}
-    for r in t.state.rowsets.values():
-        by_tablet.setdefault(r.tablet, []).append(r.id)
-    for ids in by_tablet.values():
-        force(t, "merge", ids)
-
 
 def col_ids(t, *names):
     return [t.schema.column(n).id for n in names]
 
 
-def read(t, v, **kw):
-    return t.scan(as_of=v, ordered=True, **kw).to_arrow().to_pylist()
-
-
-def every_version(t, versions=None):
-    vs = range(t.version + 1) if versions is None else versions
-    return {v: read(t, v) for v in vs}
-
-
 def vacuum0(t):
     return t.vacuum(retain_seconds=0, grace_seconds=0)
-
-
-def during_next_commit(t, fn):
-    """Run `fn` (through another handle) just before `t` tries to commit its next log version:
-    a deterministic concurrent commit, as tests/test_compaction.py does."""
-    fired = []
-
-    def hook(step, path):
-        if step == "commit" and "_log/" in path and not fired:
-            fired.append(1)
-            fn()
-    t._storage.fault_hook = hook
-    return fired
 
 
 # --- a random model of every operation, compaction and vacuum ---------------------------
@@ -611,7 +567,7 @@ def test_composite_keys_hash_and_range_partitions_decimal_nan_varchar(tmp_path):
     """The metrics table (3-column key, hash + range partitions, double with NaN, decimal, varchar
     with a default): updates to NULL and back, deletes and re-inserts, merges and majors per tablet,
     key-only projections; every version reads back after vacuum."""
-    from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+    from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
     t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning(),
                         properties={"rowset_target_bytes": 1 << 16})
     data = metrics_rows(1200)

@@ -4,8 +4,8 @@ import ast
 from pathlib import Path
 
 import tableformat as tf
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = set(tf.__all__) | {n for n in dir(tf) if isinstance(getattr(tf, n), type)
                             and issubclass(getattr(tf, n), tf.TableFormatError)}
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 README = ROOT / "README.md"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _MARK = re.compile(r"<!--\s*readme:\s*(.*?)\s*-->\s*$")

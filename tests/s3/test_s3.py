@@ -7,7 +7,7 @@ s3fs = pytest.importorskip("s3fs")
 
 import tableformat as tf  # noqa: E402
 
-from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema  # noqa: E402
+from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema  # noqa: E402
 
 
 def test_table_life_cycle_on_s3(s3_table_root):

@@ -13,7 +13,7 @@ s3fs = pytest.importorskip("s3fs")
 import tableformat as tf  # noqa: E402
 from tableformat.cfile_set import FILE_CACHE  # noqa: E402
 
-from conftest import assert_same_rows, metrics_rows, metrics_schema  # noqa: E402
+from helpers import assert_same_rows, metrics_rows, metrics_schema  # noqa: E402
 
 
 class RequestCounter:

@@ -8,7 +8,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import assert_same_rows
+from helpers import assert_same_rows
 
 pytest.importorskip("pyspark")
 CONNECTOR_SCAN = "BatchScan tableformat_jvm"

@@ -12,7 +12,7 @@ pytest.importorskip("pyspark")
 import tableformat as tf  # noqa: E402
 from spark_jobs.datasource import TableFormatWriter  # noqa: E402
 
-from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema, table_files  # noqa: E402
+from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema, table_files  # noqa: E402
 
 
 def _writer(uri, **options):

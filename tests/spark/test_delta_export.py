@@ -4,67 +4,35 @@ The watermark is the latest txnVersion Delta records for the export's appId,
 so these tests check the Delta table's rows against the engine: no change
 twice, none missing, after a kill -9 and under a race.
 """
-import decimal
 import os
 import signal
 import subprocess
 import sys
 import threading
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
+import helpers
+from helpers import norm_table, small_rows, small_schema
 import tableformat as tf
 from spark_jobs.export import delta_export, delta_watermark
 from spark_jobs.session import delta_available
 
 pytestmark = pytest.mark.skipif(not delta_available(), reason="delta-spark is not installed")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(helpers.ROOT)
 T0 = 1_700_000_000_000_000
-
-
-def small_schema():
-    return tf.Schema([tf.Column("k", "int64"), tf.Column("s", "string", nullable=True),
-                      tf.Column("v", "double", nullable=True), tf.Column("d", "decimal(12,2)", nullable=True),
-                      tf.Column("ts", "unixtime_micros", nullable=True)], primary_key=["k"])
-
-
-def rows(keys, salt=0):
-    keys = np.asarray(keys, dtype=np.int64)
-    return pa.table({"k": keys, "s": pa.array([f"s{k}-{salt}" for k in keys]),
-                     "v": (keys * 1.5 + salt).astype(np.float64),
-                     "d": pa.array([decimal.Decimal(int(k) * 100 + salt).scaleb(-2) for k in keys], pa.decimal128(12, 2)),
-                     "ts": pa.array(T0 + keys * 1000 + salt, pa.timestamp("us", tz="UTC"))})
 
 
 def make_history(uri):
     """Versions 1..6: insert, update, delete, upsert (half new), compaction, insert."""
     t = tf.create_table(uri, small_schema())
-    t.insert(rows(range(0, 200)))
-    t.update(rows(range(0, 200, 7), salt=1).select(["k", "v"]))
-    t.delete(rows(range(3, 200, 11)).select(["k"]))
-    t.upsert(rows(list(range(150, 250, 2)), salt=2))
+    t.insert(small_rows(range(0, 200)))
+    t.update(small_rows(range(0, 200, 7), salt=1).select(["k", "v"]))
+    t.delete(small_rows(range(3, 200, 11)).select(["k"]))
+    t.upsert(small_rows(list(range(150, 250, 2)), salt=2))
     t.compact()
-    t.insert(rows(range(1000, 1010)))
+    t.insert(small_rows(range(1000, 1010)))
     return t
-
-
-def norm(table, cols):
-    """Sorted by every column given, timestamps as integer micros: comparable across Spark and Arrow."""
-    out = {}
-    for c in cols:
-        a = table.column(c)
-        if pa.types.is_timestamp(a.type):
-            a = pc.cast(pc.cast(a, pa.timestamp("us", tz="UTC")), pa.int64())
-        elif pa.types.is_large_string(a.type) or pa.types.is_string_view(a.type):
-            a = a.cast(pa.string())
-        elif pa.types.is_binary_view(a.type):      # delta-rs answers views of strings as binary views
-            a = a.cast(pa.binary()).cast(pa.string())
-        out[c] = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
-    t = pa.table(out)
-    return t.sort_by([(c, "ascending") for c in cols if not pa.types.is_list(t.column(c).type)])
 
 
 def delta_rows(spark, path, version=None):
@@ -87,11 +55,11 @@ def test_append_exports_every_change_once_and_reruns_write_nothing(spark, tmp_pa
     assert r2["commits"] == [4, 6] and delta_watermark(out, "exp") == 6   # 5 is a compaction: no rows
     assert delta_export(spark, t.uri, out, "exp", "append")["commits"] == []
     got = delta_rows(spark, out)
-    assert norm(got, CHANGE_COLS).equals(norm(t.changes(0), CHANGE_COLS))
+    assert norm_table(got, CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
     assert set(got.column_names) >= {"_op", "_version", "_timestamp", "_changed_columns"}
-    t.update(rows([1], salt=9).select(["k", "s"]))     # a later version arrives in the next run only
+    t.update(small_rows([1], salt=9).select(["k", "s"]))     # a later version arrives in the next run only
     assert delta_export(spark, t.uri, out, "exp", "append")["commits"] == [7]
-    assert norm(delta_rows(spark, out), CHANGE_COLS).equals(norm(t.changes(0), CHANGE_COLS))
+    assert norm_table(delta_rows(spark, out), CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
 
 
 def test_apply_replica_equals_scan_at_every_exported_version(spark, tmp_path):
@@ -103,14 +71,14 @@ def test_apply_replica_equals_scan_at_every_exported_version(spark, tmp_path):
         assert delta_watermark(out, "replica") == v
         from delta.tables import DeltaTable
         delta_versions[v] = DeltaTable.forPath(spark, out).history(1).collect()[0]["version"]
-        assert norm(delta_rows(spark, out), COLS).equals(norm(t.scan(as_of=v).to_arrow(), COLS)), (v, res)
+        assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan(as_of=v).to_arrow(), COLS)), (v, res)
     for v, dv in delta_versions.items():       # Delta's time travel agrees with ours, version by version
-        assert norm(delta_rows(spark, out, dv), COLS).equals(norm(t.scan(as_of=v).to_arrow(), COLS))
+        assert norm_table(delta_rows(spark, out, dv), COLS).equals(norm_table(t.scan(as_of=v).to_arrow(), COLS))
     # a second replica bootstrapped at a later version, then caught up
     out2 = str(tmp_path / "delta_apply2")
     assert delta_export(spark, t.uri, out2, "replica", "apply", end=4)["commits"] == [4]
     assert delta_export(spark, t.uri, out2, "replica", "apply")["commits"] == [6]
-    assert norm(delta_rows(spark, out2), COLS).equals(norm(t.scan().to_arrow(), COLS))
+    assert norm_table(delta_rows(spark, out2), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
 
 
 KILL_SCRIPT = """
@@ -144,9 +112,9 @@ def test_kill_9_mid_export_then_rerun_no_duplicate_no_gap(spark, tmp_path, mode)
     res = delta_export(spark, t.uri, out, "exp", mode)
     assert res["commits"][0] > kill_at and delta_watermark(out, "exp") == t.version
     if mode == "append":
-        assert norm(delta_rows(spark, out), CHANGE_COLS).equals(norm(t.changes(0), CHANGE_COLS))
+        assert norm_table(delta_rows(spark, out), CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
     else:
-        assert norm(delta_rows(spark, out), COLS).equals(norm(t.scan().to_arrow(), COLS))
+        assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
 
 
 @pytest.mark.parametrize("mode", ["append", "apply"])
@@ -170,9 +138,9 @@ def test_two_exports_racing_write_each_version_once(spark, tmp_path, mode):
     assert delta_watermark(out, "exp") == t.version
     if mode == "append":
         got = delta_rows(spark, out)
-        assert norm(got, CHANGE_COLS).equals(norm(t.changes(0), CHANGE_COLS))
+        assert norm_table(got, CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
     else:
-        assert norm(delta_rows(spark, out), COLS).equals(norm(t.scan().to_arrow(), COLS))
+        assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
 
 
 def test_bad_mode_and_missing_name_are_typed_errors(spark, tmp_path):
@@ -208,12 +176,12 @@ def test_export_dag_delta_sink_config_and_intervals(spark, tmp_path):
     mid = export.from_micros(ts[3] + 1)                     # an interval ending after version 3
     r1 = export.export_interval(cfg, mid - dt.timedelta(hours=1), mid, sleep=lambda s: None)
     assert r1["watermark"]["version"] == 3 and delta_watermark(out + "/metrics", "metrics") == 3
-    assert norm(delta_rows(spark, out + "/metrics"), COLS).equals(norm(t.scan(as_of=3).to_arrow(), COLS))
+    assert norm_table(delta_rows(spark, out + "/metrics"), COLS).equals(norm_table(t.scan(as_of=3).to_arrow(), COLS))
     late = export.from_micros(ts[-1] + 1)
     export.export_interval(cfg, late - dt.timedelta(hours=1), late, sleep=lambda s: None)
     again = export.export_interval(cfg, mid - dt.timedelta(hours=1), mid, sleep=lambda s: None)  # a rerun
     assert again["files"] == 0 and delta_watermark(out + "/metrics", "metrics") == t.version
-    assert norm(delta_rows(spark, out + "/metrics"), COLS).equals(norm(t.scan().to_arrow(), COLS))
+    assert norm_table(delta_rows(spark, out + "/metrics"), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
 
 
 def test_export_dag_delta_config_errors():

@@ -15,7 +15,7 @@ import pytest
 
 import tableformat as tf
 from tableformat.cli import main as cli_main
-from test_delta_export import norm, rows, small_schema
+from helpers import norm_table, small_rows, small_schema
 
 deltalake = pytest.importorskip("deltalake")
 pytest.importorskip("pyroaring")
@@ -23,12 +23,12 @@ pytest.importorskip("pyroaring")
 
 def history_ops(t):
     """Operations after which the mirror is written: every kind of change, schema changes included."""
-    yield "insert", lambda: t.insert(rows(range(0, 300)))
-    yield "delete", lambda: t.delete(rows(range(3, 300, 11)).select(["k"]))
-    yield "more deletes", lambda: t.delete_ignore(rows(range(5, 300, 13)).select(["k"]))
-    yield "update", lambda: t.update_ignore(rows(range(1, 300, 7), salt=1).select(["k", "v"]))
-    yield "insert 2", lambda: t.insert(rows(range(1000, 1100)))
-    yield "upsert", lambda: t.upsert(rows(list(range(1050, 1150)), salt=2))
+    yield "insert", lambda: t.insert(small_rows(range(0, 300)))
+    yield "delete", lambda: t.delete(small_rows(range(3, 300, 11)).select(["k"]))
+    yield "more deletes", lambda: t.delete_ignore(small_rows(range(5, 300, 13)).select(["k"]))
+    yield "update", lambda: t.update_ignore(small_rows(range(1, 300, 7), salt=1).select(["k", "v"]))
+    yield "insert 2", lambda: t.insert(small_rows(range(1000, 1100)))
+    yield "upsert", lambda: t.upsert(small_rows(list(range(1050, 1150)), salt=2))
     yield "rename+add+drop", lambda: t.alter().rename_column("s", "name").add_column("extra", "int32") \
         .drop_column("d").commit()
     yield "insert extra", lambda: t.insert(pa.table({
@@ -85,7 +85,7 @@ def test_delta_rs_reads_every_mirrored_version(mirrored):
         got = pa.table(deltalake.QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
         cols = scan_cols(t, r.table_version)
         assert got.column_names == cols, what
-        assert norm(got, cols).equals(norm(t.scan(as_of=r.table_version).to_arrow(), cols)), what
+        assert norm_table(got, cols).equals(norm_table(t.scan(as_of=r.table_version).to_arrow(), cols)), what
 
 
 @pytest.fixture
@@ -110,12 +110,12 @@ def test_delta_spark_reads_every_mirrored_version(delta_reader, mirrored):
     t, m, results = mirrored
     latest = spark.read.format("delta").load(m).toArrow()
     cols = scan_cols(t, results[-1][1].table_version)
-    assert norm(latest, cols).equals(norm(t.scan().to_arrow(), cols))
+    assert norm_table(latest, cols).equals(norm_table(t.scan().to_arrow(), cols))
     for what, r in results:
         got = spark.sql(f"SELECT * FROM delta.`{m}` VERSION AS OF {r.delta_version}").toArrow()
         cols = scan_cols(t, r.table_version)
         assert got.column_names == cols, what
-        assert norm(got, cols).equals(norm(t.scan(as_of=r.table_version).to_arrow(), cols)), what
+        assert norm_table(got, cols).equals(norm_table(t.scan(as_of=r.table_version).to_arrow(), cols)), what
     # data skipping: a filter on the key reads only the files whose [min, max] may match
     q = spark.read.format("delta").load(m).where("k >= 2000")
     assert sorted(x.k for x in q.select("k").collect()) == sorted(
@@ -126,11 +126,11 @@ def test_delta_vacuum_on_the_mirror_never_deletes_our_files(delta_reader, tmp_pa
     spark = delta_reader
     t = tf.create_table(str(tmp_path / "t"), small_schema())
     m = str(tmp_path / "m")
-    t.insert(rows(range(100)))
+    t.insert(small_rows(range(100)))
     t.mirror_delta(m)
-    t.delete(rows(range(0, 100, 3)).select(["k"]))
+    t.delete(small_rows(range(0, 100, 3)).select(["k"]))
     t.mirror_delta(m)
-    t.update(rows(range(1, 100, 3), salt=5).select(["k", "s"]))
+    t.update(small_rows(range(1, 100, 3), salt=5).select(["k", "s"]))
     t.mirror_delta(m)                                   # compacts: the first rowset leaves the mirror
     ours = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(t.uri) for f in fs)
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
@@ -140,18 +140,18 @@ def test_delta_vacuum_on_the_mirror_never_deletes_our_files(delta_reader, tmp_pa
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
     assert sorted(os.path.join(dp, f) for dp, _, fs in os.walk(t.uri) for f in fs) == ours
     assert t.check().ok
-    assert norm(spark.read.format("delta").load(m).toArrow(), ["k", "s", "v", "d", "ts"]).equals(
-        norm(t.scan().to_arrow(), ["k", "s", "v", "d", "ts"]))
+    assert norm_table(spark.read.format("delta").load(m).toArrow(), ["k", "s", "v", "d", "ts"]).equals(
+        norm_table(t.scan().to_arrow(), ["k", "s", "v", "d", "ts"]))
 
 
 def test_our_vacuum_keeps_what_the_latest_mirror_references(tmp_path):
     t = tf.create_table(str(tmp_path / "t"), small_schema())
     m = str(tmp_path / "m")
-    t.insert(rows(range(100)))
+    t.insert(small_rows(range(100)))
     t.mirror_delta(m)
     (rs,) = t.state.rowsets.values()
     mirrored_file = rs.base[0].path
-    t.update(rows(range(0, 100, 2), salt=3).select(["k", "v"]))
+    t.update(small_rows(range(0, 100, 2), salt=3).select(["k", "v"]))
     # our compaction, outside the mirror: the mirrored file leaves our state
     assert t.compact_action(tf.CompactionAction("merge", rs.tablet, (rs.id,), 1.0, "test", 0)) is not None
     assert mirrored_file not in {r.base[0].path for r in t.state.rowsets.values()}
@@ -159,7 +159,7 @@ def test_our_vacuum_keeps_what_the_latest_mirror_references(tmp_path):
     assert mirrored_file not in res.files and os.path.exists(os.path.join(t.uri, mirrored_file))
     got = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(m)).execute("SELECT * FROM t")
                    .read_all())
-    assert norm(got, ["k", "v"]).equals(norm(t.scan(as_of=1).to_arrow(), ["k", "v"]))   # still readable
+    assert norm_table(got, ["k", "v"]).equals(norm_table(t.scan(as_of=1).to_arrow(), ["k", "v"]))   # still readable
     t.mirror_delta(m)                                    # the mirror moves on: the old file may go
     res = t.vacuum(retain_seconds=0, grace_seconds=0)
     assert mirrored_file in res.files and not os.path.exists(os.path.join(t.uri, mirrored_file))
@@ -169,10 +169,10 @@ def test_mirror_on_the_loopback_s3_server(s3_table_root, s3_endpoint):
     root, opts = s3_table_root
     t = tf.create_table(f"{root}/t", small_schema(), storage_options=opts)
     m = f"{root}/mirror"
-    t.insert(rows(range(200)))
-    t.delete(rows(range(0, 200, 9)).select(["k"]))
+    t.insert(small_rows(range(200)))
+    t.delete(small_rows(range(0, 200, 9)).select(["k"]))
     r1 = t.mirror_delta(m, storage_options=opts)
-    t.update(rows(range(1, 200, 9), salt=4).select(["k", "d"]))
+    t.update(small_rows(range(1, 200, 9), salt=4).select(["k", "d"]))
     r2 = t.mirror_delta(m, storage_options=opts)
     assert r1.deletion_vectors == 1 and r2.compacted
     rs_opts = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "testing",
@@ -182,13 +182,13 @@ def test_mirror_on_the_loopback_s3_server(s3_table_root, s3_endpoint):
         dt = deltalake.DeltaTable(m, version=r.delta_version, storage_options=rs_opts)
         got = pa.table(deltalake.QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
         cols = ["k", "s", "v", "d", "ts"]
-        assert norm(got, cols).equals(norm(t.scan(as_of=r.table_version).to_arrow(), cols))
+        assert norm_table(got, cols).equals(norm_table(t.scan(as_of=r.table_version).to_arrow(), cols))
 
 
 def test_refusals_are_typed_and_leave_everything_unchanged(tmp_path):
     t = tf.create_table(str(tmp_path / "t"), small_schema())
-    t.insert(rows(range(50)))
-    t.update(rows(range(0, 50, 5), salt=1).select(["k", "v"]))
+    t.insert(small_rows(range(50)))
+    t.update(small_rows(range(0, 50, 5), salt=1).select(["k", "v"]))
     v = t.version
     with pytest.raises(tf.MirrorError, match="pending REDO updates"):
         t.mirror_delta(str(tmp_path / "m"), compact=False)
@@ -199,11 +199,11 @@ def test_refusals_are_typed_and_leave_everything_unchanged(tmp_path):
 
 def test_cli_mirror(tmp_path, capsys):
     t = tf.create_table(str(tmp_path / "t"), small_schema())
-    t.insert(rows(range(50)))
-    t.update(rows(range(0, 50, 5), salt=1).select(["k", "v"]))
+    t.insert(small_rows(range(50)))
+    t.update(small_rows(range(0, 50, 5), salt=1).select(["k", "v"]))
     assert cli_main(["mirror", t.uri, "--delta", str(tmp_path / "m")]) == 0
     out = capsys.readouterr().out
     assert "compacted rowset" in out and "pending REDO updates" in out and "Delta version 0" in out
     got = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(tmp_path / "m")))
                    .execute("SELECT * FROM t").read_all())
-    assert norm(got, ["k", "v"]).equals(norm(t.scan().to_arrow(), ["k", "v"]))
+    assert norm_table(got, ["k", "v"]).equals(norm_table(t.scan().to_arrow(), ["k", "v"]))

@@ -2,7 +2,7 @@
 import pytest
 
 import tableformat as tf
-from conftest import metrics_partitioning, metrics_rows, metrics_schema
+from helpers import metrics_partitioning, metrics_rows, metrics_schema
 
 
 def test_views_equal_inspect(spark, table_uri):

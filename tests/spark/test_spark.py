@@ -12,7 +12,7 @@ pyspark = pytest.importorskip("pyspark")
 
 import tableformat as tf  # noqa: E402
 
-from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema  # noqa: E402
+from helpers import ROOT, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema  # noqa: E402
 
 KEY = ["host", "metric", "time"]
 
@@ -218,7 +218,7 @@ def test_compaction_job_runs_the_plan_in_parallel(spark, tmp_path):
 @pytest.mark.parametrize("job", ["insert", "merge", "export", "backfill", "pipeline", "compaction"])
 def test_every_job_has_help(job):
     r = subprocess.run([sys.executable, "-m", f"spark_jobs.{job}", "--help"], capture_output=True, text=True,
-                       cwd=os.path.dirname(os.path.dirname(__file__)))
+                       cwd=str(ROOT))
     assert r.returncode == 0 and "usage" in r.stdout.lower()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 pyspark = pytest.importorskip("pyspark")
 

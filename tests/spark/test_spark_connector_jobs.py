@@ -11,19 +11,19 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from helpers import ROOT, TESTS
+
 pytest.importorskip("pyspark")
-ROOT = Path(__file__).resolve().parents[1]
 
 JOB = textwrap.dedent('''
     import json, logging, sys
     sys.path.insert(0, {tests!r})
     import pyarrow as pa
     import tableformat as tf
-    from conftest import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+    from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
     from spark_jobs.common import get_spark
     from spark_jobs.insert import partitioned_insert
     from spark_jobs.merge import mutation_merge
@@ -58,7 +58,7 @@ JOB = textwrap.dedent('''
 
 def run_job(tmp_path, args, env=None, timeout=1200):
     script = tmp_path / "job.py"
-    script.write_text(JOB.format(tests=str(ROOT / "tests")))
+    script.write_text(JOB.format(tests=str(TESTS)))
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     p = subprocess.run([sys.executable, str(script), json.dumps(args)], capture_output=True, text=True,
                        timeout=timeout, env=e, cwd=str(tmp_path))

@@ -10,7 +10,7 @@ import pytest
 
 import tableformat as tf
 
-from conftest import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 pyspark = pytest.importorskip("pyspark")
 

@@ -14,7 +14,7 @@ pytest.importorskip("pyspark")
 
 import tableformat as tf  # noqa: E402
 
-from conftest import (assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema,  # noqa: E402
+from helpers import (assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema,  # noqa: E402
                       table_files)
 
 KV = tf.Schema([tf.Column("key", "string"), tf.Column("n", "int64"), tf.Column("val", "int64", nullable=True)],
