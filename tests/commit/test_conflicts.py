@@ -1,7 +1,8 @@
 """Every cell of the conflict matrix in specs/format.md ("Conflict matrix").
 
 Writer A plans against a snapshot; writer B commits between A's plan and A's
-commit (B runs inside A's commit hook); A then rebases or restarts.
+commit (B runs inside A's commit hook); A then rebases or restarts. A major delta compaction
+is no concurrent insert: an insert of a key deleted after the compaction's plan lands.
 """
 import pyarrow as pa
 import pytest
@@ -95,3 +96,70 @@ def test_disjoint_keys_always_rebase(tmp_path, a_op, b_op):
     res = run(ta, a_op, rows[a_op][0])
     assert res.version == 3            # B took version 2, A rebased onto it
     assert fired
+
+
+# --- a major delta compaction is no concurrent insert: an insert of a key deleted after its plan lands ---
+
+def kv(path):
+    return tf.create_table(str(path), tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)],
+                                                primary_key="key"))
+
+
+def rows(t):
+    return t.scan(ordered=True).to_arrow().to_pylist()
+
+
+def _major_planned_on_two_rows(tmp_path):
+    """Rows a and b; a major delta compaction of their rowset planned (not committed)."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    t.update(pa.table({"key": ["b"], "val": [20]}))
+    (rs,) = t.state.rowsets
+    val = t.schema.column("val").id
+    return t, t.snapshot().write_compaction(tf.CompactionAction("major_delta", t.state.rowsets[rs].tablet, (rs,), 1.0,
+                                                                "t", 0, (val,)))
+
+
+@pytest.mark.parametrize("distributed", [False, True])
+def test_insert_of_deleted_key_vs_major_delta_planned_before_the_delete(tmp_path, distributed):
+    t, major = _major_planned_on_two_rows(tmp_path)
+    t.delete(pa.table({"key": ["a"]}))                        # lands after the major's snapshot
+    ins = t.snapshot().write_insert(pa.table({"key": ["a"], "val": [3]}), distributed=distributed)
+    t.commit_fragments([major])                               # rebases over the delete (rowids kept)
+    t.commit_fragments([ins])                                 # 'a' is absent: must land
+    assert rows(t) == [{"key": "a", "val": 3}, {"key": "b", "val": 20}]
+    assert t.check().ok
+
+
+def test_engine_insert_fails_the_same_way(tmp_path):
+    """The engine path (Table.insert with run()): the same race through a hook."""
+    t, major = _major_planned_on_two_rows(tmp_path)
+    t.delete(pa.table({"key": ["a"]}))
+    other = tf.open_table(str(tmp_path / "t"))
+    fired = []
+
+    def hook(step, path):
+        if step == "commit" and "_log/" in path and not fired:
+            fired.append(1)
+            other.commit_fragments([major])
+    t._storage.fault_hook = hook
+    try:
+        t.insert(pa.table({"key": ["a"], "val": [3]}))
+    finally:
+        t._storage.fault_hook = None
+    assert fired
+    assert rows(t) == [{"key": "a", "val": 3}, {"key": "b", "val": 20}]
+
+
+def test_control_same_race_with_a_merge_lands(tmp_path):
+    """Control: with a merge instead of a major delta the concurrent delete is remapped into the
+    merge's own commit, so KeysAbsent sees it and the insert lands."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    (rs,) = t.state.rowsets
+    merge = t.snapshot().write_compaction(tf.CompactionAction("merge", t.state.rowsets[rs].tablet, (rs,), 1.0, "t", 0))
+    t.delete(pa.table({"key": ["a"]}))
+    ins = t.snapshot().write_insert(pa.table({"key": ["a"], "val": [3]}))
+    t.commit_fragments([merge])
+    t.commit_fragments([ins])
+    assert rows(t) == [{"key": "a", "val": 3}, {"key": "b", "val": 2}]

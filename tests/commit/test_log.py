@@ -1,4 +1,5 @@
-"""The transaction log: exclusive commits, MVCC timestamps, checkpoints, format versions, bad tables."""
+"""The transaction log: exclusive commits, MVCC timestamps, checkpoints, format versions, bad tables,
+a commit whose acknowledgement was lost."""
 import json
 import os
 
@@ -139,3 +140,31 @@ def test_file_uri_and_repr_hide_options(tmp_path):
     assert tf.open_table(str(tmp_path / "t")).name == "events"
     assert tf.open_table(str(tmp_path / "t")).table_id == t.table_id and len(t.table_id) == 32
     assert "events" in repr(t)
+
+
+# --- a commit whose acknowledgement was lost is reported as landed ----------------------------
+
+def test_own_commit_reported_as_not_done(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)],
+                                       primary_key="key"))
+    st = t._storage
+    real = st.put_if_absent
+    state = {"n": 0}
+
+    def flaky(rel, data):
+        ok = real(rel, data)
+        if "_log/" in rel and not rel.endswith("checkpoint.json") and state["n"] == 0:
+            state["n"] += 1
+            return False          # the write happened; the acknowledgement was lost and the retry saw 412
+        return ok
+    st.put_if_absent = flaky
+    err = None
+    try:
+        t.insert(pa.table({"key": ["a"], "val": [1]}))
+    except tf.TableFormatError as e:
+        err = e
+    st.put_if_absent = real
+    landed = tf.open_table(uri).to_arrow().to_pylist()
+    assert landed == [{"key": "a", "val": 1}]
+    assert err is None, f"insert raised {type(err).__name__}: {err} although its commit landed"
