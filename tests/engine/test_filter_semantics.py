@@ -1,5 +1,6 @@
 """Filters mean one thing everywhere (specs/format.md §13): NaN and ±0, exact values, out-of-range
-values, empty projections; operators, statistics pruning, PK-range seeks and partition pruning agree."""
+values (a date against a nanosecond timestamp, a decimal beyond its column), empty projections; operators,
+statistics pruning, PK-range seeks and partition pruning agree."""
 import datetime as dt
 import decimal
 import math
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tableformat as tf
+import pandas as pd
 
 UTC = dt.timezone.utc
 NAN = float("nan")
@@ -505,3 +507,73 @@ def test_spark_pushdown_matches_spark_semantics(spark, spark_prop_table, flt):
     got = sorted(r.k for r in df.select("k").collect())
     want = sorted(r["k"] for r in live if all(ref_match(r, term) for term in flt))
     assert got == want
+
+
+# --- a date compared with a nanosecond timestamp ----------------------------------------------
+
+def _dates(tmp_path):
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("d", "date")], "k")
+    t = tf.create_table(str(tmp_path / "t"), s)
+    t.insert(pa.table({"k": [1, 2], "d": [dt.date(2020, 1, 1), dt.date(2020, 1, 2)]}))
+    return t
+
+
+NANOS_TS = pd.Timestamp("2020-01-01 00:00:00.000000001")
+
+
+def test_date_equals_nanosecond_timestamp_matches_nothing(tmp_path):
+    t = _dates(tmp_path)
+    assert keys(t, ("d", "=", NANOS_TS)) == []          # observed [1]
+
+
+def test_date_in_nanosecond_timestamp_matches_nothing(tmp_path):
+    t = _dates(tmp_path)
+    assert keys(t, ("d", "in", [NANOS_TS])) == []       # observed [1]
+
+
+def test_date_ge_nanosecond_timestamp_excludes_the_midnight_date(tmp_path):
+    t = _dates(tmp_path)
+    assert keys(t, ("d", ">=", NANOS_TS)) == [2]        # observed [1, 2]
+
+
+def test_date_ne_nanosecond_timestamp_is_every_row(tmp_path):
+    t = _dates(tmp_path)
+    assert keys(t, ("d", "!=", NANOS_TS)) == [1, 2]     # observed [2]
+
+
+def test_same_value_on_a_timestamp_column_is_consistent(tmp_path):
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("ts", "unixtime_micros")], "k")
+    t = tf.create_table(str(tmp_path / "u"), s)
+    t.insert(pa.table({"k": [1], "ts": pa.array([dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)],
+                                                  pa.timestamp("us", tz="UTC"))}))
+    assert keys(t, ("ts", "=", NANOS_TS.tz_localize("UTC"))) == []      # passes: the timestamp path is exact
+
+
+# --- filter values beyond a decimal, NaT on a date: exact or typed, never an untyped error ----
+
+@pytest.fixture
+def decimal_and_date(tmp_path):
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("d", "decimal(6,2)", nullable=True),
+                   tf.Column("dd", "date", nullable=True)], "k")
+    t = tf.create_table(str(tmp_path / "t"), s)
+    t.insert(pa.table({"k": [1], "d": pa.array([decimal.Decimal("1.00")], pa.decimal128(6, 2)),
+                       "dd": [dt.date(2020, 1, 1)]}))
+    return t
+
+
+@pytest.mark.parametrize("flt", [("d", "in", ["1e999999999"]), ("d", "=", decimal.Decimal("1e999999999")),
+                                 ("d", "<", decimal.Decimal("-1e999999999"))])
+def test_huge_decimal_exponent_is_exact_or_typed(decimal_and_date, flt):
+    """Once decimal.InvalidOperation. A value beyond decimal(6,2) is out of range, and out-of-range
+    values compare exactly (specs/format.md §13): no row equals 1e999999999 or is below -1e999999999."""
+    assert keys(decimal_and_date, flt) == []
+    col, op, v = flt
+    if op == "in":      # beside a value in the data, the huge one neither fails nor matches
+        assert keys(decimal_and_date, (col, "in", [*v, "1.00"])) == [1]
+    else:               # the complement is every row
+        assert keys(decimal_and_date, (col, {"=": "!=", "<": ">="}[op], v)) == [1]
+
+
+def test_nat_on_a_date_column_is_a_typed_error(decimal_and_date):
+    with pytest.raises(tf.InvalidFilterError):                # observed: ValueError
+        decimal_and_date.scan(columns=["k"], filter=("dd", "=", pd.NaT)).to_arrow()

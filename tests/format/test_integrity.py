@@ -2,7 +2,8 @@
 
 Commits and checkpoints carry a CRC-32 over every field but the checksum itself (format
 version 3); every data, index, bloom and delta file has the CRC-32 of all its bytes in the
-log. A mismatch is a CorruptFileError naming the file, and check() reports each kind.
+log. A mismatch is a CorruptFileError naming the file, and check() reports each kind: a base file
+swapped for another valid one, a log relabelled to an older format.
 See specs/format.md §8.1-§8.3.
 """
 import json
@@ -14,6 +15,10 @@ import pytest
 import tableformat as tf
 from tableformat.diskrowset import FILE_CACHE
 from tableformat.txlog import TransactionLog, checkpoint_path, commit_path
+import glob
+import os
+import shutil
+from tableformat.txlog import canonical_json
 
 
 def kv(root, **props):
@@ -306,3 +311,59 @@ def test_a_format_2_table_still_opens_reads_and_takes_new_commits(tmp_path):
     _edit_commit(root, 2, lambda d: d["actions"][0]["add_rowset"].update(num_rows=11))
     with pytest.raises(tf.CorruptFileError, match="00000000000000000002.json fails its checksum"):
         TransactionLog(t3._storage).read_commit(2)
+
+
+# --- a base file swapped for another valid one ------------------------------------------------
+
+@pytest.fixture
+def swapped(tmp_path):
+    d = str(tmp_path / "t")
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "int64", nullable=True)], "k")
+    t = tf.create_table(d, s)
+    t.insert(pa.table({"k": list(range(0, 100)), "v": list(range(100))}))
+    t.insert(pa.table({"k": list(range(1000, 1100)), "v": [7] * 100}))
+    a, b = [glob.glob(f"{d}/tablets/*/{rs.id}/base-*")[0] for rs in t.state.rowsets.values()]
+    assert os.path.getsize(a) != os.path.getsize(b)
+    shutil.copy(b, a)
+    return tf.open_table(d)
+
+
+def test_check_reports_it(swapped):
+    assert not swapped.check(deep=False).ok                      # passes: check() notices the size
+
+
+def test_whole_read_refuses(swapped):
+    with pytest.raises(tf.CorruptFileError):
+        swapped.scan().to_arrow()
+
+
+def test_projected_scan_refuses(swapped):
+    with pytest.raises(tf.CorruptFileError):                     # observed: 200 rows, no error
+        swapped.scan(columns=["v"], filter=("v", "=", 7)).to_arrow()
+
+
+def test_point_lookup_refuses(swapped):
+    with pytest.raises(tf.CorruptFileError):                     # observed: [] (row k=5 silently missing)
+        swapped.scan(filter=("k", "=", 5)).to_arrow()
+
+
+# --- a log relabelled to an older format ------------------------------------------------------
+
+def test_all_commits_relabelled_to_format_2_are_refused(tmp_path):
+    d = str(tmp_path / "t")
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "int64", nullable=True)], "k")
+    t = tf.create_table(d, s)
+    t.insert(pa.table({"k": [1], "v": [1]}))
+    t.insert(pa.table({"k": [2], "v": [2]}))
+    for v in range(3):
+        p = f"{d}/_log/{v:020d}.json"
+        c = json.load(open(p))
+        c["format_version"] = 2
+        if v == 2:
+            c["timestamp"] += 10**12
+        c["checksum"] = zlib.crc32(canonical_json(c["actions"]))
+        open(p, "w").write(json.dumps(c))
+    with pytest.raises(tf.CorruptFileError):
+        t2 = tf.open_table(d)                     # observed: opens; state.format_version == 3
+        assert t2.state.format_version == 3
+        assert t2.check().ok                      # observed: 0 violations, forged timestamp in history()
