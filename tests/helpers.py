@@ -97,13 +97,15 @@ def every_version(t, versions=None):
     return {v: read(t, v) for v in vs}
 
 
-def force(t, kind, rowsets, columns=()):
-    """Run one compaction action of our choosing; it must commit."""
+def force(t, kind, rowsets, columns=(), committed=True):
+    """Run one compaction action of our choosing; it must commit unless `committed` is False
+    (a race may leave it nothing to do)."""
     tablet = t.state.rowsets[rowsets[0]].tablet
     plan = CompactionPlan((CompactionAction(kind, tablet, tuple(rowsets), 1.0, "test", 0, tuple(columns)),), 0,
                           t.version)
     done = t.compact(plan)
-    assert len(done) == 1
+    if committed:
+        assert len(done) == 1, done
     return done
 
 
@@ -114,6 +116,28 @@ def merge_all(t):
         by_tablet.setdefault(r.tablet, []).append(r.id)
     for ids in by_tablet.values():
         force(t, "merge", ids)
+
+
+def col_ids(t, *names):
+    return [t.schema.column(n).id for n in names]
+
+
+def vacuum0(t):
+    """Vacuum with no retention: every file no retained version needs goes now."""
+    return t.vacuum(retain_seconds=0, grace_seconds=0)
+
+
+def kt(ks, vs=None):
+    """Keys (and values) of a table with int64 key `k` and int64 column `a`."""
+    cols = {"k": pa.array(ks, pa.int64())}
+    if vs is not None:
+        cols["a"] = pa.array(vs, pa.int64())
+    return pa.table(cols)
+
+
+def model_rows(m):
+    """A model {k: a} as the rows a key-ordered scan of a `kt` table returns."""
+    return [{"k": k, "a": v} for k, v in sorted(m.items())]
 
 
 def during_next_commit(t, fn):

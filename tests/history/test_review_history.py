@@ -13,58 +13,28 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.compaction import CompactionAction, CompactionPlan
 
-from helpers import during_next_commit as _during_next_commit
-
-
-def force(t, kind, rowsets, columns=()):
-    tablet = t.state.rowsets[rowsets[0]].tablet
-    return t.compact(CompactionPlan((CompactionAction(kind, tablet, tuple(rowsets), 1.0, "test", 0,
-                                                      tuple(columns)),), 0, t.version))
-
-
-def merge_all(t):
-    by = {}
-    for r in t.state.rowsets.values():
-        by.setdefault(r.tablet, []).append(r.id)
-    for ids in by.values():
-        force(t, "merge", ids)
-
-
-def kt(ks, vs=None):
-    cols = {"k": pa.array(ks, pa.int64())}
-    if vs is not None:
-        cols["a"] = pa.array(vs, pa.int64())
-    return pa.table(cols)
-
-
-def rows(m):
-    return [{"k": k, "a": v} for k, v in sorted(m.items())]
-
-
-def vacuum0(t):
-    t.vacuum(retain_seconds=0, grace_seconds=0)
+from helpers import during_next_commit as _during_next_commit, force, kt, merge_all, model_rows, vacuum0
 
 
 def _check_version(t, v, m, rng, nkeys):
-    assert t.scan(as_of=v, ordered=True).to_arrow().to_pylist() == rows(m), f"scan as of {v}"
+    assert t.scan(as_of=v, ordered=True).to_arrow().to_pylist() == model_rows(m), f"scan as of {v}"
     got = t.lookup(kt(list(range(nkeys))), as_of=v).to_pylist()
-    assert got == rows(m), f"lookup as of {v}"
+    assert got == model_rows(m), f"lookup as of {v}"
     sub = sorted(rng.sample(range(nkeys), 3))
-    assert t.lookup(kt(sub), as_of=v).to_pylist() == [r for r in rows(m) if r["k"] in sub]
+    assert t.lookup(kt(sub), as_of=v).to_pylist() == [r for r in model_rows(m) if r["k"] in sub]
 
 
 def _verify(t, expected, tags, model, rng, nkeys):
-    assert t.scan(ordered=True).to_arrow().to_pylist() == rows(model)
-    assert t.lookup(kt(list(range(nkeys)))).to_pylist() == rows(model)
+    assert t.scan(ordered=True).to_arrow().to_pylist() == model_rows(model)
+    assert t.lookup(kt(list(range(nkeys)))).to_pylist() == model_rows(model)
     for v, m in expected.items():
         try:
             _check_version(t, v, m, rng, nkeys)
         except tf.HistoryExpiredError:
             assert v not in tags.values(), f"tagged version {v} expired"
     for name, v in tags.items():
-        assert t.scan(as_of=name, ordered=True).to_arrow().to_pylist() == rows(expected[v]), f"tag {name}"
+        assert t.scan(as_of=name, ordered=True).to_arrow().to_pylist() == model_rows(expected[v]), f"tag {name}"
     if model:
         with pytest.raises(tf.DuplicateKeyError):
             t.insert(kt([rng.choice(sorted(model))], [0]))
@@ -281,8 +251,8 @@ def test_writes_racing_a_merge_that_writes_history_only_rowsets(tmp_path, case):
         want = {1: 10, 2: 24, 3: 30}
     t = tf.open_table(str(tmp_path / "t"))
     for _ in range(2):
-        assert t.scan(ordered=True).to_arrow().to_pylist() == rows(want)
-        assert t.lookup(kt([1, 2, 3])).to_pylist() == rows(want)
+        assert t.scan(ordered=True).to_arrow().to_pylist() == model_rows(want)
+        assert t.lookup(kt([1, 2, 3])).to_pylist() == model_rows(want)
         for k in want:
             with pytest.raises(tf.DuplicateKeyError):
                 t.insert(kt([k], [0]))

@@ -256,3 +256,30 @@ def test_tag_races_are_judged_by_where_the_winners_leave_the_tag(tmp_path):
     assert verdict(TagPresent(name="release"), base, base + 1) is Outcome.FAIL        # removed
     assert verdict(TagAbsent(name="x"), base + 2, base + 4) is Outcome.REBASE         # created and removed
     assert verdict(TagAbsent(name="x"), base + 2, base + 3) is Outcome.FAIL           # created
+
+
+# --- a tag racing a writer --------------------------------------------------------------------
+
+def test_tag_of_latest_racing_an_update_and_its_undo_gc(tmp_path):
+    """A tag of the latest version, while another writer updates it and a compaction garbage-
+    collects the update's before-image (history_max_age=0): the tag must fail or read exactly."""
+    t = kv(tmp_path / "t", history_max_age=0)
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    want = rows(t)
+    other = tf.open_table(t.uri)
+
+    def race():
+        other.update(pa.table({"key": ["a"], "val": [10]}))
+        merge_all(other)
+
+    fired = during_next_commit(t, race)
+    try:
+        t.tag("pin")
+    except tf.HistoryExpiredError:
+        pass
+    t.storage.fault_hook = None
+    assert fired
+    if "pin" in t.tags():
+        t.vacuum(retain_seconds=0, grace_seconds=0)
+        assert rows(t, "pin") == want
+        assert t.lookup({"key": ["a", "b"]}, as_of="pin").to_pylist() == want

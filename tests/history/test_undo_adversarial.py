@@ -14,18 +14,10 @@ import pytest
 
 import tableformat as tf
 
-from helpers import during_next_commit, every_version, force, kv, merge_all, read
+from helpers import col_ids, during_next_commit, every_version, force, kv, merge_all, read, vacuum0
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-def col_ids(t, *names):
-    return [t.schema.column(n).id for n in names]
-
-
-def vacuum0(t):
-    return t.vacuum(retain_seconds=0, grace_seconds=0)
-
 
 # --- a random model of every operation, compaction and vacuum ---------------------------
 
@@ -454,7 +446,7 @@ def test_merge_racing_a_major_delta_of_its_input_keeps_the_latest_values(tmp_pat
     (rs,) = t.state.rowsets
     other = tf.open_table(str(tmp_path / "t"))
     during_next_commit(t, lambda: force(other, "major_delta", [rs], col_ids(other, "val")))
-    force(t, "merge", [rs])
+    force(t, "merge", [rs], committed=False)                # it restarts or rebases
     t._storage.fault_hook = None
     assert read(t, t.version) == [{"key": "a", "val": 10, "s": None}]
 
@@ -473,7 +465,7 @@ def test_merge_racing_a_minor_delta_then_another_merge_keeps_old_versions(tmp_pa
     before = every_version(t)
     other = tf.open_table(str(tmp_path / "t"))
     during_next_commit(t, lambda: force(other, "minor_delta", [rs]))
-    force(t, "merge", [rs])
+    force(t, "merge", [rs], committed=False)                # it restarts or rebases
     t._storage.fault_hook = None
     merge_all(t)
     vacuum0(t)
