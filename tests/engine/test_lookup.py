@@ -9,8 +9,7 @@ import pytest
 import tableformat as tf
 from tableformat.cfile_set import FILE_CACHE
 
-from helpers import norm_value, metrics_partitioning, metrics_rows, metrics_schema
-from helpers import kv, merge_all
+from helpers import kv, merge_all, metrics_partitioning, metrics_rows, metrics_schema, norm_value
 
 KEY = ["host", "metric", "time"]
 

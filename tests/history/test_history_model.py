@@ -1,20 +1,21 @@
-"""Adversarial review of history-only rowsets, tags as retention points, the insert fast path
-and lookups (review-history). A random model of inserts (shuffled and key-ordered, with repeats
-and live keys), updates, deletes, re-inserts of deleted keys, upserts, restores, every kind of
-compaction, vacuums with no retention, tags and untags, with and without a 1 s history_max_age:
-after every step the current scan, every retained version (scan and lookup), every tag, the
-duplicate-key check and check() agree with the model. Deterministic scenarios pin tags over
-layered history-only rowsets and inserts racing a merge that writes them."""
+"""Random models of every operation against every retained version, checked after every step.
+
+Two models: one of inserts (shuffled and key-ordered, with repeats and live keys), updates, deletes,
+re-inserts of deleted keys, upserts, restores, every kind of compaction, vacuums with no retention,
+tags and untags, with and without a 1 s history_max_age (the current scan, every retained version by
+scan and lookup, every tag, the duplicate-key check and check() agree with the model); and one of
+row operations, alters and compactions on a table whose history lives in UNDO files, where every
+version and the timestamps between versions read back exactly (or raise HistoryExpiredError) after
+vacuums and UNDO GC."""
 import random
 import time
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
 import tableformat as tf
 
-from helpers import during_next_commit as _during_next_commit, force, kt, merge_all, model_rows, vacuum0
+from helpers import col_ids, force, kt, merge_all, model_rows, vacuum0
 
 
 def _check_version(t, v, m, rng, nkeys):
@@ -155,134 +156,202 @@ def test_random_model_history_only_tags_lookups_and_key_ordered_inserts(tmp_path
     _model_run(tmp_path / "t", seed, steps=40, age=age)
 
 
-def test_tags_keep_exactly_the_layers_of_history_only_rows_they_see(tmp_path):
-    """A key deleted and inserted again twice: its two deleted copies live in history-only
-    layers as long as a tag sees them; untagging lets UNDO GC drop exactly the unseen ones."""
-    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k")
-    t = tf.create_table(str(tmp_path / "t"), sch, properties={"history_max_age": 1})
+# --- UNDO history: every version and the timestamps between, through compactions, vacuums and UNDO GC ---
 
-    def rd(**kw):
-        return t.scan(ordered=True, **kw).to_arrow().to_pylist()
-    want = {}
-    t.insert(kt([1, 2], [10, 20]))
-    t.tag("A")
-    want["A"] = rd()
-    t.delete(kt([1]))
-    t.tag("Adel")
-    want["Adel"] = rd()
-    t.insert(kt([1], [11]))
-    t.update(kt([1], [12]))
-    t.tag("B")
-    want["B"] = rd()
-    t.delete(kt([1]))
-    t.insert(kt([1], [13]))
-    t.delete(kt([2]))
-    t.tag("C")
-    want["C"] = rd()
-    t.insert(kt([2], [21]))
-    t.update(kt([2], [22]))
-    final = rd()
+MODEL_COLS = ["a", "b", "c"]
 
-    def verify():
-        for n, w in want.items():
-            assert rd(as_of=n) == w and t.lookup(kt([1, 2]), as_of=n).to_pylist() == w, n
-        assert rd() == final and t.lookup(kt([1, 2])).to_pylist() == final
-        assert t.check().ok
-        with pytest.raises(tf.DuplicateKeyError):
-            t.insert(kt([1], [0]))
 
-    def ghosts():
-        return sorted(r.num_rows for r in t.state.rowsets.values() if r.history_only)
-    time.sleep(1.2)                       # everything is older than history_max_age now
-    merge_all(t)
+ARROW = {"a": pa.int64(), "b": pa.string(), "c": pa.int32(), "d": pa.int64()}
+
+
+DEFAULTS = {"c": 7, "d": 5}            # write defaults (d is added later with read default 5)
+
+
+EXPIRED = object()
+
+
+def _model_table(path, hashed, **props):
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True),
+                     tf.Column("b", "string", nullable=True), tf.Column("c", "int32", nullable=False, default=7)],
+                    primary_key="k")
+    part = tf.PartitionSchema(hash=[tf.HashPartition(["k"], buckets=2)]) if hashed else None
+    return tf.create_table(str(path), sch, partitioning=part,
+                           properties={"rowset_target_bytes": 1 << 16, **props})
+
+
+def _rd(t, **kw):
+    try:
+        return t.scan(**kw).to_arrow().to_pylist()
+    except tf.HistoryExpiredError:
+        return EXPIRED
+
+
+def _verify_every_version(t, expected, rng, nkeys):
+    """Every version (plus a timestamp just after it, a filtered projection and a key lookup) reads
+    as the model says, or raises HistoryExpiredError; net changes from a version at or after the
+    horizon turn it into a later one."""
+    hist = t.history()
+    for v, (want, cs) in expected.items():
+        got = _rd(t, as_of=v, ordered=True)
+        if got is EXPIRED:
+            continue
+        assert got == want, f"version {v} (horizon {t.state.history_horizon})"
+        if v + 1 < len(hist) and hist[v + 1].timestamp > hist[v].timestamp + 1:
+            got = _rd(t, as_of=tf.Timestamp(hist[v].timestamp + 1), ordered=True)
+            assert got is EXPIRED or got == want, f"timestamp just after version {v}"
+        c = rng.choice(cs)
+        thr = rng.randint(0, 50) if c != "b" else f"s{rng.randint(0, 50)}"
+        fw = [{"k": r["k"], c: r[c]} for r in want if r[c] is not None and r[c] >= thr]
+        got = _rd(t, as_of=v, columns=["k", c], filter=[(c, ">=", thr)], ordered=True)
+        assert got is EXPIRED or got == fw, f"version {v} filter {c} >= {thr}"
+        kk = rng.randrange(nkeys)
+        got = _rd(t, as_of=v, filter=[("k", "==", kk)])
+        assert got is EXPIRED or got == [r for r in want if r["k"] == kk], f"version {v} key {kk}"
+    vs = sorted(v for v in expected if v >= t.state.history_horizon)
+    if len(vs) >= 2:
+        a, b = sorted(rng.sample(vs, 2))
+        try:
+            ch = t.changes(a, b, mode="net").to_pylist()
+        except tf.HistoryExpiredError:
+            return
+        cs = expected[b][1]
+        rows = {r["k"]: {"d": 5, **r} for r in expected[a][0]}      # d: its read default before the add
+        for r in ch:
+            if r["_op"] == "delete":
+                rows.pop(r["k"], None)
+            else:
+                rows[r["k"]] = {"k": r["k"], **{c: r[c] for c in cs}}
+        got = [{"k": r["k"], **{c: r.get(c) for c in cs}} for r in sorted(rows.values(), key=lambda r: r["k"])]
+        assert got == expected[b][0], f"net changes {a}..{b}"
+
+
+def _random_model_run(tmp_path, seed, steps=60, hashed=True, nkeys=12, gc=False):
+    rng = random.Random(seed)
+    props = {"history_max_age": 1, "reclaim_deleted_pct": 10} if gc else {}
+    t = _model_table(tmp_path / "t", hashed, **props)
+    cols = list(MODEL_COLS)
+    model: dict[int, dict] = {}
+    expected = {t.version: ([], list(cols))}
+
+    def rv(c):
+        if c == "b":
+            return rng.choice([None, f"s{rng.randint(0, 50)}"])
+        if c == "c":
+            return rng.randint(0, 50)
+        return rng.choice([None, rng.randint(0, 50)])
+
+    def tbl(rows, cs):
+        return pa.table({"k": pa.array([r["k"] for r in rows], pa.int64()),
+                         **{c: pa.array([r[c] for r in rows], ARROW[c]) for c in cs}})
+
+    def new_row(r, cs):
+        full = {c: DEFAULTS.get(c) for c in cols}
+        full.update({c: r[c] for c in cs})
+        return full
+
+    for _step in range(steps):
+        op = rng.choice(["insert", "insert_ignore", "update", "update_ignore", "delete", "delete_ignore",
+                         "upsert", "apply", "compact", "compact", "compact", "vacuum"]
+                        + (["alter"] if "d" not in cols else []))
+        ks = sorted(rng.sample(range(nkeys), rng.randint(1, 5)))
+        if op in ("insert", "insert_ignore"):
+            if op == "insert":
+                ks = [k for k in ks if k not in model]
+            if not ks:
+                continue
+            cs = [c for c in cols if c != "c" or rng.random() < 0.5]
+            rows = [{"k": k, **{c: rv(c) for c in cs}} for k in ks]
+            getattr(t, op)(tbl(rows, cs))
+            for r in rows:
+                model.setdefault(r["k"], new_row(r, cs))
+        elif op in ("update", "update_ignore", "upsert"):
+            if op == "update":
+                ks = [k for k in ks if k in model]
+            if not ks:
+                continue
+            cs = rng.sample(cols, rng.randint(1, len(cols)))
+            rows = [{"k": k, **{c: rv(c) for c in cs}} for k in ks]
+            getattr(t, op)(tbl(rows, cs))
+            for r in rows:
+                if r["k"] in model:
+                    model[r["k"]].update({c: r[c] for c in cs})
+                elif op == "upsert":
+                    model[r["k"]] = new_row(r, cs)
+        elif op in ("delete", "delete_ignore"):
+            if op == "delete":
+                ks = [k for k in ks if k in model]
+            if not ks:
+                continue
+            getattr(t, op)(pa.table({"k": pa.array(ks, pa.int64())}))
+            for k in ks:
+                model.pop(k, None)
+        elif op == "apply":              # several operations on one key in one batch
+            ops, rows = [], []
+            for k in ks:
+                seq = rng.choice([["delete", "insert"], ["update", "delete"], ["delete", "insert", "update"],
+                                  ["upsert"]] if k in model else
+                                 [["insert"], ["insert", "update"], ["insert", "delete"], ["upsert", "upsert"]])
+                for o in seq:
+                    ops.append(o)
+                    rows.append({"k": k, **{c: rv(c) for c in cols}})
+            t.apply(tbl(rows, cols).append_column("op", pa.array(ops)))
+            for o, r in zip(ops, rows):
+                if o == "delete":
+                    model.pop(r["k"])
+                elif o == "insert" or r["k"] not in model:
+                    model[r["k"]] = {c: r[c] for c in cols}
+                else:
+                    model[r["k"]].update({c: r[c] for c in cols})
+        elif op == "compact":
+            st = t.state
+            by_tablet = {}
+            for r in st.rowsets.values():
+                by_tablet.setdefault(r.tablet, []).append(r.id)
+            choice = rng.choice(["policy", "merge_all", "merge_some", "major", "minor"])
+            if choice == "policy":
+                t.compact(t.compaction_plan())
+            elif choice == "merge_all":
+                merge_all(t)
+            elif choice == "merge_some" and by_tablet:
+                ids = rng.choice(list(by_tablet.values()))
+                force(t, "merge", rng.sample(ids, rng.randint(1, len(ids))))
+            elif choice in ("major", "minor"):
+                with_redo = [r for r in st.rowsets.values() if any(d.kind == "redo" for d in st.deltas_of(r.id))]
+                if with_redo:
+                    rs = rng.choice(with_redo)
+                    if choice == "major":
+                        force(t, "major_delta", [rs.id], col_ids(t, *rng.sample(cols, rng.randint(1, len(cols)))))
+                    else:
+                        force(t, "minor_delta", [rs.id])
+        elif op == "vacuum":
+            vacuum0(t)
+        else:
+            with t.alter() as a:
+                a.add_column("d", "int64", nullable=True, default=5)
+            cols.append("d")
+            for r in model.values():
+                r["d"] = 5
+        expected[t.version] = (sorted(({"k": k, **r} for k, r in model.items()), key=lambda r: r["k"]), list(cols))
+        if gc and rng.random() < 0.08:
+            time.sleep(0.4)                      # let part of the history become ancient
+        if op in ("vacuum", "compact"):
+            _verify_every_version(t, expected, rng, nkeys)
     vacuum0(t)
-    verify()
-    assert ghosts() == [1, 2]             # 1 (10) and 2 (20) seen by A/Adel/B; 1 (12) by B
-    t.compact(t.compaction_plan())
-    verify()
-    t.untag("A")
-    want.pop("A")
-    time.sleep(1.2)
-    merge_all(t)
-    t.compact(t.compaction_plan())
-    vacuum0(t)
-    verify()
-    assert ghosts() == [2]                # 1 (10) was seen only by A
-    t.untag("B")
-    want.pop("B")
-    merge_all(t)                          # a merge drops the rows of a history-only rowset no tag sees
-    t.compact(t.compaction_plan())
-    vacuum0(t)
-    verify()
-    assert ghosts() == [1]                # 2 (20), seen by Adel
+    _verify_every_version(t, expected, rng, nkeys)
+    assert t.scan(ordered=True).to_arrow().to_pylist() == expected[max(expected)][0]
+    assert t.check().ok
 
 
-@pytest.mark.parametrize("case", range(6))
-def test_writes_racing_a_merge_that_writes_history_only_rowsets(tmp_path, case):
-    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k")
-    t = tf.create_table(str(tmp_path / "t"), sch)
-    t.insert(kt([1, 2, 3], [10, 20, 30]))
-    t.delete(kt([2]))
-    other = tf.open_table(str(tmp_path / "t"))
-    if case == 0:      # insert of the deleted key; the merge moving its old row to history commits first
-        _during_next_commit(t, lambda: merge_all(other))
-        t.insert(kt([2], [21]))
-        want = {1: 10, 2: 21, 3: 30}
-    elif case == 1:    # insert of a live key: still a duplicate after the merge
-        _during_next_commit(t, lambda: merge_all(other))
-        with pytest.raises(tf.DuplicateKeyError):
-            t.insert(kt([3], [31]))
-        want = {1: 10, 3: 30}
-    elif case == 2:    # the insert of the deleted key commits first
-        _during_next_commit(other, lambda: t.insert(kt([2], [22])))
-        merge_all(other)
-        want = {1: 10, 2: 22, 3: 30}
-    elif case == 3:    # a delete and re-insert of a live key commit first
-        _during_next_commit(other, lambda: (t.delete(kt([3])), t.insert(kt([3], [33]))))
-        merge_all(other)
-        want = {1: 10, 3: 33}
-    elif case == 4:    # an upsert of the deleted key and an update commit first
-        _during_next_commit(other, lambda: (t.upsert(kt([2], [23])), t.update(kt([1], [11]))))
-        merge_all(other)
-        want = {1: 11, 2: 23, 3: 30}
-    else:              # insert_ignore of a deleted and a live key; the merge commits first
-        _during_next_commit(t, lambda: merge_all(other))
-        t.insert_ignore(kt([2, 3], [24, 34]))
-        want = {1: 10, 2: 24, 3: 30}
-    t = tf.open_table(str(tmp_path / "t"))
-    for _ in range(2):
-        assert t.scan(ordered=True).to_arrow().to_pylist() == model_rows(want)
-        assert t.lookup(kt([1, 2, 3])).to_pylist() == model_rows(want)
-        for k in want:
-            with pytest.raises(tf.DuplicateKeyError):
-                t.insert(kt([k], [0]))
-        assert t.check().ok
-        t.compact()
-        vacuum0(t)
+@pytest.mark.parametrize("seed,hashed", [(0, True), (5, False), (206, True)])
+def test_random_model_every_version_after_compactions_and_vacuums(tmp_path, seed, hashed):
+    """Every operation (incl. NULLs, apply batches with delete+insert of one key, upserts of deleted
+    keys, a column added after data exists) with random merges of subsets, majors of random column
+    groups, minors, the policy and vacuums with no retention: every version, timestamp, filtered
+    projection, key lookup and net change history reads exactly."""
+    _random_model_run(tmp_path, seed, steps=50, hashed=hashed)
 
 
-def test_key_ordered_multi_chunk_insert_finds_every_existing_key(tmp_path):
-    """A key-ordered load (no sort) over many rowsets with small PK index blocks: a later batch
-    repeating any one stored key (first, middle, last rowset) fails; lookups (cold, then through
-    the hash index) find every key; an empty string key is a key like any other."""
-    sch = tf.Schema([tf.Column("s", "string"), tf.Column("i", "int64"), tf.Column("a", "int64", nullable=True)],
-                    primary_key=["s", "i"])
-    t = tf.create_table(str(tmp_path / "t"), sch, properties={"rowset_target_bytes": 1 << 16,
-                                                               "pk_index_block_rows": 64})
-    n = 50000
-    tb = pa.table({"s": np.array([f"pfx{j // 7:08d}" for j in range(n)], dtype=object),
-                   "i": np.arange(n) % 7 - 3, "a": np.arange(n)})
-    t.insert(pa.concat_tables([tb.slice(0, 17000), tb.slice(17000)]))
-    assert len(t.state.rowsets) > 3
-    extra = pa.table({"s": ["pfx99999999", "pfx99999999"], "i": [0, 1], "a": [1, 2]})
-    for j in (0, 12345, n - 1):
-        with pytest.raises(tf.DuplicateKeyError):
-            t.insert(pa.concat_tables([tb.slice(j, 1), extra]))
-    t.insert(pa.table({"s": [""], "i": [0], "a": [-1]}))
-    with pytest.raises(tf.DuplicateKeyError):
-        t.insert(pa.table({"s": ["", "zz"], "i": [0, 0], "a": [0, 0]}))
-    q = tb.take(pa.array(np.random.default_rng(0).choice(n, 3000, replace=False)))
-    for _ in range(2):
-        assert t.lookup(q.select(["s", "i"])).to_pylist() == q.to_pylist()
-    assert t.lookup(pa.table({"s": [""], "i": [0]})).to_pylist() == [{"s": "", "i": 0, "a": -1}]
-    assert t.scan().count() == n + 1 and t.check().ok
+def test_random_model_with_history_garbage_collected_midway(tmp_path):
+    """history_max_age = 1 s with pauses: GC and reclaiming merges run mid-history; versions read
+    exactly or raise HistoryExpiredError, never anything else."""
+    _random_model_run(tmp_path, 301, steps=50, hashed=False, gc=True)

@@ -1,6 +1,7 @@
 """History-only rowsets (format 4, specs/format.md §12): after compact(), a current scan reads only
 live rows, with no delete mask and no UNDO, however much history is kept; reads as of earlier
-versions still see the deleted rows, exactly."""
+versions still see the deleted rows, exactly; tags keep the layers they see; writes racing the merge
+that writes them land or restart."""
 import os
 import time
 
@@ -12,8 +13,8 @@ import tableformat as tf
 from tableformat.compaction_policy import DELETE_MASK_COST, CompactionAction, CompactionPlan
 from tableformat.metadata import RowSetMeta
 
-from helpers import metrics_partitioning, metrics_rows, metrics_schema
-from helpers import during_next_commit as _during_next_commit, every_version, kv
+from helpers import (during_next_commit as _during_next_commit, every_version, kt, kv, merge_all,
+                     metrics_partitioning, metrics_rows, metrics_schema, model_rows, vacuum0)
 
 
 def history_only(t):
@@ -303,3 +304,111 @@ def test_a_format_3_table_reads_and_upgrades_at_its_compaction(tmp_path, monkeyp
     fvs = [json.loads((log / f"{v:020d}.json").read_text())["format_version"] for v in range(t.version + 1)]
     assert fvs[:v3_head + 1] == [3] * (v3_head + 1) and set(fvs[v3_head + 1:]) == {4}
     assert t.check().ok
+
+
+# --- tags over history-only layers, and writes racing the merge that writes them --------------
+
+def test_tags_keep_exactly_the_layers_of_history_only_rows_they_see(tmp_path):
+    """A key deleted and inserted again twice: its two deleted copies live in history-only
+    layers as long as a tag sees them; untagging lets UNDO GC drop exactly the unseen ones."""
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k")
+    t = tf.create_table(str(tmp_path / "t"), sch, properties={"history_max_age": 1})
+
+    def rd(**kw):
+        return t.scan(ordered=True, **kw).to_arrow().to_pylist()
+    want = {}
+    t.insert(kt([1, 2], [10, 20]))
+    t.tag("A")
+    want["A"] = rd()
+    t.delete(kt([1]))
+    t.tag("Adel")
+    want["Adel"] = rd()
+    t.insert(kt([1], [11]))
+    t.update(kt([1], [12]))
+    t.tag("B")
+    want["B"] = rd()
+    t.delete(kt([1]))
+    t.insert(kt([1], [13]))
+    t.delete(kt([2]))
+    t.tag("C")
+    want["C"] = rd()
+    t.insert(kt([2], [21]))
+    t.update(kt([2], [22]))
+    final = rd()
+
+    def verify():
+        for n, w in want.items():
+            assert rd(as_of=n) == w and t.lookup(kt([1, 2]), as_of=n).to_pylist() == w, n
+        assert rd() == final and t.lookup(kt([1, 2])).to_pylist() == final
+        assert t.check().ok
+        with pytest.raises(tf.DuplicateKeyError):
+            t.insert(kt([1], [0]))
+
+    def ghosts():
+        return sorted(r.num_rows for r in t.state.rowsets.values() if r.history_only)
+    time.sleep(1.2)                       # everything is older than history_max_age now
+    merge_all(t)
+    vacuum0(t)
+    verify()
+    assert ghosts() == [1, 2]             # 1 (10) and 2 (20) seen by A/Adel/B; 1 (12) by B
+    t.compact(t.compaction_plan())
+    verify()
+    t.untag("A")
+    want.pop("A")
+    time.sleep(1.2)
+    merge_all(t)
+    t.compact(t.compaction_plan())
+    vacuum0(t)
+    verify()
+    assert ghosts() == [2]                # 1 (10) was seen only by A
+    t.untag("B")
+    want.pop("B")
+    merge_all(t)                          # a merge drops the rows of a history-only rowset no tag sees
+    t.compact(t.compaction_plan())
+    vacuum0(t)
+    verify()
+    assert ghosts() == [1]                # 2 (20), seen by Adel
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_writes_racing_a_merge_that_writes_history_only_rowsets(tmp_path, case):
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k")
+    t = tf.create_table(str(tmp_path / "t"), sch)
+    t.insert(kt([1, 2, 3], [10, 20, 30]))
+    t.delete(kt([2]))
+    other = tf.open_table(str(tmp_path / "t"))
+    if case == 0:      # insert of the deleted key; the merge moving its old row to history commits first
+        _during_next_commit(t, lambda: merge_all(other))
+        t.insert(kt([2], [21]))
+        want = {1: 10, 2: 21, 3: 30}
+    elif case == 1:    # insert of a live key: still a duplicate after the merge
+        _during_next_commit(t, lambda: merge_all(other))
+        with pytest.raises(tf.DuplicateKeyError):
+            t.insert(kt([3], [31]))
+        want = {1: 10, 3: 30}
+    elif case == 2:    # the insert of the deleted key commits first
+        _during_next_commit(other, lambda: t.insert(kt([2], [22])))
+        merge_all(other)
+        want = {1: 10, 2: 22, 3: 30}
+    elif case == 3:    # a delete and re-insert of a live key commit first
+        _during_next_commit(other, lambda: (t.delete(kt([3])), t.insert(kt([3], [33]))))
+        merge_all(other)
+        want = {1: 10, 3: 33}
+    elif case == 4:    # an upsert of the deleted key and an update commit first
+        _during_next_commit(other, lambda: (t.upsert(kt([2], [23])), t.update(kt([1], [11]))))
+        merge_all(other)
+        want = {1: 11, 2: 23, 3: 30}
+    else:              # insert_ignore of a deleted and a live key; the merge commits first
+        _during_next_commit(t, lambda: merge_all(other))
+        t.insert_ignore(kt([2, 3], [24, 34]))
+        want = {1: 10, 2: 24, 3: 30}
+    t = tf.open_table(str(tmp_path / "t"))
+    for _ in range(2):
+        assert t.scan(ordered=True).to_arrow().to_pylist() == model_rows(want)
+        assert t.lookup(kt([1, 2, 3])).to_pylist() == model_rows(want)
+        for k in want:
+            with pytest.raises(tf.DuplicateKeyError):
+                t.insert(kt([k], [0]))
+        assert t.check().ok
+        t.compact()
+        vacuum0(t)

@@ -7,8 +7,7 @@ import pytest
 
 import tableformat as tf
 
-from helpers import norm_value, metrics_partitioning, metrics_rows, metrics_schema
-from helpers import during_next_commit, kv, merge_all
+from helpers import during_next_commit, kv, merge_all, metrics_partitioning, metrics_rows, metrics_schema, norm_value
 
 KEY = ["host", "metric", "time"]
 
