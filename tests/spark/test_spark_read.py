@@ -1,6 +1,6 @@
 """Native Spark reads (spark_jobs.read): Spark's Parquet reader over the base files, REDO records
 applied in the JVM, per-rowset fallback to the Python data source. Every read equals the
-engine's own scan of the same snapshot."""
+engine's own scan of the same snapshot. Table.inspect's metadata tables read as Spark views."""
 import decimal
 import logging
 
@@ -289,3 +289,36 @@ def test_a_replaced_base_file_with_deltas_is_refused(spark, tmp_path):
     pq.write_table(pq.read_table(path), path, compression="none")     # same rows, another size
     with pytest.raises(Exception, match="does not have the size the table log recorded"):
         read_table(spark, t.uri).collect()
+
+
+# --- Table.inspect as Spark views (spark_jobs.metadata_tables) --------------------------------
+
+def test_views_equal_inspect(spark, table_uri):
+    from spark_jobs.metadata_tables import register_metadata_views
+    t = tf.create_table(table_uri, metrics_schema(), metrics_partitioning())
+    rows = metrics_rows(600)
+    t.insert(rows)
+    t.delete(rows.slice(0, 60).select(["host", "metric", "time"]))
+    views = register_metadata_views(spark, "metrics", table_uri)
+    assert views == [f"metrics__{k}" for k in ("history", "tablets", "rowsets", "deltas", "files", "tags")]
+    r = t.inspect("rowsets")
+    got = spark.sql("SELECT sum(rows), sum(deleted_rows), count(*) FROM metrics__rowsets").collect()[0]
+    assert tuple(got) == (sum(r.column("rows").to_pylist()), 60, r.num_rows)
+    first = spark.sql("SELECT min_key.host AS h FROM metrics__rowsets ORDER BY min_key_hex LIMIT 1").collect()[0]
+    assert first.h == r.sort_by("min_key_hex").column("min_key")[0].as_py()["host"]
+    ops = [x.operation for x in spark.sql("SELECT operation FROM metrics__history ORDER BY version").collect()]
+    assert ops == ["CREATE TABLE", "INSERT", "DELETE"]
+    assert spark.sql("SELECT count(*) FROM metrics__tags").collect()[0][0] == 0
+    assert spark.sql("SELECT count(*) FROM metrics__files WHERE kind = 'redo'").collect()[0][0] == \
+        t.inspect("deltas").num_rows
+
+
+def test_bad_arguments(spark, table_uri):
+    from spark_jobs.metadata_tables import register_metadata_views
+    tf.create_table(table_uri, metrics_schema(), metrics_partitioning())
+    with pytest.raises(tf.InvalidOptionError, match="kinds"):
+        register_metadata_views(spark, "m", table_uri, kinds=["snapshots"])
+    with pytest.raises(tf.InvalidOptionError, match="view name"):
+        register_metadata_views(spark, "m; drop", table_uri)
+    with pytest.raises(tf.TableNotFoundError):
+        register_metadata_views(spark, "m", table_uri + "-nope")
