@@ -467,7 +467,8 @@ def test_export_wait_is_bounded_and_explained(tmp_path):
     assert len(waits) == 1 and 60 < waits[0] <= 90                 # the end plus settle_seconds, in bound
     short = config.parse_config([{"uri": t.uri, "export": {"output": str(tmp_path / "out"),
                                                            "max_wait_seconds": 70}}])[0]
-    with pytest.raises(export.ExportNotDueError):
+    with pytest.raises(export.ExportNotDueError,
+                       match=r"cannot be exported yet: .* beyond export\.max_wait_seconds \(70 s\)"):
         export.export_interval(short, now, now + dt.timedelta(seconds=30), sleep=waits.append)
     with pytest.raises(config.ConfigError, match="below settle_seconds"):
         config.parse_config([{"uri": t.uri, "export": {"output": "/o", "max_wait_seconds": 5}}])

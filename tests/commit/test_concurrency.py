@@ -88,7 +88,7 @@ def test_rebase_checks_only_what_changed(tmp_path):
     b.insert(data.slice(0, 200))            # b moves the table on; a has not looked
     res = a.insert(data.slice(200, 200))    # a plans on version 0... refresh makes it version 1
     assert res.version == 2
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError, match=r"key\(s\) were inserted concurrently in table 't'"):
         b.insert(data.slice(250, 10))
     assert tf.open_table(uri).scan().count() == 400
 

@@ -66,7 +66,9 @@ def test_conflict_matrix_cell(tmp_path, pre, a, b, expect):
                 fired.append("b failed")
     ta._storage.fault_hook = hook
     if isinstance(expect, type) and issubclass(expect, Exception):
-        with pytest.raises(expect):
+        with pytest.raises(expect,
+                           match=(r"1 key\(s\) (were inserted concurrently|not found|"
+                                  r"already exist) in table 't' \(first: 'K'\)")):
             run(ta, *a)
     else:
         run(ta, *a)

@@ -49,7 +49,8 @@ def test_a_write_racing_a_re_creation_does_not_land_in_the_new_table(tmp_path):
     frag = old.snapshot().write_insert(pa.table({"key": [3], "name": ["three"]}))
     shutil.rmtree(uri)
     new_table(uri, commits=3)
-    with pytest.raises(tf.TableReplacedError):
+    with pytest.raises(tf.TableReplacedError,
+                       match=r"INSERT: the table at this path was replaced \(version 1 is not table \w+'s any more\)"):
         old.commit_fragments([frag])
     t = tf.open_table(uri)
     assert t.version == 3 and t.schema.names == ["id", "price"] and t.check().ok
@@ -71,7 +72,7 @@ def test_the_spark_snapshot_cache_notices_a_new_table(tmp_path):
     snap = open_snapshot(uri, None, None)                                   # a driver planning a new job
     assert snap.state.table_id == new.table_id and snap.schema.names == ["id", "price"]
     assert open_snapshot(uri, None, 1, new.table_id).scan().to_arrow().num_rows == 1
-    with pytest.raises(tf.TableReplacedError):
+    with pytest.raises(tf.TableReplacedError, match="the table at '.*' was replaced during the job"):
         open_snapshot(uri, None, 1, old_id)                                 # a task of the old job
 
 

@@ -123,9 +123,11 @@ def test_a_lost_race_restarts_an_engine_write_by_itself(tmp_path):
 
 
 def test_commit_properties_are_checked_and_used(tmp_path):
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError,
+                       match=r"CommitProperties\.max_attempts must be an integer in \[1, 1000000000\], got int 0"):
         tf.CommitProperties(max_attempts=0)
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError,
+                       match=r"CommitProperties\.max_backoff_seconds must be a finite number in \[0, 60\], got int -1"):
         tf.CommitProperties(max_backoff_seconds=-1)
     t = kv(tmp_path / "t", checkpoint_interval=100)
     t.commit_properties = tf.CommitProperties(checkpoint_interval=2)
@@ -177,7 +179,7 @@ def test_fragments_changing_one_rowset_keep_every_row_they_rely_on(tmp_path):
     fa = snap.write_mutation(pa.table({"key": ["a"], "val": [10]}), op="update")
     fb = snap.write_mutation(pa.table({"key": ["b"], "val": [20]}), op="update")
     t.delete(pa.table({"key": ["a"]}))
-    with pytest.raises(tf.RestartRequired):
+    with pytest.raises(tf.RestartRequired, match="MERGE: a row it changes was deleted concurrently; planning again"):
         t.commit_fragments([fa, fb])
     assert rows(t) == [{"key": "b", "val": 2}]
 
@@ -238,9 +240,11 @@ def test_a_stale_handle_still_refuses_a_key_that_exists_now(tmp_path):
     t, stale = _two_handles(tmp_path)
     t.insert(pa.table({"key": ["b"], "val": [2]}))
     before = t.version
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) were inserted concurrently in table 't' \(first: 'b'\); use"):
         stale.insert(pa.table({"key": ["b"], "val": [9]}))
-    with pytest.raises(tf.KeyNotFoundError):
+    with pytest.raises(tf.KeyNotFoundError,
+                       match=r"1 key\(s\) not found in table 't' \(first: 'nope'\); use the _ignore variant or"):
         stale.update(pa.table({"key": ["nope"], "val": [9]}))
     assert t.version == before and rows(t) == [{"key": "a", "val": 1}, {"key": "b", "val": 2}]
 

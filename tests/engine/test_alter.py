@@ -75,9 +75,11 @@ def test_rename_columns_including_key_and_table(tmp_path):
                                                                              "value": 2.0}]
     t.update(pa.table({"hostname": ["a"], "time": [1], "value": [10.0]}))
     assert t.scan(filter=[("value", ">", 5.0)]).count() == 1
-    with pytest.raises(tf.ColumnNotFoundError):
+    with pytest.raises(tf.ColumnNotFoundError,
+                       match=r"scan names unknown column\(s\) \['host'\]; columns are \['hostname', 'time', 'value'\]"):
         t.scan(columns=["host"])
-    with pytest.raises(tf.ColumnNotFoundError):
+    with pytest.raises(tf.ColumnNotFoundError,
+                       match=r"input has column\(s\) \['host', 'v'\] that table 'metrics_v2' does not have"):
         t.update(pa.table({"host": ["a"], "time": [1], "v": [1.0]}))
     assert t.scan(as_of=1).to_arrow().column_names == ["host", "time", "v"]   # old names as of then
 
@@ -86,7 +88,9 @@ def test_column_lookup_checks_type_and_nullability(tmp_path):
     t = ab_table(tmp_path)
     assert t.column("col_b", "int32", True).id == 1
     for args in [("nope",), ("col_b", "int64"), ("col_b", None, False)]:
-        with pytest.raises(tf.ColumnNotFoundError):
+        with pytest.raises(tf.ColumnNotFoundError,
+                           match=("column 'nope' is not in table 'x'|column 'col_b' is int32, not int64|"
+                                  "column 'col_b' is nullable")):
             t.column(*args)
 
 
@@ -117,7 +121,8 @@ def range_table(tmp_path):
 
 def test_add_and_drop_range_partitions(tmp_path):
     t = range_table(tmp_path)
-    with pytest.raises(tf.NoRangePartitionError):
+    with pytest.raises(tf.NoRangePartitionError,
+                       match=r"1 rows fall in no range partition of \(k\) \(first: \(150,\)\); add a range partition"):
         t.insert(pa.table({"k": [150]}))
     with t.alter() as a:
         a.add_range_partition(100, 200)
@@ -152,7 +157,9 @@ def test_rejected_changes_commit_nothing(tmp_path, change, err):
     t = ab_table(tmp_path)
     t.insert(pa.table({"col_a": i32(1), "col_b": i32(1)}))
     before = table_files(tmp_path / "x")
-    with pytest.raises(err):
+    with pytest.raises(err,
+                       match=("cannot change|cannot be dropped|already exists|is not in the schema|"
+                              "contains a path separator|at most 300 columns")):
         with t.alter() as a:
             a.add_column("fine", "int32")      # a good step first: the whole alter must still fail
             change(a)
@@ -189,7 +196,8 @@ def test_insert_racing_a_drop_column_revalidates(tmp_path):
             with other.alter() as a:
                 a.drop_column("col_b")
     t._storage.fault_hook = hook
-    with pytest.raises(tf.UnknownColumnError):
+    with pytest.raises(tf.UnknownColumnError,
+                       match=r"input has column\(s\) \['col_b'\] that table does not have; columns are \['col_a'\]"):
         t.insert(pa.table({"col_a": i32(1), "col_b": i32(1)}))
     t._storage.fault_hook = None
     assert t.scan().count() == 0 and t.schema.names == ["col_a"]

@@ -71,7 +71,7 @@ def test_bloom_round_trip_and_corruption():
     assert again.may_contain(pa.array([b"a", b"b"])).all()
     with pytest.raises(tf.CorruptFileError, match="truncated"):
         BloomFilter.from_bytes(data[:-3], "x.bin")
-    with pytest.raises(tf.CorruptFileError):
+    with pytest.raises(tf.CorruptFileError, match=r"bloom filter file x\.bin is corrupt or truncated"):
         BloomFilter.from_bytes(b"garbage" * 10, "x.bin")
 
 
@@ -174,7 +174,8 @@ def test_version_3_classic_blooms_still_read(tmp_path, monkeypatch):
     assert (root / rs.bloom.path).read_bytes()[:8] == b"TFBLOOM1"
     FILE_CACHE.clear()
     t2 = tf.open_table(str(root))
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) already exist in table 't' \(first: 'k00010'\); use insert_ignore or"):
         t2.insert(_rows([10, 11]))
     assert t2.insert(_rows([11, 13])).inserted == 2                # absent keys pass the classic filter
     assert t2.insert_ignore(_rows([12, 15])).inserted == 1

@@ -78,7 +78,8 @@ def test_duplicates_in_input_and_table(tmp_path):
     before = t.version
     rows = _rows([1, 2, 2, 3, 5, 7, 7, 7])          # 2 and 7 repeat, 5 exists
     snap, batches = _sorted_batches(t, rows, 2)     # repeats straddle batch boundaries
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) appear more than once in the input in table 'a' \(first: 2\); use"):
         _write_all(snap, batches, "fail")
     assert t.version == before
     frags, rejected = _write_all(snap, batches, "ignore", pass_keys=False)
@@ -103,7 +104,8 @@ def test_a_failed_writer_leaves_no_files(tmp_path):
     part = part.take(order)
     w.write(part.slice(0, 5000))
     assert table_files(t.uri) != files                  # rolled rowsets are on disk
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) appear more than once in the input in table 'a' \(first: 10029\); use"):
         w.write(part.slice(4999, 10))
     assert table_files(t.uri) == files
     assert w.finish().empty
@@ -116,7 +118,9 @@ def test_bad_input_is_a_typed_error(tmp_path, bad):
     w = snap.rowset_writer(snap.tablet_ids[0])
     rows = _rows([1, 2, 3])
     _, keys = snap.route_keys(rows)
-    with pytest.raises(tf.InvalidDataError):
+    with pytest.raises(tf.InvalidDataError,
+                       match=("must be sorted by primary key|starts below the previous batch's last key|"
+                              "are not the rows' encoded primary keys")):
         if bad == "unsorted":
             w.write(rows.take(pa.array([1, 0, 2])))
         elif bad == "backwards":
@@ -124,9 +128,9 @@ def test_bad_input_is_a_typed_error(tmp_path, bad):
             w.write(rows.slice(0, 1))
         else:
             w.write(rows, keys.take(pa.array([1, 0, 2])))
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError, match="table 'a' has no tablet 'no-such-tablet'"):
         snap.rowset_writer("no-such-tablet")
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError, match=r"on_duplicate must be one of \('fail', 'ignore'\), got 'collect'"):
         snap.rowset_writer(snap.tablet_ids[0], on_duplicate="collect")
 
 
@@ -221,7 +225,8 @@ def test_streamed_rowsets_on_s3_and_a_failure_leaves_no_object(s3_table_root):
     w = snap.rowset_writer(snap.tablet_ids[0])
     more = _rows(np.arange(200_000, 300_000))
     w.write(more.slice(0, 80_000))                  # past the encoding sample: uploads are open
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) appear more than once in the input in table 't' \(first: 299999\)"):
         w.write(_rows([299_999, 299_999]))
     assert set(t.storage.fs.find(t.storage.root)) == listed
 

@@ -191,11 +191,12 @@ def test_time_travel_by_version_timestamp_and_datetime(tmp_path):
     assert t.scan(as_of=r2.timestamp).count() == 150
     assert t.scan(as_of=r1.timestamp.to_datetime()).count() == 100
     assert t.scan(as_of=r2.timestamp.to_datetime().isoformat()).count() == 150
-    with pytest.raises(tf.VersionNotFoundError):
+    with pytest.raises(tf.VersionNotFoundError, match=r"version 3 does not exist; versions are 0\.\.2"):
         t.scan(as_of=3)
     with pytest.raises(tf.VersionNotFoundError, match="before the table was created"):
         t.scan(as_of=dt.datetime(2000, 1, 1))
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError,
+                       match=r"as_of must be a version \(int\), a tf\.Timestamp, a datetime or an ISO string; got"):
         t.scan(as_of=1.5)
 
 

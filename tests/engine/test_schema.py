@@ -58,7 +58,7 @@ def test_bad_columns(col, msg):
 
 @pytest.mark.parametrize("name", ["", "a\x00b", "a/b", "..", "x" * 257, "tab\tname", b"\xff\xfe", "\udc80"])
 def test_bad_identifiers(name):
-    with pytest.raises(tf.InvalidIdentifierError):
+    with pytest.raises(tf.InvalidIdentifierError, match="column name"):
         tf.Column(name, "int32")
 
 

@@ -45,7 +45,7 @@ def test_create_refuses_a_bad_sequence_column(tmp_path, props, match):
     uri = str(tmp_path / "x")
     with pytest.raises(tf.SequenceColumnError, match=match):
         tf.create_table(uri, schema(), parts(), properties=props)
-    with pytest.raises(tf.TableNotFoundError):
+    with pytest.raises(tf.TableNotFoundError, match=r"no table at '.*' \(no _log/ commits\)"):
         tf.open_table(uri)
 
 
@@ -119,7 +119,8 @@ def test_update_with_a_lower_sequence_is_skipped_not_an_error(t):
     r = t.update(batch([1, 2], ["late", "ok"], [3, 12]))
     assert (r.updated, r.ignored) == (1, 1)
     assert rows(t)[1] == ("a", 10) and rows(t)[2] == ("ok", 12)
-    with pytest.raises(tf.KeyNotFoundError):          # a missing key is still an error for update
+    with pytest.raises(tf.KeyNotFoundError,  # a missing key is still an error for update
+                       match=r"1 key\(s\) not found in table 'cdc' \(first: 99\); use the _ignore variant or upsert"):
         t.update(batch([99], ["x"], [100]))
 
 
@@ -144,7 +145,7 @@ def test_input_without_the_sequence_is_refused_and_table_unchanged(t):
 
 
 def test_null_sequence_in_an_update_is_refused(t):
-    with pytest.raises(tf.NullValueError):
+    with pytest.raises(tf.NullValueError, match=r"column 'lsn' is not nullable but 1 row\(s\) set it to NULL"):
         t.upsert(pa.table({"id": pa.array([1], pa.int64()), "value": ["x"], "lsn": pa.array([None], pa.int64())}))
 
 
@@ -250,7 +251,8 @@ def test_fragment_restarts_when_a_concurrent_update_changed_the_sequence(t):
     frag = t.snapshot().write_mutation(batch([1], ["mine"], [15]), op="upsert")
     t.upsert(batch([1], ["theirs"], [20]))              # wins the race with a higher sequence
     v = t.version
-    with pytest.raises(tf.RestartRequired):
+    with pytest.raises(tf.RestartRequired,
+                       match="MERGE: the sequence of a row it compared was updated concurrently; planning"):
         t.commit_fragments([frag])
     assert t.version == v and rows(t)[1] == ("theirs", 20)
     assert t.upsert(batch([1], ["mine"], [15])).ignored == 1    # planned again: now stale
@@ -269,7 +271,8 @@ def test_fragment_restarts_when_a_merge_moved_the_rows_and_the_sequence_changed(
         t.compact_action(tf.CompactionAction("merge", tablet, ids, 1.0, "test", 0))
     t.upsert(batch([1], ["theirs"], [20]))
     v = t.version
-    with pytest.raises(tf.RestartRequired):
+    with pytest.raises(tf.RestartRequired,
+                       match="MERGE: a rowset whose sequences it compared was rewritten concurrently"):
         t.commit_fragments([frag])
     assert t.version == v and rows(t)[1] == ("theirs", 20)
 
@@ -286,7 +289,8 @@ def test_fragment_requirement_round_trips_through_json(t):
     payload = frag.to_json()
     assert any(r["kind"] == "sequences_current" for r in payload["requirements"])
     t.upsert(batch([1], ["theirs"], [20]))
-    with pytest.raises(tf.RestartRequired):
+    with pytest.raises(tf.RestartRequired,
+                       match="MERGE: the sequence of a row it compared was updated concurrently; planning"):
         t.commit_fragments([payload])
 
 

@@ -300,7 +300,8 @@ def test_a_format_2_table_still_opens_reads_and_takes_new_commits(tmp_path):
     for v, w in want.items():
         assert t2.scan(as_of=v).to_arrow().sort_by("key").equals(w)
     assert t2.check().ok
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) already exist in table 't' \(first: 'k00003'\); use insert_ignore or"):
         t2.insert(rows([3]))
     t2.insert(rows([500]))                                   # a format-3 commit after format-2 ones
     t2.update(rows([1], val=-1))
@@ -333,17 +334,19 @@ def test_check_reports_it(swapped):
 
 
 def test_whole_read_refuses(swapped):
-    with pytest.raises(tf.CorruptFileError):
+    with pytest.raises(tf.CorruptFileError, match=r"base file tablets/.*\.parquet has \d+ bytes, the log recorded \d+"):
         swapped.scan().to_arrow()
 
 
 def test_projected_scan_refuses(swapped):
-    with pytest.raises(tf.CorruptFileError):                     # observed: 200 rows, no error
+    with pytest.raises(tf.CorruptFileError,  # observed: 200 rows, no error
+                       match=r"file tablets/.*\.parquet has \d+ bytes, the log recorded \d+: it was replaced"):
         swapped.scan(columns=["v"], filter=("v", "=", 7)).to_arrow()
 
 
 def test_point_lookup_refuses(swapped):
-    with pytest.raises(tf.CorruptFileError):                     # observed: [] (row k=5 silently missing)
+    with pytest.raises(tf.CorruptFileError,  # observed: [] (row k=5 silently missing)
+                       match=r"file tablets/.*\.parquet has \d+ bytes, the log recorded \d+: it was replaced"):
         swapped.scan(filter=("k", "=", 5)).to_arrow()
 
 
@@ -363,7 +366,8 @@ def test_all_commits_relabelled_to_format_2_are_refused(tmp_path):
             c["timestamp"] += 10**12
         c["checksum"] = zlib.crc32(canonical_json(c["actions"]))
         open(p, "w").write(json.dumps(c))
-    with pytest.raises(tf.CorruptFileError):
+    with pytest.raises(tf.CorruptFileError,
+                       match="says format version 2 in a table created in format version 4: the file was altered"):
         t2 = tf.open_table(d)                     # observed: opens; state.format_version == 3
         assert t2.state.format_version == 3
         assert t2.check().ok                      # observed: 0 violations, forged timestamp in history()

@@ -62,7 +62,7 @@ def test_duckdb_given_connection_and_replace(table):
 def test_duckdb_bad_connection(table):
     with pytest.raises(tf.InvalidOptionError, match="duckdb connection"):
         table.scan().to_duckdb("m", connection="not a connection")
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError, match="name must be a string, got NoneType None"):
         table.scan().to_duckdb(None)
 
 

@@ -37,7 +37,7 @@ def _verify(t, expected, tags, model, rng, nkeys):
     for name, v in tags.items():
         assert t.scan(as_of=name, ordered=True).to_arrow().to_pylist() == model_rows(expected[v]), f"tag {name}"
     if model:
-        with pytest.raises(tf.DuplicateKeyError):
+        with pytest.raises(tf.DuplicateKeyError, match=r"1 key\(s\) already exist in table 't' \(first: \d+\)"):
             t.insert(kt([rng.choice(sorted(model))], [0]))
     rep = t.check()
     assert rep.ok, rep.violations
@@ -67,12 +67,13 @@ def _model_run(path, seed, steps, age=None, nkeys=30):
             live = [k for k in ks if k in model]
             new = [k for k in ks if k not in model]
             if live:
-                with pytest.raises(tf.DuplicateKeyError):
+                with pytest.raises(tf.DuplicateKeyError, match=r"key\(s\) already exist in table 't' \(first: "):
                     t.insert(kt(ks, vals))
             if not new:
                 continue
             repeated = sorted(new + [new[0]])
-            with pytest.raises(tf.DuplicateKeyError):
+            with pytest.raises(tf.DuplicateKeyError,
+                               match=r"1 key\(s\) appear more than once in the batch in table 't' \(first: \d+\)"):
                 t.insert(kt(repeated, list(range(len(repeated)))))
             t.insert_ignore(kt(repeated, list(range(len(repeated)))))
             for i, k in enumerate(repeated):

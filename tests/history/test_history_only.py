@@ -84,13 +84,16 @@ def test_reinsert_of_a_key_deleted_into_a_history_only_rowset(tmp_path):
     t.delete(pa.table({"key": ["a", "b"]}))
     t.compact()
     assert {r.num_rows for r in history_only(t)} == {2}
-    with pytest.raises(tf.KeyNotFoundError):
+    with pytest.raises(tf.KeyNotFoundError,
+                       match=r"1 key\(s\) not found in table 't' \(first: 'a'\); use the _ignore variant or upsert"):
         t.update(pa.table({"key": ["a"], "val": [9]}))           # deleted: absent, not found
-    with pytest.raises(tf.KeyNotFoundError):
+    with pytest.raises(tf.KeyNotFoundError,
+                       match=r"1 key\(s\) not found in table 't' \(first: 'b'\); use the _ignore variant or upsert"):
         t.delete(pa.table({"key": ["b"]}))
     t.insert(pa.table({"key": ["a"], "val": [10]}))              # absent: the insert is allowed
     t.upsert(pa.table({"key": ["b"], "val": [20]}))              # upsert of an absent key inserts
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) already exist in table 't' \(first: 'a'\); use insert_ignore or upsert"):
         t.insert(pa.table({"key": ["a"], "val": [11]}))          # the new row is live
     before = every_version(t)
     assert before[t.version] == [{"key": "a", "val": 10, "s": None}, {"key": "b", "val": 20, "s": None},
@@ -145,7 +148,8 @@ def test_aged_out_history_only_rowsets_go_by_undo_gc_and_vacuum(tmp_path):
     t.vacuum(retain_seconds=0, grace_seconds=0)
     assert not any(os.path.exists(f) for f in files)             # its files are deleted
     assert t.scan(ordered=True).to_arrow().column("key").to_pylist() == [f"k{i}" for i in range(10) if i not in (1, 2)]
-    with pytest.raises(tf.HistoryExpiredError):
+    with pytest.raises(tf.HistoryExpiredError,
+                       match="version 1 is earlier than the ancient history mark: history older than"):
         t.scan(as_of=1)
     assert t.check().ok
 
@@ -213,7 +217,8 @@ def test_mutation_that_loses_to_the_merge_restarts_on_its_outputs(tmp_path):
     got = dict(zip(*[t.scan().to_arrow().column(c).to_pylist() for c in ("key", "val")]))
     assert got["k2"] == 200 and got["k3"] == 300 and "k1" not in got and len(got) == 19
     assert t.check().ok
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) already exist in table 't' \(first: 'k2'\); use insert_ignore or upsert"):
         t.insert(pa.table({"key": ["k2"], "val": [0]}))
 
 
@@ -341,7 +346,8 @@ def test_tags_keep_exactly_the_layers_of_history_only_rows_they_see(tmp_path):
             assert rd(as_of=n) == w and t.lookup(kt([1, 2]), as_of=n).to_pylist() == w, n
         assert rd() == final and t.lookup(kt([1, 2])).to_pylist() == final
         assert t.check().ok
-        with pytest.raises(tf.DuplicateKeyError):
+        with pytest.raises(tf.DuplicateKeyError,
+                           match=r"1 key\(s\) already exist in table 't' \(first: 1\); use insert_ignore or upsert"):
             t.insert(kt([1], [0]))
 
     def ghosts():
@@ -383,7 +389,8 @@ def test_writes_racing_a_merge_that_writes_history_only_rowsets(tmp_path, case):
         want = {1: 10, 2: 21, 3: 30}
     elif case == 1:    # insert of a live key: still a duplicate after the merge
         _during_next_commit(t, lambda: merge_all(other))
-        with pytest.raises(tf.DuplicateKeyError):
+        with pytest.raises(tf.DuplicateKeyError,
+                           match=r"1 key\(s\) already exist in table 't' \(first: 3\); use insert_ignore or upsert"):
             t.insert(kt([3], [31]))
         want = {1: 10, 3: 30}
     elif case == 2:    # the insert of the deleted key commits first
@@ -407,7 +414,7 @@ def test_writes_racing_a_merge_that_writes_history_only_rowsets(tmp_path, case):
         assert t.scan(ordered=True).to_arrow().to_pylist() == model_rows(want)
         assert t.lookup(kt([1, 2, 3])).to_pylist() == model_rows(want)
         for k in want:
-            with pytest.raises(tf.DuplicateKeyError):
+            with pytest.raises(tf.DuplicateKeyError, match=r"1 key\(s\) already exist in table 't' \(first: [123]\)"):
                 t.insert(kt([k], [0]))
         assert t.check().ok
         t.compact()

@@ -28,7 +28,8 @@ def test_one_parser_for_as_of(value, expect):
 
 @pytest.mark.parametrize("value", [True, "yesterday", "ts:x", 1.5, [1], "2024-13-01"])
 def test_as_of_nonsense_is_a_typed_error(value):
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError,
+                       match="as_of must be a version|as_of '(yesterday|ts:x|2024-13-01)' is not a version number"):
         tf.parse_as_of(value)
 
 
@@ -38,9 +39,11 @@ def test_a_timestamp_after_the_newest_commit_is_refused_with_its_timestamp(tmp_p
     assert t.scan(as_of=r.timestamp).to_arrow().num_rows == 1                 # at the newest commit: fine
     with pytest.raises(tf.TimestampAfterLatestError, match=str(int(r.timestamp))):
         t.scan(as_of=tf.Timestamp(r.timestamp + 1))
-    with pytest.raises(tf.VersionNotFoundError):                             # the class users already catch
+    with pytest.raises(tf.VersionNotFoundError,  # the class users already catch
+                       match=r"timestamp \d+ is after the newest commit \(version 1 at timestamp \d+\)"):
         t.snapshot(dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1))
-    with pytest.raises(tf.TimestampAfterLatestError):
+    with pytest.raises(tf.TimestampAfterLatestError,
+                       match=r"timestamp \d+ is after the newest commit \(version 1 at timestamp \d+\)"):
         t.changes(0, tf.Timestamp(r.timestamp + 1))
     assert t.scan(as_of=None).to_arrow().num_rows == 1                        # "latest" is still latest
 

@@ -34,7 +34,7 @@ def test_tag_untag_and_as_of_by_name(tmp_path):
     assert t.changes("first", "v2-release.1").column("_op").to_pylist() == ["update"]
     t.untag("first")
     assert "first" not in t.tags()
-    with pytest.raises(tf.TagNotFoundError):
+    with pytest.raises(tf.TagNotFoundError, match=r"no tag 'first' in this table \(tags: _old, v2-release\.1\)"):
         t.scan(as_of="tag:first")
     with pytest.raises(tf.InvalidOptionError, match="no tag"):   # a bare word: maybe no tag was meant
         t.scan(as_of="first")
@@ -63,7 +63,7 @@ def test_tag_actions_in_the_log(tmp_path):
 @pytest.mark.parametrize("name", ["", "1abc", "12", "has space", "a/b", "ts:5", "é", "x" * 129, None, 5])
 def test_invalid_tag_names(tmp_path, name):
     t = kv(tmp_path / "t")
-    with pytest.raises(tf.InvalidTagNameError):
+    with pytest.raises(tf.InvalidTagNameError, match="tag name must start with a letter or underscore"):
         t.tag(name)
     assert t.version == 0 and t.tags() == {}
 
@@ -73,17 +73,19 @@ def test_tag_errors_leave_the_table_unchanged(tmp_path):
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.tag("x")
     v = t.version
-    with pytest.raises(tf.TagExistsError):
+    with pytest.raises(tf.TagExistsError, match="tag 'x' already names version 1; untag it first or pick another name"):
         t.tag("x", as_of=0)
-    with pytest.raises(tf.TagNotFoundError):
+    with pytest.raises(tf.TagNotFoundError, match=r"no tag 'nope' in table 't' \(tags: x\)"):
         t.untag("nope")
-    with pytest.raises(tf.TagNotFoundError):
+    with pytest.raises(tf.TagNotFoundError, match=r"no tag 'nope' in this table \(tags: x\)"):
         t.scan(as_of="tag:nope")
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError,
+                       match="as_of 'nope' is not a version number, ts:<microseconds>, an ISO date-time nor a"):
         t.scan(as_of="nope")
-    with pytest.raises(tf.VersionNotFoundError):
+    with pytest.raises(tf.VersionNotFoundError, match=r"version 99 does not exist; versions are 0\.\.2"):
         t.tag("y", as_of=99)
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError,
+                       match="as_of 'not a tag' is not a version number, ts:<microseconds>, an ISO date-time"):
         t.scan(as_of="not a tag")
     assert t.version == v and t.tags() == {"x": 1}
 
@@ -93,7 +95,8 @@ def test_tag_of_expired_history_is_refused(tmp_path):
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.update(pa.table({"key": ["a"], "val": [2]}))
     time.sleep(1.2)
-    with pytest.raises(tf.HistoryExpiredError):
+    with pytest.raises(tf.HistoryExpiredError,
+                       match="version 1 is earlier than the ancient history mark: history older than"):
         t.tag("old", as_of=1)
     assert t.tags() == {}
     t.tag("latest")          # the newest version is always there
@@ -120,7 +123,8 @@ def test_tagged_version_outlives_history_max_age_through_compaction_and_vacuum(t
     assert t.state.history_horizon == t.version - 1         # every file of older versions may go
     assert rows(t, "keep") == tagged
     assert t.lookup({"key": ["k1", "k2", "k3"]}, as_of="keep").column("val").to_pylist() == [100, 2, 3]
-    with pytest.raises(tf.HistoryExpiredError):
+    with pytest.raises(tf.HistoryExpiredError,
+                       match="version 4 is earlier than the ancient history mark: history older than"):
         t.scan(as_of=untagged)
     # exactly what the tag needs: the before-images of k1's and k3's first change after it (not of
     # k1's second), k2 as a ghost row (its DELETE stays a REDO record), and nothing of "new"
@@ -185,7 +189,7 @@ def test_concurrent_tags_of_one_name(tmp_path):
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     other = tf.open_table(t.uri)
     during_next_commit(t, lambda: other.tag("x", as_of=0))
-    with pytest.raises(tf.TagExistsError):
+    with pytest.raises(tf.TagExistsError, match="tag 'x' already names version 0; untag it first or pick another name"):
         t.tag("x")
     t.storage.fault_hook = None
     assert t.tags() == {"x": 0}
@@ -202,7 +206,7 @@ def test_compaction_planned_before_a_tag_gives_up(tmp_path):
     frag = t.snapshot().write_compaction(
         tf.CompactionAction("merge", t.state.rowsets[rs].tablet, (rs,), 1.0, "test", 0, ()))
     other.tag("late", as_of=1)
-    with pytest.raises(tf.CommitConflictError):
+    with pytest.raises(tf.CommitConflictError, match="a tag needing the history this drops was created concurrently"):
         t.commit_fragments([frag])
     time.sleep(1.2)
     merge_all(t)                          # planned with the tag: keeps what it needs

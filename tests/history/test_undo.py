@@ -200,7 +200,8 @@ def test_history_max_age_garbage_collects_undo_and_deleted_rows(tmp_path):
     assert not [d for ds in st.deltas.values() for d in ds]   # no UNDO left: it was all older than the mark
     assert st.history_gc_ts > 0
     t.vacuum(retain_seconds=0, grace_seconds=0)
-    with pytest.raises(tf.HistoryExpiredError):
+    with pytest.raises(tf.HistoryExpiredError,
+                       match="version 3 is earlier than the ancient history mark: history older than"):
         t.scan(as_of=old)
     assert t.scan(ordered=True).to_arrow().column("val").to_pylist() == [0, 100, 3, 4, 5, 6, 7, 8, 9]
 
@@ -408,7 +409,8 @@ def test_aged_out_alters_let_the_horizon_pass_and_later_versions_read_exactly(tm
     assert every_version(t, recent) == recent
     assert recent[first + 1] == [{"k": 1, "v": 10, "w": 90}, {"k": 2, "v": 2, "w": 9},
                                  {"k": 3, "v": 3, "w": 9}, {"k": 150, "v": 150, "w": 1500}]
-    with pytest.raises(tf.HistoryExpiredError):
+    with pytest.raises(tf.HistoryExpiredError,
+                       match="version 1 is earlier than the ancient history mark: history older than"):
         t.scan(as_of=1)
     assert t.check().ok
 

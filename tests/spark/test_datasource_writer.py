@@ -57,7 +57,8 @@ def test_a_key_repeated_across_chunks_fails_the_commit_and_leaves_no_files(tmp_p
     msg = w.write(iter(pa.concat_tables([rows, rows.slice(0, 1)]).to_batches(max_chunksize=300)))
     assert msg.duplicates == 0                  # the repeat sits in another chunk: the commit finds it
     assert json.loads(msg.files)
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError,
+                       match=r"1 key\(s\) appear more than once in the input of table 'm'; use insert_ignore"):
         w.commit([msg])
     w.abort([msg])
     t = tf.open_table(uri)
@@ -72,7 +73,7 @@ def test_a_repeat_within_a_chunk_fails_in_the_task(tmp_path):
     w = _writer(uri)
     msg = w.write(iter(pa.concat_tables([rows, rows.slice(7, 1)]).to_batches(max_chunksize=256)))
     assert msg.duplicates == 1
-    with pytest.raises(tf.DuplicateKeyError):
+    with pytest.raises(tf.DuplicateKeyError, match=r"1 key\(s\) already exist in table at '"):
         w.commit([msg])
     assert t.version == 0 and table_files(uri) == files
 
@@ -94,6 +95,7 @@ def test_a_task_failing_after_its_first_chunk_leaves_no_files(tmp_path):
     rows = _shuffled(metrics_rows(3000, hosts=30))
     bad = rows.slice(0, 1).set_column(0, "host", pa.array([None], pa.string()))
     w = _writer(uri, write_chunk_bytes=rows.nbytes // 4)
-    with pytest.raises(tf.NullValueError):
+    with pytest.raises(tf.NullValueError,
+                       match=r"rows to route: key column 'host' has 1 NULL value\(s\); a primary key is never"):
         w.write(iter(pa.concat_tables([rows, bad]).to_batches(max_chunksize=300)))
     assert t.version == 0 and table_files(uri) == files

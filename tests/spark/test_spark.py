@@ -154,7 +154,8 @@ def test_mutation_merge_equals_engine_apply(spark, tmp_path):
     assert sorted(zip(ca["_op"].to_pylist(), ca["host"].to_pylist(), ca["time"].to_pylist())) == \
         sorted(zip(cb["_op"].to_pylist(), cb["host"].to_pylist(), cb["time"].to_pylist()))
     gone = spark.createDataFrame(data.select(KEY).slice(1, 1))   # deleted above
-    with pytest.raises(tf.KeyNotFoundError):
+    with pytest.raises(tf.KeyNotFoundError,
+                       match=r"1 key\(s\) not found in table 'b' \(first: \('h001', 'cpu', '2023-11-14"):
         mutation_merge(spark, gone, str(tmp_path / "b"), op="delete")
     assert b.version == 2
     r = mutation_merge(spark, gone, str(tmp_path / "b"), op="delete", on_error="collect",

@@ -31,10 +31,12 @@ def test_datasource_write_of_existing_keys_raises_the_typed_error(spark, tmp_pat
 
 
 def test_typed_error_leaves_other_errors_alone(spark, tmp_path):
-    with pytest.raises(Exception) as info:
+    with pytest.raises(Exception,
+                       match=r"\[TABLE_OR_VIEW_NOT_FOUND\].*`no_such_table`") as info:
         spark.sql("SELECT * FROM no_such_table").collect()
     assert typed_error(info.value) is None
-    with pytest.raises(type(info.value)):
+    with pytest.raises(type(info.value),
+                       match=r"\[TABLE_OR_VIEW_NOT_FOUND\].*`no_such_table`"):
         with typed_errors():
             spark.sql("SELECT * FROM no_such_table").collect()
     err = tf.KeyNotFoundError("x")

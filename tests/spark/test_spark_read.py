@@ -99,9 +99,9 @@ def test_filters_equal_the_engine(spark, mutated):
         same(read_table(spark, t.uri, filter=flt), t.scan(filter=flt).to_arrow())
     same(read_table(spark, t.uri, columns=["price"], filter=("value", "=", -1.5)),
          t.scan(["price"], filter=("value", "=", -1.5)).to_arrow())
-    with pytest.raises(tf.InvalidFilterError):
+    with pytest.raises(tf.InvalidFilterError, match=r"filter on 'value': 'x' \(str\) is not a valid double"):
         read_table(spark, t.uri, filter=("value", ">", "x"))
-    with pytest.raises(tf.UnknownScanColumnError):
+    with pytest.raises(tf.UnknownScanColumnError, match=r"unknown column\(s\) \['nope'\]"):
         read_table(spark, t.uri, columns=["nope"])
 
 
@@ -199,7 +199,7 @@ def test_forcing_each_path(spark, mutated, caplog):
     nat = read_table(spark, t.uri, path="native")
     assert "FileScan parquet" in plan_text(nat) and PYTHON_SCAN not in plan_text(nat)
     same(nat, expect)
-    with pytest.raises(tf.InvalidOptionError):
+    with pytest.raises(tf.InvalidOptionError, match="path must be one of .*, got 'jvm'"):
         read_table(spark, t.uri, path="jvm")
 
 
@@ -320,5 +320,5 @@ def test_bad_arguments(spark, table_uri):
         register_metadata_views(spark, "m", table_uri, kinds=["snapshots"])
     with pytest.raises(tf.InvalidOptionError, match="view name"):
         register_metadata_views(spark, "m; drop", table_uri)
-    with pytest.raises(tf.TableNotFoundError):
+    with pytest.raises(tf.TableNotFoundError, match=r"' \(no _log/ commits\)"):
         register_metadata_views(spark, "m", table_uri + "-nope")

@@ -99,7 +99,8 @@ def test_duplicates_in_the_input_and_in_the_table(spark, tmp_path, mode):
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4")
     try:
         if mode == "fail":
-            with pytest.raises(tf.DuplicateKeyError) as e:
+            with pytest.raises(tf.DuplicateKeyError,
+                               match=r"15 key\(s\) already exist in table 't' or repeat in the input \(first: ") as e:
                 partitioned_insert(spark, _df(spark, data), t.uri, partitions=3)
             assert e.value.count == 15
             assert tf.open_table(t.uri).version == before and table_files(t.uri) == files
