@@ -82,6 +82,7 @@ LAYERS = {"engine": "the pure-Python engine", "cli": "the command line", "spark"
 DIR_LAYER = {"engine": "engine", "commit": "engine", "history": "engine", "format": "engine", "api": "engine",
              "project": "engine", "cli": "cli", "spark": "spark", "s3": "s3", "airflow": "airflow"}
 TESTS = os.path.dirname(os.path.abspath(__file__))
+LAYER_OF: dict = {}         # test id -> its layer (a test's keywords also hold its directory's name)
 LAYER_COUNTS: dict = {}     # layer -> outcome -> count, for the summary
 
 
@@ -110,12 +111,13 @@ def _layer(item) -> str:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        item.add_marker(getattr(pytest.mark, _layer(item)))
+        LAYER_OF[item.nodeid] = layer = _layer(item)
+        item.add_marker(getattr(pytest.mark, layer))
 
 
 def pytest_runtest_logreport(report):
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        layer = next((m for m in LAYERS if m in report.keywords), "engine")
+        layer = LAYER_OF.get(report.nodeid, "engine")
         counts = LAYER_COUNTS.setdefault(layer, {})
         counts[report.outcome] = counts.get(report.outcome, 0) + 1
 
