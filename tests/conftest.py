@@ -1,46 +1,17 @@
+"""Fixtures for every test, a layer marker per test from its directory, and one pass/fail line
+per layer at the end of a run (CI reads them). The layout is in tests/README.md; helpers that
+are not fixtures are in tests/helpers.py."""
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
-import decimal
 
-import numpy as np
-import pyarrow as pa
 import pytest
 
 import tableformat as tf
-
-T0 = 1_700_000_000_000_000
-
-
-def metrics_schema():
-    return tf.Schema([
-        tf.Column("host", "string"), tf.Column("metric", "string"), tf.Column("time", "unixtime_micros"),
-        tf.Column("value", "double", nullable=True, encoding="bitshuffle", compression="lz4"),
-        tf.Column("price", "decimal(18,2)", nullable=True),
-        tf.Column("tag", "varchar(16)", nullable=True, default="none"),
-    ], primary_key=["host", "metric", "time"])
-
-
-def metrics_partitioning():
-    return tf.PartitionSchema(hash=[tf.HashPartition(["host", "metric"], buckets=4)],
-                              range=tf.RangePartition(["time"], bounds=[(T0, T0 + 10**12)], splits=[T0 + 10**11]))
-
-
-def metrics_rows(n, seed=0, hosts=20, start=0):
-    rng = np.random.default_rng(seed)
-    i = np.arange(start, start + n)
-    return pa.table({
-        "host": pa.array([f"h{x % hosts:03d}" for x in i]),
-        "metric": pa.array(np.array(["cpu", "mem", "disk"], dtype=object)[(i // hosts) % 3]),
-        "time": pa.array(T0 + (i // (hosts * 3)) * 3_000_000_000, pa.timestamp("us", tz="UTC")),
-        "value": pa.array(np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n))).cast(pa.float64()),
-        "price": pa.array([decimal.Decimal(int(x)).scaleb(-2) if x % 7 else None
-                           for x in rng.integers(0, 10**6, n)], pa.decimal128(18, 2)),
-        "tag": pa.array([["a", "b", None, "c"][x % 4] for x in i]),
-    })
+from helpers import metrics_partitioning, metrics_schema
 
 
 @pytest.fixture(scope="session")
@@ -64,32 +35,6 @@ def table_uri(tmp_path):
 @pytest.fixture
 def metrics_table(table_uri):
     return tf.create_table(table_uri, metrics_schema(), partitioning=metrics_partitioning())
-
-
-def sort_rows(t: pa.Table, keys=("host", "metric", "time")) -> pa.Table:
-    return t.sort_by([(k, "ascending") for k in keys]) if t.num_rows else t
-
-
-def table_files(root) -> set:
-    import os
-    out = set()
-    for d, _, files in os.walk(root):
-        for f in files:
-            out.add(os.path.join(d, f))
-    return out
-
-
-def _norm(v):
-    return "NaN" if isinstance(v, float) and v != v else v
-
-
-def assert_same_rows(got: pa.Table, expect: pa.Table, keys=("host", "metric", "time")):
-    """Same rows regardless of order (NaN equal to NaN)."""
-    got, expect = sort_rows(got, keys), sort_rows(expect, keys)
-    assert got.num_rows == expect.num_rows
-    assert got.column_names == expect.column_names
-    for c in expect.column_names:
-        assert [_norm(v) for v in got[c].to_pylist()] == [_norm(v) for v in expect[c].to_pylist()], c
 
 
 def _free_port():
@@ -130,11 +75,14 @@ def s3_table_root(s3_endpoint, request):
     return f"s3://{bucket}", opts
 
 
-
-
-# --- layers: a marker per test from what it runs, and one pass/fail line per layer -----------
+# --- layers: a marker per test from its directory, and one pass/fail line per layer ----------
 LAYERS = {"engine": "the pure-Python engine", "cli": "the command line", "spark": "runs local Spark",
           "s3": "runs against the loopback S3 server", "airflow": "runs real Airflow DAGs"}
+# tests/<dir>/ -> its layer; the engine's tests are split by concept over several directories
+DIR_LAYER = {"engine": "engine", "commit": "engine", "history": "engine", "format": "engine", "api": "engine",
+             "project": "engine", "cli": "cli", "spark": "spark", "s3": "s3", "airflow": "airflow"}
+TESTS = os.path.dirname(os.path.abspath(__file__))
+LAYER_OF: dict = {}         # test id -> its layer (a test's keywords also hold its directory's name)
 LAYER_COUNTS: dict = {}     # layer -> outcome -> count, for the summary
 
 
@@ -145,26 +93,31 @@ def pytest_configure(config):
 
 
 def _layer(item) -> str:
-    """The layer a test guards, from the fixtures it uses and its file: a red run then says
-    which layer broke (`pytest -m spark` runs one)."""
-    fixtures, name = set(item.fixturenames), item.path.name
-    if "airflow" in name:
+    """The layer a test guards: its directory's, unless it needs the S3 server or Spark outside
+    tests/s3/ and tests/spark/ (an engine concept checked on S3 too), whose layer it is then.
+    A red run then says which layer broke (`pytest -m spark` runs one layer)."""
+    top = os.path.relpath(str(item.path), TESTS).split(os.sep)[0]
+    if top not in DIR_LAYER:
+        raise pytest.UsageError(f"{item.nodeid}: tests/{top}/ has no layer (conftest.py DIR_LAYER)")
+    fixtures = set(item.fixturenames)
+    if DIR_LAYER[top] == "airflow":
         return "airflow"
     if fixtures & {"s3_endpoint", "s3_table_root"}:
         return "s3"
-    if "spark" in fixtures or "spark" in name:
+    if "spark" in fixtures:
         return "spark"
-    return "cli" if name.startswith("test_cli") else "engine"
+    return DIR_LAYER[top]
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        item.add_marker(getattr(pytest.mark, _layer(item)))
+        LAYER_OF[item.nodeid] = layer = _layer(item)
+        item.add_marker(getattr(pytest.mark, layer))
 
 
 def pytest_runtest_logreport(report):
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        layer = next((m for m in LAYERS if m in report.keywords), "engine")
+        layer = LAYER_OF.get(report.nodeid, "engine")
         counts = LAYER_COUNTS.setdefault(layer, {})
         counts[report.outcome] = counts.get(report.outcome, 0) + 1
 

@@ -1,0 +1,173 @@
+"""The transaction log: exclusive commits, MVCC timestamps, checkpoints, format versions, bad tables,
+a commit whose acknowledgement was lost."""
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+from tableformat import txlog
+from tableformat.txlog import TransactionLog, checkpoint_path, commit_path
+
+from helpers import metrics_rows, metrics_schema
+
+
+def small_schema():
+    return tf.Schema([tf.Column("k", "int64"), tf.Column("v", "string", nullable=True)], primary_key="k")
+
+
+def test_commit_files_record_what_they_did(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), metrics_schema())
+    t.insert(metrics_rows(50))
+    d = json.loads((tmp_path / "t" / "_log" / "00000000000000000001.json").read_text())
+    assert d["format_version"] == tf.FORMAT_VERSION and d["version"] == 1 and d["operation"] == "INSERT"
+    assert d["counts"] == {"inserted": 50, "ignored": 0}
+    (add,) = [a["add_rowset"] for a in d["actions"]]
+    for f in [*add["base"], add["pk_index"], add["bloom"]]:
+        assert os.path.getsize(tmp_path / "t" / f["path"]) == f["size"]
+    assert add["num_rows"] == 50
+    assert d["timestamp"] > json.loads((tmp_path / "t" / "_log" / "00000000000000000000.json").read_text())["timestamp"]
+
+
+def test_timestamps_increase_strictly_even_if_the_clock_does_not(tmp_path, monkeypatch):
+    monkeypatch.setattr(txlog, "now_micros", lambda: 1_000)
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    for i in range(5):
+        t.insert(pa.table({"k": [i]}))
+    ts = [h.timestamp for h in t.history()]
+    assert ts == sorted(ts) and len(set(ts)) == len(ts) == 6
+
+
+def test_a_version_can_be_taken_only_once(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    log = TransactionLog(t.storage)
+    state = t.state
+    assert log.try_commit(state, "X", [], {}, 0) is not None
+    assert log.try_commit(state, "Y", [], {}, 0) is None   # version 1 is taken
+    assert json.loads((tmp_path / "t" / "_log" / "00000000000000000001.json").read_text())["operation"] == "X"
+    assert not [f for f in os.listdir(tmp_path / "t" / "_log") if f.startswith(".tmp")]
+
+
+def test_open_reads_one_checkpoint_plus_later_commits(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema(), properties={"checkpoint_interval": 10})
+    for i in range(1000):
+        t.insert(pa.table({"k": [i]}))
+    t2 = tf.open_table(uri)
+    assert t2.version == 1000
+    assert t2.log.reads <= 1 + 9
+    assert t2.scan().count() == 1000
+    assert len(t2.history()) == 1001
+    # time travel to the distant past still works
+    assert t2.scan(as_of=5).count() == 5
+    assert t2.scan(as_of=t2.history()[500].timestamp if False else 500).count() == 500
+
+
+def test_broken_checkpoint_falls_back_to_an_older_one(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema(), properties={"checkpoint_interval": 5})
+    for i in range(12):
+        t.insert(pa.table({"k": [i]}))
+    p = tmp_path / "t" / checkpoint_path(10)
+    p.write_bytes(p.read_bytes()[:100])
+    t2 = tf.open_table(uri)
+    assert t2.scan().count() == 12
+    assert t2.log.reads <= 2 + 7  # the broken one, the older one, 7 commits
+
+
+def test_corrupt_commit_is_detected_and_named(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema())
+    t.insert(pa.table({"k": [1]}))
+    p = tmp_path / "t" / commit_path(1)
+    p.write_bytes(p.read_bytes()[:-20])
+    with pytest.raises(tf.CorruptFileError, match="00000000000000000001.json"):
+        tf.open_table(uri)
+
+
+def test_tampered_commit_fails_its_checksum(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema())
+    t.insert(pa.table({"k": [1]}))
+    p = tmp_path / "t" / commit_path(1)
+    d = json.loads(p.read_text())
+    d["actions"][0]["add_rowset"]["num_rows"] = 2
+    p.write_text(json.dumps(d))
+    with pytest.raises(tf.CorruptFileError, match="checksum"):
+        tf.open_table(uri)
+
+
+def test_newer_format_version_is_refused(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, small_schema())
+    d = {"format_version": tf.FORMAT_VERSION + 1, "version": 1, "timestamp": 1, "operation": "FUTURE",
+         "actions": [{"something_new": {}}]}
+    (tmp_path / "t" / commit_path(1)).write_text(json.dumps(d))
+    with pytest.raises(tf.UnsupportedFormatVersionError,
+                       match=f"format version {tf.FORMAT_VERSION + 1}.*supports up to {tf.FORMAT_VERSION}"):
+        tf.open_table(uri)
+    with pytest.raises(tf.UnsupportedFormatVersionError,
+                       match="was written with format version 5; this reader supports up to 4"):
+        t.scan()
+
+
+def test_not_a_table(tmp_path):
+    with pytest.raises(tf.TableNotFoundError, match=r"no table at '.*missing' \(no _log/ commits\)"):
+        tf.open_table(str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(tf.TableNotFoundError, match=r"no table at '.*empty' \(no _log/ commits\)"):
+        tf.open_table(str(tmp_path / "empty"))
+    (tmp_path / "file.txt").write_text("hello")
+    with pytest.raises(tf.TableNotFoundError, match=r"no table at '.*file\.txt' \(no _log/ commits\)"):
+        tf.open_table(str(tmp_path / "file.txt"))
+
+
+def test_create_twice(tmp_path):
+    tf.create_table(str(tmp_path / "t"), small_schema())
+    with pytest.raises(tf.TableExistsError, match="a table already exists at"):
+        tf.create_table(str(tmp_path / "t"), small_schema())
+
+
+@pytest.mark.parametrize("uri", ["", "   ", None, 42, "nosuchproto://bucket/x", "a\x00b"])
+def test_malformed_uris(uri):
+    with pytest.raises(tf.InvalidURIError,
+                       match=("table URI must be a non-empty string without NUL|"
+                              "cannot open table URI 'nosuchproto://bucket/x': Protocol not known")):
+        tf.open_table(uri)
+
+
+def test_file_uri_and_repr_hide_options(tmp_path):
+    t = tf.create_table("file://" + str(tmp_path / "t"), small_schema(), name="events")
+    assert t.name == "events"
+    assert tf.open_table(str(tmp_path / "t")).name == "events"
+    assert tf.open_table(str(tmp_path / "t")).table_id == t.table_id and len(t.table_id) == 32
+    assert "events" in repr(t)
+
+
+# --- a commit whose acknowledgement was lost is reported as landed ----------------------------
+
+def test_own_commit_reported_as_not_done(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)],
+                                       primary_key="key"))
+    st = t.storage
+    real = st.put_if_absent
+    state = {"n": 0}
+
+    def flaky(rel, data):
+        ok = real(rel, data)
+        if "_log/" in rel and not rel.endswith("checkpoint.json") and state["n"] == 0:
+            state["n"] += 1
+            return False          # the write happened; the acknowledgement was lost and the retry saw 412
+        return ok
+    st.put_if_absent = flaky
+    err = None
+    try:
+        t.insert(pa.table({"key": ["a"], "val": [1]}))
+    except tf.TableFormatError as e:
+        err = e
+    st.put_if_absent = real
+    landed = tf.open_table(uri).to_arrow().to_pylist()
+    assert landed == [{"key": "a", "val": 1}]
+    assert err is None, f"insert raised {type(err).__name__}: {err} although its commit landed"

@@ -1,0 +1,268 @@
+"""Table.lookup: rows by primary key through interval -> bloom -> PK index, the hit row groups only."""
+import bisect
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+from tableformat.cfile_set import FILE_CACHE
+
+from helpers import kv, merge_all, metrics_partitioning, metrics_rows, metrics_schema, norm_value
+
+KEY = ["host", "metric", "time"]
+
+
+def rows(t):
+    """Rows as dicts, NaN equal to NaN."""
+    return [{k: norm_value(v) for k, v in r.items()} for r in (t if isinstance(t, list) else t.to_pylist())]
+
+
+def by_scan(t, keys, as_of=None, columns=None):
+    """What a lookup must return: the scan's rows for those keys, in key order of `keys`."""
+    found = {tuple(r[k] for k in KEY): r for r in t.scan(as_of=as_of, columns=columns and
+                                                       list(dict.fromkeys(KEY + list(columns)))).to_arrow()
+            .to_pylist()}
+    cols = columns or t.snapshot(as_of).schema.names
+    return rows([{c: found[k][c] for c in cols} for k in (tuple(r[c] for c in KEY) for r in keys.to_pylist())
+            if k in found])
+
+
+@pytest.fixture
+def loaded(metrics_table):
+    t = metrics_table
+    t.insert(metrics_rows(3000))
+    return t
+
+
+def test_lookup_returns_rows_in_input_order_and_omits_absent_keys(loaded):
+    t = loaded
+    data = metrics_rows(3000)
+    pick = np.random.default_rng(1).permutation(3000)[:200]
+    keys = data.select(KEY).take(pa.array(pick))
+    absent = metrics_rows(20, start=5000).select(KEY)
+    mixed = pa.concat_tables([keys.slice(0, 100), absent, keys.slice(100)])
+    got = t.lookup(mixed)
+    assert rows(got) == rows(data.take(pa.array(pick)))
+    assert got.schema == t.scan().to_arrow().schema
+
+
+def test_lookup_missing_null_gives_found_column(loaded):
+    t = loaded
+    data = metrics_rows(3000)
+    absent = metrics_rows(2, start=7000).select(KEY)
+    keys = pa.concat_tables([data.select(KEY).slice(10, 1), absent, data.select(KEY).slice(20, 1)])
+    got = t.lookup(keys, columns=["host", "value"], missing="null")
+    assert got.column_names == ["host", "value", "_found"]
+    assert got.column("_found").to_pylist() == [True, False, False, True]
+    assert got.column("host").to_pylist() == keys.column("host").to_pylist()   # the key is kept
+    assert got.column("value").to_pylist()[1:3] == [None, None]
+    assert got.column("value").to_pylist()[0] == data.column("value")[10].as_py() or \
+        np.isnan(data.column("value")[10].as_py())
+
+
+def test_duplicate_keys_come_back_twice(loaded):
+    keys = metrics_rows(3000).select(KEY).take(pa.array([5, 9, 5]))
+    got = loaded.lookup(keys, columns=["time"])
+    assert got.column("time").to_pylist() == keys.column("time").to_pylist()
+
+
+def test_keys_as_pandas_dict_and_list(loaded):
+    data = metrics_rows(3000)
+    keys = data.select(KEY).slice(40, 3)
+    want = loaded.lookup(keys)
+    assert want.num_rows == 3
+    assert loaded.lookup(keys.to_pandas()).equals(want)
+    assert loaded.lookup(keys.to_pydict()).equals(want)
+    assert loaded.lookup(keys.to_pylist()).equals(want)
+    assert loaded.lookup(keys.to_batches()[0]).equals(want)
+    # extra columns in the keys are ignored
+    assert loaded.lookup(data.slice(40, 3)).equals(want)
+
+
+def test_lookup_sees_updates_deletes_and_reinserts_and_time_travel(tmp_path):
+    """Model check against the scan at every version, before and after compaction and vacuum."""
+    t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning(),
+                        properties={"row_group_rows": 128})
+    data = metrics_rows(2000)
+    rng = np.random.default_rng(3)
+    t.insert(data.slice(0, 1000))
+    t.insert(data.slice(1000, 1000))
+    t.update(data.slice(0, 300).select(KEY).append_column("value", pa.array(np.full(300, -1.0))))
+    t.delete(data.slice(100, 50).select(KEY))
+    t.insert(data.slice(100, 20))                                   # deleted, then inserted again
+    t.update(data.slice(110, 5).select(KEY).append_column("tag", pa.array(["re"] * 5)))
+    keys = data.select(KEY).take(pa.array(rng.permutation(2000)[:400]))
+    keys = pa.concat_tables([keys, data.select(KEY).slice(95, 30)])
+    expected = {v: by_scan(t, keys, v) for v in range(1, t.version + 1)}
+    for v, want in expected.items():
+        assert rows(t.lookup(keys, as_of=v)) == want, f"version {v}"
+    t.compact(t.compaction_plan())
+    by_tablet = {}
+    for r in t.state.rowsets.values():
+        by_tablet.setdefault(r.tablet, []).append(r.id)
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert t.state.history_horizon > 0
+    FILE_CACHE.clear()
+    for v, want in expected.items():
+        assert rows(t.lookup(keys, as_of=v)) == want, f"version {v} after compaction and vacuum"
+    assert rows(t.lookup(keys, columns=["value"])) == by_scan(t, keys, columns=["value"])
+
+
+def test_random_history_lookup_matches_scan(tmp_path):
+    rnd = random.Random(5)
+    t = kv(tmp_path / "t", rowset_target_bytes=1 << 16, row_group_rows=128)
+    keys = [f"k{i:03d}" for i in range(300)]
+    live = {}
+    for step in range(25):
+        op = rnd.choice(["insert", "update", "delete", "merge"])
+        if op == "insert":
+            new = [k for k in rnd.sample(keys, 60) if k not in live]
+            vals = [rnd.randint(0, 1000) for _ in new]
+            t.insert(pa.table({"key": new, "val": vals}))
+            live.update(zip(new, vals))
+        elif op == "update" and live:
+            ks = rnd.sample(sorted(live), min(30, len(live)))
+            vals = [rnd.randint(0, 1000) for _ in ks]
+            t.update(pa.table({"key": ks, "val": vals}))
+            live.update(zip(ks, vals))
+        elif op == "delete" and live:
+            ks = rnd.sample(sorted(live), min(20, len(live)))
+            t.delete(pa.table({"key": ks}))
+            for k in ks:
+                del live[k]
+        elif op == "merge" and t.state.rowsets:
+            merge_all(t)
+        probe = rnd.sample(keys, 100)
+        got = t.lookup({"key": probe}, columns=["key", "val"])
+        assert got.to_pylist() == [{"key": k, "val": live[k]} for k in probe if k in live], f"step {step}"
+
+
+def test_lookup_errors_leave_nothing_changed(loaded):
+    t = loaded
+    v = t.version
+    with pytest.raises(tf.MissingColumnError, match="time"):
+        t.lookup({"host": ["h001"], "metric": ["cpu"]})
+    with pytest.raises(tf.TypeMismatchError, match="column 'time' is unixtime_micros; input has type string"):
+        t.lookup({"host": ["h001"], "metric": ["cpu"], "time": ["not a time"]})
+    with pytest.raises(tf.NullValueError,
+                       match=r"lookup keys: key column 'host' has 1 NULL value\(s\); a primary key is never NULL"):
+        t.lookup(pa.table({"host": pa.array([None], pa.string()), "metric": ["cpu"],
+                           "time": pa.array([0], pa.timestamp("us", tz="UTC"))}))
+    with pytest.raises(tf.UnknownScanColumnError,
+                       match=r"lookup names unknown column\(s\) \['nope'\]; columns are \['host', 'metric', 'time'"):
+        t.lookup(metrics_rows(1).select(KEY), columns=["nope"])
+    with pytest.raises(tf.InvalidOptionError, match="missing must be one of 'omit', 'null', got str 'skip'"):
+        t.lookup(metrics_rows(1).select(KEY), missing="skip")
+    with pytest.raises(tf.InvalidDataError,
+                       match="input must be a pyarrow Table, RecordBatch, RecordBatchReader, pandas"):
+        t.lookup(42)
+    with pytest.raises(tf.VersionNotFoundError, match=r"version 99 does not exist; versions are 0\.\.1"):
+        t.lookup(metrics_rows(1).select(KEY), as_of=99)
+    assert t.version == v
+
+
+def test_empty_keys_and_empty_table(metrics_table, loaded):
+    empty = metrics_rows(0).select(KEY)
+    assert loaded.lookup(empty).num_rows == 0
+    got = loaded.lookup(empty, missing="null")
+    assert got.num_rows == 0 and "_found" in got.column_names
+    assert metrics_table.lookup(metrics_rows(5).select(KEY), as_of=0).num_rows == 0
+
+
+def test_lookup_reads_only_the_row_groups_holding_hits(tmp_path, monkeypatch):
+    t = kv(tmp_path / "t", row_group_rows=128)
+    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(5000)], "val": list(range(5000))}))
+    FILE_CACHE.clear()
+    import pyarrow.parquet as pq
+    read = []
+    orig = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, *a, **kw):
+        read.extend(row_groups)
+        return orig(self, row_groups, *a, **kw)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    got = t.lookup({"key": ["k00007", "k04000", "k00009"]})
+    assert got.column("val").to_pylist() == [7, 4000, 9]
+    assert sorted(read) == [0, 4000 // 128]
+    read.clear()
+    t.lookup({"key": ["k00008"]})
+    assert read == []                      # the block cache holds the decoded row group
+    monkeypatch.setattr(tf.Table, "scan", lambda *a, **k: pytest.fail("lookup must not scan"))
+    assert t.lookup({"key": ["k00010"]}).num_rows == 1
+
+
+def test_snapshot_lookup_is_fixed(loaded):
+    data = metrics_rows(3000)
+    snap = loaded.snapshot()
+    keys = data.select(KEY).slice(0, 5)
+    loaded.delete(keys)
+    assert snap.lookup(keys).num_rows == 5
+    assert loaded.lookup(keys).num_rows == 0
+
+
+def test_pk_index_search_agrees_with_the_pk_index(tmp_path):
+    from tableformat.keyprobe import rowids_by_bisection, rowids_in_rowset
+    from tableformat.keyencoder import encode_keys
+    t = kv(tmp_path / "t", pk_index_block_rows=64)
+    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(0, 6000, 2)], "val": list(range(3000))}))
+    (rs,) = t.state.rowsets.values()
+    probe_keys = encode_keys([pa.array([f"k{i:05d}" for i in range(0, 6000, 7)])], [t.schema.column("key").type])
+    FILE_CACHE.clear()
+    cold = rowids_by_bisection(t.storage, rs, probe_keys)     # first touch: the PK index path
+    warm = rowids_by_bisection(t.storage, rs, probe_keys)     # then a binary search of it
+    want = rowids_in_rowset(t.storage, rs, probe_keys)
+    assert (cold == want).all() and (warm == want).all()
+    assert (want >= 0).sum() == len(range(0, 6000, 14)) and (want[1::2] == -1).all()
+
+
+def test_lookup_after_add_column_reads_defaults_and_old_versions_their_schema(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    with t.alter() as a:
+        a.add_column("n", "int64", nullable=False, default=7)
+    t.update(pa.table({"key": ["b"], "n": [8]}))
+    assert t.lookup({"key": ["b", "a"]}, columns=["key", "n"]).to_pylist() == [{"key": "b", "n": 8},
+                                                                               {"key": "a", "n": 7}]
+    assert t.lookup({"key": ["a"]}, as_of=1).column_names == ["key", "val", "s"]
+
+
+def test_lookup_of_no_columns_counts_the_keys_found(loaded):
+    """columns=[] is an existence check: no columns, one row per key found (a key given twice counts twice)."""
+    data = metrics_rows(3000)
+    keys = pa.concat_tables([data.select(KEY).take(pa.array([3, 8, 3])), metrics_rows(2, start=9000).select(KEY)])
+    got = loaded.lookup(keys, columns=[])
+    assert got.num_columns == 0 and got.num_rows == 3
+    got = loaded.lookup(keys, columns=[], missing="null")
+    assert got.column_names == ["_found"] and got.column("_found").to_pylist() == [True, True, True, False, False]
+
+
+def test_bisect_left_is_searchsorted_for_binary_keys():
+    """The vectorized binary search of a sorted binary array gives numpy's left insertion point
+    for every needle: below, between, equal to and above the haystack's keys, repeats, empty."""
+    from tableformat.keyprobe import bisect_left
+    rng = np.random.default_rng(4)
+    for n in (0, 1, 2, 7, 300):
+        hay = sorted({bytes(rng.integers(0, 4, int(rng.integers(0, 4))).astype(np.uint8)) for _ in range(n)})
+        needles = [bytes(rng.integers(0, 4, int(rng.integers(0, 5))).astype(np.uint8)) for _ in range(200)] + hay[:3]
+        for m in (1, 5, len(needles)):                   # a few keys (one by one) and many (vectorized)
+            got = bisect_left(pa.array(hay, pa.binary()), pa.array(needles[:m], pa.binary()))
+            assert got.tolist() == [bisect.bisect_left(hay, x) for x in needles[:m]]
+
+
+def test_a_load_leaves_its_pk_index_as_a_lookup_reads_it(tmp_path):
+    """The insert leaves each rowset's PK index in the process cache, equal to what reading the
+    file gives (keys and block layout), so the first lookup after a load reads no index."""
+    from tableformat.diskrowset import _block_layout, pk_block_first_keys, read_pk_index
+    from tableformat.cfile_set import parquet_file
+    t = kv(tmp_path / "t", pk_index_block_rows=64)
+    FILE_CACHE.clear()
+    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(1000)], "val": list(range(1000))}))
+    t.insert(pa.table({"key": ["z1", "z2"], "val": [1, 2]}))                 # fewer keys than a block
+    for rs in t.state.rowsets.values():
+        cached_keys, cached_layout = read_pk_index(t.storage, rs), pk_block_first_keys(t.storage, rs)
+        FILE_CACHE.clear()
+        assert read_pk_index(t.storage, rs).equals(cached_keys)
+        assert _block_layout(parquet_file(t.storage, rs.pk_index)) == cached_layout
+    assert t.lookup({"key": ["k00007", "z2"]}).column("val").to_pylist() == [7, 2]

@@ -1,0 +1,220 @@
+"""Helpers shared by test files (not fixtures: those are in conftest.py).
+
+Test files import from here and never from one another, so a test file can move or be split
+without breaking another. `pythonpath = ["tests"]` in pyproject.toml makes `import helpers` work
+from any directory under tests/.
+"""
+import decimal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import tableformat as tf
+from tableformat.compaction import CompactionAction, CompactionPlan
+
+TESTS = Path(__file__).resolve().parent      # tests/: helpers.py lives here
+ROOT = TESTS.parent                            # the repository
+T0 = 1_700_000_000_000_000
+
+
+# --- the metrics table most engine tests use ------------------------------------------------
+
+def metrics_schema():
+    return tf.Schema([
+        tf.Column("host", "string"), tf.Column("metric", "string"), tf.Column("time", "unixtime_micros"),
+        tf.Column("value", "double", nullable=True, encoding="bitshuffle", compression="lz4"),
+        tf.Column("price", "decimal(18,2)", nullable=True),
+        tf.Column("tag", "varchar(16)", nullable=True, default="none"),
+    ], primary_key=["host", "metric", "time"])
+
+
+def metrics_partitioning():
+    return tf.PartitionSchema(hash=[tf.HashPartition(["host", "metric"], buckets=4)],
+                              range=tf.RangePartition(["time"], bounds=[(T0, T0 + 10**12)], splits=[T0 + 10**11]))
+
+
+def metrics_rows(n, seed=0, hosts=20, start=0):
+    rng = np.random.default_rng(seed)
+    i = np.arange(start, start + n)
+    return pa.table({
+        "host": pa.array([f"h{x % hosts:03d}" for x in i]),
+        "metric": pa.array(np.array(["cpu", "mem", "disk"], dtype=object)[(i // hosts) % 3]),
+        "time": pa.array(T0 + (i // (hosts * 3)) * 3_000_000_000, pa.timestamp("us", tz="UTC")),
+        "value": pa.array(np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n))).cast(pa.float64()),
+        "price": pa.array([decimal.Decimal(int(x)).scaleb(-2) if x % 7 else None
+                           for x in rng.integers(0, 10**6, n)], pa.decimal128(18, 2)),
+        "tag": pa.array([["a", "b", None, "c"][x % 4] for x in i]),
+    })
+
+
+def sort_rows(t: pa.Table, keys=("host", "metric", "time")) -> pa.Table:
+    return t.sort_by([(k, "ascending") for k in keys]) if t.num_rows else t
+
+
+def table_files(root) -> set:
+    out = set()
+    for d, _, files in os.walk(root):
+        for f in files:
+            out.add(os.path.join(d, f))
+    return out
+
+
+def norm_value(v):
+    """NaN as a string, so that NaN compares equal to NaN in lists of rows."""
+    return "NaN" if isinstance(v, float) and v != v else v
+
+
+def assert_same_rows(got: pa.Table, expect: pa.Table, keys=("host", "metric", "time")):
+    """Same rows regardless of order (NaN equal to NaN)."""
+    got, expect = sort_rows(got, keys), sort_rows(expect, keys)
+    assert got.num_rows == expect.num_rows
+    assert got.column_names == expect.column_names
+    for c in expect.column_names:
+        assert [norm_value(v) for v in got[c].to_pylist()] == [norm_value(v) for v in expect[c].to_pylist()], c
+
+
+# --- a small key/value table, and history built by hand --------------------------------------
+
+def kv(path, **props):
+    return tf.create_table(str(path), tf.Schema([tf.Column("key", "string"),
+                                                 tf.Column("val", "int64", nullable=True),
+                                                 tf.Column("s", "string", nullable=True)],
+                                                primary_key="key"), properties=props or None)
+
+
+def read(t, as_of=None, **kw):
+    """The rows as of a version (or now), in key order, as dicts."""
+    return t.scan(as_of=as_of, ordered=True, **kw).to_arrow().to_pylist()
+
+
+def every_version(t, versions=None):
+    vs = range(t.version + 1) if versions is None else versions
+    return {v: read(t, v) for v in vs}
+
+
+def force(t, kind, rowsets, columns=(), committed=True):
+    """Run one compaction action of our choosing; it must commit unless `committed` is False
+    (a race may leave it nothing to do)."""
+    tablet = t.state.rowsets[rowsets[0]].tablet
+    plan = CompactionPlan((CompactionAction(kind, tablet, tuple(rowsets), 1.0, "test", 0, tuple(columns)),), 0,
+                          t.version)
+    done = t.compact(plan)
+    if committed:
+        assert len(done) == 1, done
+    return done
+
+
+def merge_all(t):
+    """Merge every tablet's rowsets into one."""
+    by_tablet = {}
+    for r in t.state.rowsets.values():
+        by_tablet.setdefault(r.tablet, []).append(r.id)
+    for ids in by_tablet.values():
+        force(t, "merge", ids)
+
+
+def col_ids(t, *names):
+    return [t.schema.column(n).id for n in names]
+
+
+def vacuum0(t):
+    """Vacuum with no retention: every file no retained version needs goes now."""
+    return t.vacuum(retain_seconds=0, grace_seconds=0)
+
+
+def kt(ks, vs=None):
+    """Keys (and values) of a table with int64 key `k` and int64 column `a`."""
+    cols = {"k": pa.array(ks, pa.int64())}
+    if vs is not None:
+        cols["a"] = pa.array(vs, pa.int64())
+    return pa.table(cols)
+
+
+def model_rows(m):
+    """A model {k: a} as the rows a key-ordered scan of a `kt` table returns."""
+    return [{"k": k, "a": v} for k, v in sorted(m.items())]
+
+
+def during_next_commit(t, fn):
+    """Run `fn` (through another handle) just before `t` tries to commit its next log version:
+    a deterministic concurrent commit."""
+    fired = []
+
+    def hook(step, path):
+        if step == "commit" and "_log/" in path and not fired:
+            fired.append(1)
+            fn()
+    t.storage.fault_hook = hook
+    return fired
+
+
+# --- the command line, as a real process ------------------------------------------------------
+
+CLI = [sys.executable, "-m", "tableformat.cli"]
+
+
+def run(*args, code=0, env=None):
+    """Run the command; the exit status must be `code` (stderr is shown when it is not)."""
+    r = subprocess.run([*CLI, *map(str, args)], check=False, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **(env or {})})
+    assert r.returncode == code, f"exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return r
+
+
+def run_many(*calls):
+    """Independent commands at once, one process each: (args, code[, env]) -> results, in order."""
+    procs = [subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, **(env[0] if env else {})})
+             for args, _code, *env in calls]
+    out = []
+    for p, (args, code, *_) in zip(procs, calls):
+        stdout, stderr = p.communicate(timeout=120)
+        assert p.returncode == code, f"{args}: exit {p.returncode}\nstdout: {stdout}\nstderr: {stderr}"
+        out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
+    return out
+
+
+def one_line_error(r, cls):
+    """Scripts and humans both rely on this: one line, the typed error, no traceback."""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"error: {cls}: "), lines[0]
+    assert "Traceback" not in r.stderr
+    return lines[0]
+
+
+# --- the small table Delta exports and mirrors are checked on ---------------------------------
+
+def small_schema():
+    return tf.Schema([tf.Column("k", "int64"), tf.Column("s", "string", nullable=True),
+                      tf.Column("v", "double", nullable=True), tf.Column("d", "decimal(12,2)", nullable=True),
+                      tf.Column("ts", "unixtime_micros", nullable=True)], primary_key=["k"])
+
+
+def small_rows(keys, salt=0):
+    keys = np.asarray(keys, dtype=np.int64)
+    return pa.table({"k": keys, "s": pa.array([f"s{k}-{salt}" for k in keys]),
+                     "v": (keys * 1.5 + salt).astype(np.float64),
+                     "d": pa.array([decimal.Decimal(int(k) * 100 + salt).scaleb(-2) for k in keys], pa.decimal128(12, 2)),
+                     "ts": pa.array(T0 + keys * 1000 + salt, pa.timestamp("us", tz="UTC"))})
+
+
+def norm_table(table, cols):
+    """Sorted by every column given, timestamps as integer micros: comparable across Spark and Arrow."""
+    out = {}
+    for c in cols:
+        a = table.column(c)
+        if pa.types.is_timestamp(a.type):
+            a = pc.cast(pc.cast(a, pa.timestamp("us", tz="UTC")), pa.int64())
+        elif pa.types.is_large_string(a.type) or pa.types.is_string_view(a.type):
+            a = a.cast(pa.string())
+        elif pa.types.is_binary_view(a.type):      # delta-rs answers views of strings as binary views
+            a = a.cast(pa.binary()).cast(pa.string())
+        out[c] = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    t = pa.table(out)
+    return t.sort_by([(c, "ascending") for c in cols if not pa.types.is_list(t.column(c).type)])

@@ -1,0 +1,88 @@
+"""MVCC reads: one parser of as_of, and a read as of a timestamp that never changes its answer."""
+import datetime as dt
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+
+
+def kv(path):
+    s = tf.Schema([tf.Column("key", "int64"), tf.Column("val", "int64", nullable=True)], primary_key="key")
+    return tf.create_table(str(path), s)
+
+
+@pytest.mark.parametrize("value,expect", [
+    (None, None), ("", None), (3, 3), ("3", 3), (" 12 ", 12), (tf.Timestamp(5), tf.Timestamp(5)),
+    ("ts:1700000000000000", tf.Timestamp(1_700_000_000_000_000)),
+    ("2024-05-01T12:00:00Z", tf.Timestamp(1_714_564_800_000_000)),
+    ("2024-05-01T12:00:00", tf.Timestamp(1_714_564_800_000_000)),          # naive is UTC
+    (dt.datetime(2024, 5, 1, 12, 0, 0, 7, tzinfo=dt.timezone.utc), tf.Timestamp(1_714_564_800_000_007)),
+])
+def test_one_parser_for_as_of(value, expect):
+    got = tf.parse_as_of(value)
+    assert got == expect and type(got) is type(expect)
+
+
+@pytest.mark.parametrize("value", [True, "yesterday", "ts:x", 1.5, [1], "2024-13-01"])
+def test_as_of_nonsense_is_a_typed_error(value):
+    with pytest.raises(tf.InvalidOptionError,
+                       match="as_of must be a version|as_of '(yesterday|ts:x|2024-13-01)' is not a version number"):
+        tf.parse_as_of(value)
+
+
+def test_a_timestamp_after_the_newest_commit_is_refused_with_its_timestamp(tmp_path):
+    t = kv(tmp_path / "t")
+    r = t.insert(pa.table({"key": [1], "val": [1]}))
+    assert t.scan(as_of=r.timestamp).to_arrow().num_rows == 1                 # at the newest commit: fine
+    with pytest.raises(tf.TimestampAfterLatestError, match=str(int(r.timestamp))):
+        t.scan(as_of=tf.Timestamp(r.timestamp + 1))
+    with pytest.raises(tf.VersionNotFoundError,  # the class users already catch
+                       match=r"timestamp \d+ is after the newest commit \(version 1 at timestamp \d+\)"):
+        t.snapshot(dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1))
+    with pytest.raises(tf.TimestampAfterLatestError,
+                       match=r"timestamp \d+ is after the newest commit \(version 1 at timestamp \d+\)"):
+        t.changes(0, tf.Timestamp(r.timestamp + 1))
+    assert t.scan(as_of=None).to_arrow().num_rows == 1                        # "latest" is still latest
+
+
+def test_a_read_as_of_a_time_gives_the_same_answer_forever(tmp_path):
+    """A writer commits in a loop while a reader asks for times just before and just after the
+    newest commit. Every answer given must be the answer asked again after the writer stops."""
+    uri = str(tmp_path / "t")
+    kv(uri)
+    stop = threading.Event()
+
+    def writer():
+        w = tf.open_table(uri)
+        # a slow object store: the commit's timestamp is picked, its PUT lands 5 ms later
+        w.storage.fault_hook = lambda step, path: time.sleep(0.005) if step == "commit" else None
+        i = 0
+        while not stop.is_set():
+            w.insert(pa.table({"key": [i], "val": [i]}))
+            i += 1
+    th = threading.Thread(target=writer)
+    th.start()
+    r = tf.open_table(uri)
+    answers, refused = {}, 0
+    try:
+        deadline = time.time() + 2.0
+        while time.time() < deadline or r.version < 20:
+            newest = r.history()[-1].timestamp
+            for ts in (newest - 1, newest, newest + 1, time.time_ns() // 1000):
+                try:
+                    answers[ts] = r.snapshot(tf.Timestamp(ts)).version
+                except tf.TimestampAfterLatestError:
+                    refused += 1
+                except tf.VersionNotFoundError:
+                    pass                                   # before the table was created
+    finally:
+        stop.set()
+        th.join()
+    again = tf.open_table(uri)
+    changed = {ts: (v, again.snapshot(tf.Timestamp(ts)).version) for ts, v in answers.items()
+               if again.snapshot(tf.Timestamp(ts)).version != v}
+    assert changed == {}
+    assert refused > 0

@@ -1,0 +1,193 @@
+"""Change exports into Delta Lake, exactly once (spark_jobs/export.py: delta_export).
+
+The watermark is the latest txnVersion Delta records for the export's appId,
+so these tests check the Delta table's rows against the engine: no change
+twice, none missing, after a kill -9 and under a race.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import helpers
+from helpers import norm_table, small_rows, small_schema
+import tableformat as tf
+from spark_jobs.export import delta_export, delta_watermark
+from spark_jobs.session import delta_available
+
+pytestmark = pytest.mark.skipif(not delta_available(), reason="delta-spark is not installed")
+ROOT = str(helpers.ROOT)
+T0 = 1_700_000_000_000_000
+
+
+def make_history(uri):
+    """Versions 1..6: insert, update, delete, upsert (half new), compaction, insert."""
+    t = tf.create_table(uri, small_schema())
+    t.insert(small_rows(range(0, 200)))
+    t.update(small_rows(range(0, 200, 7), salt=1).select(["k", "v"]))
+    t.delete(small_rows(range(3, 200, 11)).select(["k"]))
+    t.upsert(small_rows(list(range(150, 250, 2)), salt=2))
+    t.compact()
+    t.insert(small_rows(range(1000, 1010)))
+    return t
+
+
+def delta_rows(spark, path, version=None):
+    r = spark.read.format("delta")
+    if version is not None:
+        r = r.option("versionAsOf", version)
+    return r.load(path).toArrow()
+
+
+CHANGE_COLS = ["_op", "_version", "k", "s", "v", "d", "ts"]
+COLS = ["k", "s", "v", "d", "ts"]
+
+
+def test_append_exports_every_change_once_and_reruns_write_nothing(spark, tmp_path):
+    t = make_history(str(tmp_path / "t"))
+    out = str(tmp_path / "delta_append")
+    r1 = delta_export(spark, t.uri, out, "exp", "append", end=3)
+    assert r1["commits"] == [1, 2, 3] and delta_watermark(out, "exp") == 3
+    r2 = delta_export(spark, t.uri, out, "exp", "append")
+    assert r2["commits"] == [4, 6] and delta_watermark(out, "exp") == 6   # 5 is a compaction: no rows
+    assert delta_export(spark, t.uri, out, "exp", "append")["commits"] == []
+    got = delta_rows(spark, out)
+    assert norm_table(got, CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
+    assert set(got.column_names) >= {"_op", "_version", "_timestamp", "_changed_columns"}
+    t.update(small_rows([1], salt=9).select(["k", "s"]))     # a later version arrives in the next run only
+    assert delta_export(spark, t.uri, out, "exp", "append")["commits"] == [7]
+    assert norm_table(delta_rows(spark, out), CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
+
+
+def test_apply_replica_equals_scan_at_every_exported_version(spark, tmp_path):
+    t = make_history(str(tmp_path / "t"))
+    out = str(tmp_path / "delta_apply")
+    delta_versions = {}
+    for v in range(1, t.version + 1):
+        res = delta_export(spark, t.uri, out, "replica", "apply", end=v)
+        assert delta_watermark(out, "replica") == v
+        from delta.tables import DeltaTable
+        delta_versions[v] = DeltaTable.forPath(spark, out).history(1).collect()[0]["version"]
+        assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan(as_of=v).to_arrow(), COLS)), (v, res)
+    for v, dv in delta_versions.items():       # Delta's time travel agrees with ours, version by version
+        assert norm_table(delta_rows(spark, out, dv), COLS).equals(norm_table(t.scan(as_of=v).to_arrow(), COLS))
+    # a second replica bootstrapped at a later version, then caught up
+    out2 = str(tmp_path / "delta_apply2")
+    assert delta_export(spark, t.uri, out2, "replica", "apply", end=4)["commits"] == [4]
+    assert delta_export(spark, t.uri, out2, "replica", "apply")["commits"] == [6]
+    assert norm_table(delta_rows(spark, out2), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
+
+
+KILL_SCRIPT = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from spark_jobs.session import get_spark
+from spark_jobs.export import delta_export
+spark = get_spark("kill", "local[2]", delta=True)
+def on_commit(v):
+    print("committed", v, flush=True)
+    if v == {kill_at}:
+        os.kill(os.getpid(), signal.SIGKILL)    # kill -9 between two Delta commits of one run
+delta_export(spark, {uri!r}, {out!r}, "exp", {mode!r}, on_commit=on_commit)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["append", "apply"])
+def test_kill_9_mid_export_then_rerun_no_duplicate_no_gap(spark, tmp_path, mode):
+    t = make_history(str(tmp_path / "t"))
+    out = str(tmp_path / f"delta_{mode}")
+    if mode == "apply":
+        delta_export(spark, t.uri, out, "exp", "apply", end=1)       # the replica exists; kill among merges
+    kill_at = 2 if mode == "append" else 3
+    script = KILL_SCRIPT.format(root=ROOT, uri=t.uri, out=out, kill_at=kill_at, mode=mode)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
+    assert p.returncode == -signal.SIGKILL, p.stdout + p.stderr[-3000:]
+    assert f"committed {kill_at}" in p.stdout and "finished" not in p.stdout
+    assert delta_watermark(out, "exp") == kill_at
+    res = delta_export(spark, t.uri, out, "exp", mode)
+    assert res["commits"][0] > kill_at and delta_watermark(out, "exp") == t.version
+    if mode == "append":
+        assert norm_table(delta_rows(spark, out), CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
+    else:
+        assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
+
+
+@pytest.mark.parametrize("mode", ["append", "apply"])
+def test_two_exports_racing_write_each_version_once(spark, tmp_path, mode):
+    t = make_history(str(tmp_path / "t"))
+    out = str(tmp_path / f"race_{mode}")
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(delta_export(spark, t.uri, out, "exp", mode))
+        except Exception as e:   # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert delta_watermark(out, "exp") == t.version
+    if mode == "append":
+        got = delta_rows(spark, out)
+        assert norm_table(got, CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
+    else:
+        assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
+
+
+def test_bad_mode_and_missing_name_are_typed_errors(spark, tmp_path):
+    t = make_history(str(tmp_path / "t"))
+    with pytest.raises(tf.InvalidOptionError, match="mode must be one of"):
+        delta_export(spark, t.uri, str(tmp_path / "o"), "exp", "overwrite")
+    with pytest.raises(tf.InvalidOptionError, match="needs a name"):
+        delta_export(spark, t.uri, str(tmp_path / "o"), "", "append")
+    with pytest.raises(tf.VersionNotFoundError, match="after the table's latest"):
+        delta_export(spark, t.uri, str(tmp_path / "o"), "exp", "append", end=99)
+    assert not os.path.exists(tmp_path / "o")
+
+
+# --- the export DAG's Delta sink (airflow/dags/tableformat_export.py), called as its task does ----------
+def _dag_modules():
+    dags = os.path.join(ROOT, "airflow", "dags")
+    if dags not in sys.path:
+        sys.path.insert(0, dags)
+    pytest.importorskip("airflow")
+    import tableformat_config
+    import tableformat_export
+    return tableformat_config, tableformat_export
+
+
+def test_export_dag_delta_sink_config_and_intervals(spark, tmp_path):
+    import datetime as dt
+    config, export = _dag_modules()
+    t = make_history(str(tmp_path / "t"))
+    out = str(tmp_path / "exports")
+    (cfg,) = config.parse_config({"tables": [{"uri": t.uri, "name": "metrics", "export": {
+        "output": out, "format": "delta", "mode": "apply", "settle_seconds": 0}}]})
+    ts = [h.timestamp for h in t.history()]
+    mid = export.from_micros(ts[3] + 1)                     # an interval ending after version 3
+    r1 = export.export_interval(cfg, mid - dt.timedelta(hours=1), mid, sleep=lambda s: None)
+    assert r1["watermark"]["version"] == 3 and delta_watermark(out + "/metrics", "metrics") == 3
+    assert norm_table(delta_rows(spark, out + "/metrics"), COLS).equals(norm_table(t.scan(as_of=3).to_arrow(), COLS))
+    late = export.from_micros(ts[-1] + 1)
+    export.export_interval(cfg, late - dt.timedelta(hours=1), late, sleep=lambda s: None)
+    again = export.export_interval(cfg, mid - dt.timedelta(hours=1), mid, sleep=lambda s: None)  # a rerun
+    assert again["files"] == 0 and delta_watermark(out + "/metrics", "metrics") == t.version
+    assert norm_table(delta_rows(spark, out + "/metrics"), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
+
+
+def test_export_dag_delta_config_errors():
+    config, _ = _dag_modules()
+    for bad, msg in [({"format": "csv"}, "export.format"), ({"format": "delta", "mode": "merge"}, "export.mode"),
+                     ({"mode": "apply"}, "only with format 'delta'"),
+                     ({"format": "parquet", "delta_options": {}}, "delta_options")]:
+        with pytest.raises(config.ConfigError, match=msg):
+            config.parse_config({"tables": [{"uri": "/x/t", "export": {"output": "/o", **bad}}]})

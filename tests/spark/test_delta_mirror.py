@@ -1,0 +1,209 @@
+"""The zero-copy Delta mirror (Table.mirror_delta, `tableformat mirror URI --delta PATH`).
+
+Each mirrored version is read back by delta-spark (load, and SQL VERSION AS OF)
+and by delta-rs, and compared with the engine's own scan() of the version it
+describes. delta-rs 1.6 refuses the mirror's reader features (columnMapping,
+deletionVectors) in `DeltaTable.to_pyarrow_table()`; its DataFusion reader
+(`deltalake.QueryBuilder`, delta-kernel) reads both, so that is the one used.
+"""
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+from tableformat.cli import main as cli_main
+from helpers import norm_table, small_rows, small_schema
+
+deltalake = pytest.importorskip("deltalake")
+pytest.importorskip("pyroaring")
+
+
+def history_ops(t):
+    """Operations after which the mirror is written: every kind of change, schema changes included."""
+    yield "insert", lambda: t.insert(small_rows(range(0, 300)))
+    yield "delete", lambda: t.delete(small_rows(range(3, 300, 11)).select(["k"]))
+    yield "more deletes", lambda: t.delete_ignore(small_rows(range(5, 300, 13)).select(["k"]))
+    yield "update", lambda: t.update_ignore(small_rows(range(1, 300, 7), salt=1).select(["k", "v"]))
+    yield "insert 2", lambda: t.insert(small_rows(range(1000, 1100)))
+    yield "upsert", lambda: t.upsert(small_rows(list(range(1050, 1150)), salt=2))
+    yield "rename+add+drop", lambda: t.alter().rename_column("s", "name").add_column("extra", "int32") \
+        .drop_column("d").commit()
+    yield "insert extra", lambda: t.insert(pa.table({
+        "k": np.arange(2000, 2050, dtype=np.int64), "name": pa.array([f"n{i}" for i in range(50)]),
+        "v": np.linspace(0, 1, 50), "ts": pa.array(np.arange(50) + 10**15, pa.timestamp("us", tz="UTC")),
+        "extra": pa.array(np.arange(50, dtype=np.int32))}))
+    yield "add column with default", lambda: t.alter().add_column("flag", "int64", nullable=False, default=7).commit()
+    yield "delete 2", lambda: t.delete_ignore(pa.table({"k": np.array([0, 2000, 1060], dtype=np.int64)}))
+
+
+def scan_cols(t, version):
+    return [c.name for c in t.snapshot(version).schema.columns]
+
+
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mirror")
+    t = tf.create_table(str(root / "t"), small_schema())
+    m = str(root / "m")
+    results = []
+    for what, op in history_ops(t):
+        op()
+        results.append((what, t.mirror_delta(m)))
+    return t, m, results
+
+
+def test_each_call_is_one_commit_of_the_difference(mirrored):
+    t, m, results = mirrored
+    assert [r.delta_version for _, r in results] == list(range(len(results)))
+    by = dict(results)
+    assert by["insert"].added == by["insert"].files and by["insert"].deletion_vectors == 0
+    assert by["delete"].deletion_vectors == 1 and by["delete"].added == 1 and by["delete"].removed == 1
+    assert set(by["update"].compacted.values()) == {"pending REDO updates"}
+    assert by["insert 2"].added == 1 and by["insert 2"].removed == 0        # only the new rowset
+    assert "added with a read default" in " ".join(by["add column with default"].compacted.values())
+    assert not by["rename+add+drop"].compacted and by["rename+add+drop"].added == 0
+    assert t.mirror_delta(m).delta_version is None                          # nothing new: no commit
+    log = sorted(os.listdir(os.path.join(m, "_delta_log")))
+    for (_what, r), name in zip(results, log):
+        actions = [json.loads(x) for x in open(os.path.join(m, "_delta_log", name))]
+        info = actions[0]["commitInfo"]["tableformat"]
+        assert info["version"] == r.table_version and info["timestamp"] == int(t.snapshot(r.table_version).timestamp)
+        for a in actions:
+            if "add" in a:
+                assert a["add"]["path"].startswith("file://" + t.uri)                   # our files, in place
+                st = json.loads(a["add"]["stats"])
+                assert st["numRecords"] > 0 and "c0" in st["minValues"]                 # data skipping on k
+
+
+def test_delta_rs_reads_every_mirrored_version(mirrored):
+    t, m, results = mirrored
+    for what, r in results:
+        dt = deltalake.DeltaTable(m, version=r.delta_version)
+        got = pa.table(deltalake.QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
+        cols = scan_cols(t, r.table_version)
+        assert got.column_names == cols, what
+        assert norm_table(got, cols).equals(norm_table(t.scan(as_of=r.table_version).to_arrow(), cols)), what
+
+
+@pytest.fixture
+def delta_reader(spark):
+    """The session, reading Parquet as delta-spark can read our files: Spark 4.2's vectorized
+    reader cannot decode BYTE_STREAM_SPLIT (bitshuffle, our default for numbers), its row reader
+    can, so there the vectorized one is turned off (README "Delta Lake")."""
+    from spark_jobs.read import reads_byte_stream_split
+    from spark_jobs.session import has_delta
+    if not has_delta(spark):
+        pytest.skip("the Spark session has no Delta Lake")
+    off = not reads_byte_stream_split(spark)
+    if off:
+        spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    yield spark
+    if off:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+
+
+def test_delta_spark_reads_every_mirrored_version(delta_reader, mirrored):
+    spark = delta_reader
+    t, m, results = mirrored
+    latest = spark.read.format("delta").load(m).toArrow()
+    cols = scan_cols(t, results[-1][1].table_version)
+    assert norm_table(latest, cols).equals(norm_table(t.scan().to_arrow(), cols))
+    for what, r in results:
+        got = spark.sql(f"SELECT * FROM delta.`{m}` VERSION AS OF {r.delta_version}").toArrow()
+        cols = scan_cols(t, r.table_version)
+        assert got.column_names == cols, what
+        assert norm_table(got, cols).equals(norm_table(t.scan(as_of=r.table_version).to_arrow(), cols)), what
+    # data skipping: a filter on the key reads only the files whose [min, max] may match
+    q = spark.read.format("delta").load(m).where("k >= 2000")
+    assert sorted(x.k for x in q.select("k").collect()) == sorted(
+        t.scan(filter=[("k", ">=", 2000)]).to_arrow().column("k").to_pylist())
+
+
+def test_delta_vacuum_on_the_mirror_never_deletes_our_files(delta_reader, tmp_path):
+    spark = delta_reader
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    m = str(tmp_path / "m")
+    t.insert(small_rows(range(100)))
+    t.mirror_delta(m)
+    t.delete(small_rows(range(0, 100, 3)).select(["k"]))
+    t.mirror_delta(m)
+    t.update(small_rows(range(1, 100, 3), salt=5).select(["k", "s"]))
+    t.mirror_delta(m)                                   # compacts: the first rowset leaves the mirror
+    ours = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(t.uri) for f in fs)
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"VACUUM delta.`{m}` RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert sorted(os.path.join(dp, f) for dp, _, fs in os.walk(t.uri) for f in fs) == ours
+    assert t.check().ok
+    assert norm_table(spark.read.format("delta").load(m).toArrow(), ["k", "s", "v", "d", "ts"]).equals(
+        norm_table(t.scan().to_arrow(), ["k", "s", "v", "d", "ts"]))
+
+
+def test_our_vacuum_keeps_what_the_latest_mirror_references(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    m = str(tmp_path / "m")
+    t.insert(small_rows(range(100)))
+    t.mirror_delta(m)
+    (rs,) = t.state.rowsets.values()
+    mirrored_file = rs.base[0].path
+    t.update(small_rows(range(0, 100, 2), salt=3).select(["k", "v"]))
+    # our compaction, outside the mirror: the mirrored file leaves our state
+    assert t.compact_action(tf.CompactionAction("merge", rs.tablet, (rs.id,), 1.0, "test", 0)) is not None
+    assert mirrored_file not in {r.base[0].path for r in t.state.rowsets.values()}
+    res = t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert mirrored_file not in res.files and os.path.exists(os.path.join(t.uri, mirrored_file))
+    got = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(m)).execute("SELECT * FROM t")
+                   .read_all())
+    assert norm_table(got, ["k", "v"]).equals(norm_table(t.scan(as_of=1).to_arrow(), ["k", "v"]))   # still readable
+    t.mirror_delta(m)                                    # the mirror moves on: the old file may go
+    res = t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert mirrored_file in res.files and not os.path.exists(os.path.join(t.uri, mirrored_file))
+
+
+def test_mirror_on_the_loopback_s3_server(s3_table_root, s3_endpoint):
+    root, opts = s3_table_root
+    t = tf.create_table(f"{root}/t", small_schema(), storage_options=opts)
+    m = f"{root}/mirror"
+    t.insert(small_rows(range(200)))
+    t.delete(small_rows(range(0, 200, 9)).select(["k"]))
+    r1 = t.mirror_delta(m, storage_options=opts)
+    t.update(small_rows(range(1, 200, 9), salt=4).select(["k", "d"]))
+    r2 = t.mirror_delta(m, storage_options=opts)
+    assert r1.deletion_vectors == 1 and r2.compacted
+    rs_opts = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "testing",
+               "AWS_SECRET_ACCESS_KEY": "sekrit-do-not-print", "AWS_REGION": "us-east-1",
+               "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    for r in (r1, r2):
+        dt = deltalake.DeltaTable(m, version=r.delta_version, storage_options=rs_opts)
+        got = pa.table(deltalake.QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
+        cols = ["k", "s", "v", "d", "ts"]
+        assert norm_table(got, cols).equals(norm_table(t.scan(as_of=r.table_version).to_arrow(), cols))
+
+
+def test_refusals_are_typed_and_leave_everything_unchanged(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    t.insert(small_rows(range(50)))
+    t.update(small_rows(range(0, 50, 5), salt=1).select(["k", "v"]))
+    v = t.version
+    with pytest.raises(tf.MirrorError, match="pending REDO updates"):
+        t.mirror_delta(str(tmp_path / "m"), compact=False)
+    with pytest.raises(tf.InvalidOptionError, match="outside the table's directory"):
+        t.mirror_delta(str(tmp_path / "t" / "mirror"))
+    assert t.version == v and not os.path.exists(tmp_path / "m" / "_delta_log")
+
+
+def test_cli_mirror(tmp_path, capsys):
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    t.insert(small_rows(range(50)))
+    t.update(small_rows(range(0, 50, 5), salt=1).select(["k", "v"]))
+    assert cli_main(["mirror", t.uri, "--delta", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "compacted rowset" in out and "pending REDO updates" in out and "Delta version 0" in out
+    got = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(tmp_path / "m")))
+                   .execute("SELECT * FROM t").read_all())
+    assert norm_table(got, ["k", "v"]).equals(norm_table(t.scan().to_arrow(), ["k", "v"]))

@@ -1,0 +1,83 @@
+"""The JVM connector in sessions of their own (each test runs a Python process, since a JVM's
+master and jars are fixed when it starts):
+
+- on `local-cluster[2,1,1024]`, Spark's multi-JVM master: the jar ships to two executor JVMs,
+  and an insert, a merge and a read through the connector agree with the engine;
+- on S3 through s3a (hadoop-aws at pyspark's Hadoop version, from Maven Central) against the
+  loopback S3 server: the same rows as the engine, and no rowset falls back.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers import ROOT, TESTS
+
+pytest.importorskip("pyspark")
+
+JOB = textwrap.dedent('''
+    import json, logging, sys
+    sys.path.insert(0, {tests!r})
+    import pyarrow as pa
+    import tableformat as tf
+    from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+    from spark_jobs.common import get_spark
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    from spark_jobs.read import read_table
+
+    args = json.loads(sys.argv[1])
+    opts = args.get("storage_options")
+    spark = get_spark("connector-job", args["master"], packages=args.get("packages", []))
+    spark.sparkContext.setLogLevel("ERROR")
+    logging.basicConfig(level=logging.WARNING)
+    uri = args["uri"]
+    t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning(), storage_options=opts)
+    data = metrics_rows(3000)
+    partitioned_insert(spark, spark.createDataFrame(data.to_pandas()), uri, storage_options=opts)
+    upd = data.select(["host", "metric", "time"]).slice(0, 300).append_column("value", pa.array([7.5] * 300))
+    mutation_merge(spark, spark.createDataFrame(upd.to_pandas()), uri, op="update", storage_options=opts)
+    dele = data.select(["host", "metric", "time"]).slice(1000, 40)
+    mutation_merge(spark, spark.createDataFrame(dele.to_pandas()), uri, op="delete", storage_options=opts)
+    t = tf.open_table(uri, storage_options=opts)
+    df = read_table(spark, uri, storage_options=opts, path="native")
+    text = df._jdf.queryExecution().executedPlan().toString()
+    assert "BatchScan tableformat_jvm" in text and "BatchScan tableformat@" not in text, text
+    expect = t.scan().to_arrow()
+    got = df.toArrow()
+    assert_same_rows(got.cast(expect.schema), expect)
+    execs = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    print(json.dumps({{"rows": got.num_rows, "executors": execs,
+                       "sum": read_table(spark, uri, storage_options=opts).selectExpr("sum(value)").first()[0]}}))
+    spark.stop()
+''')
+
+
+def run_job(tmp_path, args, env=None, timeout=1200):
+    script = tmp_path / "job.py"
+    script.write_text(JOB.format(tests=str(TESTS)))
+    e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    p = subprocess.run([sys.executable, str(script), json.dumps(args)], capture_output=True, text=True,
+                       timeout=timeout, env=e, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-6000:]
+    return p, json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_insert_merge_and_read_on_a_multi_jvm_cluster(tmp_path):
+    p, out = run_job(tmp_path, {"master": "local-cluster[2,1,1024]", "uri": str(tmp_path / "m")})
+    assert out["rows"] == 3000 - 40 and out["executors"] == 2
+
+
+def test_s3_reads_through_s3a_without_fallback(tmp_path, s3_table_root):
+    from spark_jobs.session import s3a_packages
+    if os.environ.get("TABLEFORMAT_TEST_S3A") != "1":
+        pytest.skip("set TABLEFORMAT_TEST_S3A=1 to fetch hadoop-aws and the AWS SDK bundle (~690 MB) from Maven Central")
+    root, opts = s3_table_root
+    p, out = run_job(tmp_path, {"master": "local[2]", "uri": root + "/m", "storage_options": opts,
+                                "packages": s3a_packages()})
+    assert out["rows"] == 3000 - 40
+    assert "Python data source" not in p.stderr                  # no rowset fell back
+    assert opts["secret"] not in p.stdout + p.stderr              # the credentials never show
