@@ -149,15 +149,7 @@ def delta_export(spark: Any, uri: str, output: str, name: str, mode: str = "appe
     the commits made, the versions skipped because another export had
     written them, and the rows written.
     """
-    import tableformat as tf
-    if mode not in DELTA_MODES:
-        raise tf.InvalidOptionError(f"mode must be one of {DELTA_MODES}, got {mode!r}")
-    if not isinstance(name, str) or not name:
-        raise tf.InvalidOptionError("a Delta export needs a name (its Delta txnAppId)")
-    t = tf.open_table(uri, storage_options=storage_options)
-    end = t.version if end is None else end
-    if end > t.version:
-        raise tf.VersionNotFoundError(f"end version {end} is after the table's latest version {t.version}")
+    t, end = _open_for_export(uri, name, mode, storage_options, end)
     keys = list(t.schema.primary_key)
     cols = [c.name for c in t.schema.columns]
     first = delta_watermark(output, name, delta_options)
@@ -167,31 +159,13 @@ def delta_export(spark: Any, uri: str, output: str, name: str, mode: str = "appe
         w = delta_watermark(output, name, delta_options)
         if w is not None and w >= end:
             break
-        meta = lambda v: json.dumps({"tableformat": {"table_id": t.table_id, "version": v,  # noqa: E731
-                                                     "timestamp": int(t.snapshot(v).timestamp)}})
         try:
             if w is None and mode == "apply":
-                # the replica starts as our snapshot at `end`, written idempotently under txnVersion=end
-                snap = t.scan(as_of=end).to_arrow()
-                _write_txn(spark, spark.createDataFrame(snap), output, name, end, "overwrite", meta(end))
-                res["rows"] += snap.num_rows
-                res["commits"].append(end)
-                if on_commit:
-                    on_commit(end)
-                continue
-            v = max(w if w is not None else start, start) + 1
-            ch = t.changes(v - 1, v, mode="net" if mode == "apply" else "all")
-            while ch.num_rows == 0 and v < end:     # versions without data changes join the next commit
-                v += 1
-                ch = t.changes(v - 1, v, mode="net" if mode == "apply" else "all")
-            if mode == "apply" and ch.num_rows:
-                _merge_txn(spark, ch.select(["_op"] + cols), output, name, v, keys, cols,
-                           meta(v))
+                v, rows = _seed_replica(spark, t, output, name, end)
             else:
-                if mode == "apply":
-                    ch = t.scan(as_of=v).output_schema.empty_table()     # an empty append: the txn alone
-                _write_txn(spark, spark.createDataFrame(ch), output, name, v, "append", meta(v))
-            res["rows"] += ch.num_rows
+                v, rows = _export_next(spark, t, output, name, mode, max(w if w is not None else start, start) + 1,
+                                       end, keys, cols)
+            res["rows"] += rows
             res["commits"].append(v)
             if on_commit:
                 on_commit(v)
@@ -207,6 +181,52 @@ def delta_export(spark: Any, uri: str, output: str, name: str, mode: str = "appe
             time.sleep(0.2 * attempts)
     res["end"] = end
     return res
+
+
+def _open_for_export(uri: str, name: str, mode: str, storage_options: dict | None, end: int | None) -> tuple:
+    """The table and the last version to export; bad options fail before Spark or Delta is touched."""
+    import tableformat as tf
+    if mode not in DELTA_MODES:
+        raise tf.InvalidOptionError(f"mode must be one of {DELTA_MODES}, got {mode!r}")
+    if not isinstance(name, str) or not name:
+        raise tf.InvalidOptionError("a Delta export needs a name (its Delta txnAppId)")
+    t = tf.open_table(uri, storage_options=storage_options)
+    end = t.version if end is None else end
+    if end > t.version:
+        raise tf.VersionNotFoundError(f"end version {end} is after the table's latest version {t.version}")
+    return t, end
+
+
+def _commit_meta(t: Any, v: int) -> str:
+    """The Delta commit's userMetadata: which version of which table of ours it holds."""
+    return json.dumps({"tableformat": {"table_id": t.table_id, "version": v,
+                                       "timestamp": int(t.snapshot(v).timestamp)}})
+
+
+def _seed_replica(spark: Any, t: Any, output: str, name: str, end: int) -> tuple[int, int]:
+    """apply mode's first run: the replica starts as our snapshot at `end`, written idempotently
+    under txnVersion=end. Returns (the version committed, rows written)."""
+    snap = t.scan(as_of=end).to_arrow()
+    _write_txn(spark, spark.createDataFrame(snap), output, name, end, "overwrite", _commit_meta(t, end))
+    return end, snap.num_rows
+
+
+def _export_next(spark: Any, t: Any, output: str, name: str, mode: str, v: int, end: int, keys: list[str],
+                 cols: list[str]) -> tuple[int, int]:
+    """One Delta commit of version `v`'s changes (with the versions after it that changed no data,
+    up to `end`). Returns (the version committed, rows written)."""
+    ch = t.changes(v - 1, v, mode="net" if mode == "apply" else "all")
+    while ch.num_rows == 0 and v < end:     # versions without data changes join the next commit
+        v += 1
+        ch = t.changes(v - 1, v, mode="net" if mode == "apply" else "all")
+    if mode == "apply" and ch.num_rows:
+        _merge_txn(spark, ch.select(["_op"] + cols), output, name, v, keys, cols,
+                   _commit_meta(t, v))
+    else:
+        if mode == "apply":
+            ch = t.scan(as_of=v).output_schema.empty_table()     # an empty append: the txn alone
+        _write_txn(spark, spark.createDataFrame(ch), output, name, v, "append", _commit_meta(t, v))
+    return v, ch.num_rows
 
 
 def main(argv=None) -> None:

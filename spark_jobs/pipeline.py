@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 
 import tableformat as tf
 
@@ -47,6 +48,7 @@ def metrics_df(spark, n: int, start: int = 0):
 
 
 def main(argv=None) -> None:
+    """Each stage prints one line, timed from the start: the run reads as the demo's story."""
     ap = argparse.ArgumentParser(prog="python -m spark_jobs.pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", help="work directory (default: a temporary one, removed at the end)")
@@ -64,28 +66,47 @@ def main(argv=None) -> None:
     def step(msg):
         print(f"[{time.perf_counter() - began:5.1f}s] {msg}", flush=True)
 
+    table, load_version = _load(spark, uri, args.rows, step)
+    _mutate(spark, uri, args.rows, step)
+    _query(spark, uri, load_version, step)
+    _export_and_backfill(spark, uri, exports, backfill, load_version, step)
+    _maintain(spark, uri, table, load_version, step)
+    spark.stop()
+    if not args.dir:
+        shutil.rmtree(root, ignore_errors=True)
+    step("done")
+
+
+def _load(spark, uri: str, rows: int, step: Callable[[str], None]) -> tuple[tf.Table, int]:
+    """Create the table and load it with one partitioned insert; a second insert of the same keys fails."""
     table = tf.create_table(uri, schema(), partitioning=tf.PartitionSchema(
         hash=[tf.HashPartition(["host", "metric"], buckets=4)], range=tf.RangePartition(["time"])))
     step(f"created {table!r} with {len(table.snapshot().tablet_ids)} tablets")
 
-    res = partitioned_insert(spark, metrics_df(spark, args.rows), uri)
-    load_version = res.version
+    res = partitioned_insert(spark, metrics_df(spark, rows), uri)
     step(f"partitioned insert: {res.inserted:,} rows in {res.rowsets_added} rowsets -> version {res.version}")
     try:
         partitioned_insert(spark, metrics_df(spark, 10), uri)
     except tf.DuplicateKeyError as e:
         step(f"re-inserting existing keys fails as it should: {str(e)[:90]}...")
+    return table, res.version
 
-    changes = metrics_df(spark, args.rows // 50).selectExpr(
+
+def _mutate(spark, uri: str, rows: int, step: Callable[[str], None]) -> None:
+    """Merge updates and deletes of loaded points, then upsert new ones."""
+    changes = metrics_df(spark, rows // 50).selectExpr(
         "CASE WHEN pmod(hash(host, metric, time), 10) = 0 THEN 'delete' ELSE 'update' END AS op",
         "host", "metric", "time",
         "value * 10 AS value")
     res = mutation_merge(spark, changes, uri, op_column="op")
     step(f"merge: {res.updated:,} updated, {res.deleted:,} deleted -> version {res.version}")
-    new = metrics_df(spark, args.rows // 100, start=args.rows).selectExpr("'upsert' AS op", "*")
+    new = metrics_df(spark, rows // 100, start=rows).selectExpr("'upsert' AS op", "*")
     res = mutation_merge(spark, new.drop("tag"), uri, op_column="op")
     step(f"upsert of new points: {res.inserted:,} inserted -> version {res.version}")
 
+
+def _query(spark, uri: str, load_version: int, step: Callable[[str], None]) -> None:
+    """Spark SQL over the table as a view, and a read as of the load."""
     register_view(spark, "metrics", uri)
     top = spark.sql("SELECT metric, count(*) AS n, round(avg(value), 2) AS avg_value FROM metrics "
                     "WHERE host = 'host-007' GROUP BY metric ORDER BY metric").collect()
@@ -95,6 +116,10 @@ def main(argv=None) -> None:
     then = read_as_of(spark, uri, load_version).count()
     step(f"time travel: {now:,} rows now, {then:,} rows as of version {load_version}")
 
+
+def _export_and_backfill(spark, uri: str, exports: str, backfill: str, load_version: int,
+                         step: Callable[[str], None]) -> None:
+    """Export the change history twice (the rerun exports nothing), and recompute an output as of the load."""
     exp = change_export(spark, uri, exports)
     again = change_export(spark, uri, exports)
     step(f"change export: versions {exp['start'] + 1}..{exp['end']}, {exp['rows']:,} changes "
@@ -103,6 +128,10 @@ def main(argv=None) -> None:
     n = time_travel_backfill(spark, uri, load_version, backfill,
                              sql="SELECT host, metric, avg(value) AS avg_value FROM source GROUP BY host, metric")
     step(f"backfill as of version {load_version}: {n} aggregate rows")
+
+
+def _maintain(spark, uri: str, table: tf.Table, load_version: int, step: Callable[[str], None]) -> None:
+    """Compact, vacuum with no retention (the load still reads, from UNDO records), print the history."""
     res = compact_table(spark, uri)
     step(f"compaction: {res['committed']} of {res['actions']} planned action(s) committed; "
          f"scan still {read_as_of(spark, uri).count():,} rows, check ok: {table.check().ok}")
@@ -111,10 +140,6 @@ def main(argv=None) -> None:
          f"still reads {read_as_of(spark, uri, load_version).count():,} rows, from the compacted files' UNDO records")
     for h in table.history():
         print(f"    v{h.version} {tf.Timestamp(h.timestamp).to_datetime():%H:%M:%S} {h.operation} {dict(h.counts)}")
-    spark.stop()
-    if not args.dir:
-        shutil.rmtree(root, ignore_errors=True)
-    step("done")
 
 
 if __name__ == "__main__":

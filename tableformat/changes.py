@@ -9,7 +9,7 @@ grows with the number of changes and the rows they touch, not with the table.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -167,7 +167,14 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
     return t, changed, cols
 
 
-def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_image, full_images):
+def _rowset_changes(storage: Storage, rs: RowSetMeta, deltas: list[DeltaFileMeta], in_range: dict[str, tuple[int, int]],
+                    cols: list[Column], key_ids: set[int], recs: _Records, before_image: bool,
+                    full_images: bool) -> None:
+    """One rowset's updates and deletes in range, into `recs`.
+
+    Its REDO files are replayed over just the touched rows (all of them when images need the
+    base values, else only the in-range files, over NULLs), each in-range file adding its records.
+    """
     all_ids = [c.id for c in cols]
     key_cols = [c for c in cols if c.id in key_ids]
     from .delta_tracker import redo_order
@@ -183,55 +190,80 @@ def _rowset_changes(storage, rs, deltas, in_range, cols, key_ids, recs, before_i
         replay = [d for d in mine if d.path in in_range]
     for d in replay:
         t = tables[d.path] if d.path in tables else read_delta(storage, d, all_ids, key_cols)
-        rowid = t.column("rowid").to_numpy().astype(np.int64)
-        pos = np.searchsorted(touched, rowid)
-        ok = (pos < len(touched)) & (touched[np.minimum(pos, len(touched) - 1)] == rowid)
-        op = t.column("op").to_numpy()
         if not need_base:   # images hold only this change's cells
             cur = {c.id: pa.nulls(len(touched), c.arrow_type) for c in cols}
         prev = dict(cur)
-        n = len(touched)
-        changed = np.zeros((len(rowid), len(cols)), dtype=bool)
-        for j, c in enumerate(cols):
-            fname = flag_name(c.id)
-            if fname not in t.column_names:
-                continue
-            flags = t.column(fname).to_numpy() & (op != DELETE) & ok
-            changed[:, j] = flags
-            if not flags.any():
-                continue
-            mask = np.zeros(n, dtype=bool)
-            mask[pos[flags]] = True
-            vals = t.column(field_name(c.id)).filter(pa.array(flags)).combine_chunks().cast(c.arrow_type)
-            if need_base:      # a cell written with the value it had is no change (§9.2)
-                changed[np.flatnonzero(flags)[_same(_arr(prev[c.id]).take(pa.array(pos[flags])), vals)], j] = False
-            cur[c.id] = pc.replace_with_mask(_arr(cur[c.id]), pa.array(mask), vals)
-        if d.path not in in_range:
+        applied = _apply_cells(t, touched, cols, cur, prev, need_base)
+        if d.path in in_range:
+            _add_records(recs, applied, in_range[d.path], cols, key_ids, cur, prev, before_image)
+
+
+class _Applied(NamedTuple):
+    """One REDO file applied to the touched rows: where its records landed and what each changed."""
+
+    t: pa.Table
+    rowid: np.ndarray
+    pos: np.ndarray        # each record's index in the touched rowids
+    ok: np.ndarray         # whether its row is a touched one
+    op: np.ndarray
+    changed: np.ndarray    # records x columns: the cells each record changed
+
+
+def _apply_cells(t: pa.Table, touched: np.ndarray, cols: list[Column], cur: dict[int, pa.Array],
+                 prev: dict[int, pa.Array], need_base: bool) -> _Applied:
+    """Write a REDO file's cells into `cur` (in place), noting which cells each record changed."""
+    rowid = t.column("rowid").to_numpy().astype(np.int64)
+    pos = np.searchsorted(touched, rowid)
+    ok = (pos < len(touched)) & (touched[np.minimum(pos, len(touched) - 1)] == rowid)
+    op = t.column("op").to_numpy()
+    n = len(touched)
+    changed = np.zeros((len(rowid), len(cols)), dtype=bool)
+    for j, c in enumerate(cols):
+        fname = flag_name(c.id)
+        if fname not in t.column_names:
             continue
-        version, ts = in_range[d.path]
-        sel = np.flatnonzero(ok)
-        p = pa.array(pos[sel])
-        image = {}
+        flags = t.column(fname).to_numpy() & (op != DELETE) & ok
+        changed[:, j] = flags
+        if not flags.any():
+            continue
+        mask = np.zeros(n, dtype=bool)
+        mask[pos[flags]] = True
+        vals = t.column(field_name(c.id)).filter(pa.array(flags)).combine_chunks().cast(c.arrow_type)
+        if need_base:      # a cell written with the value it had is no change (§9.2)
+            changed[np.flatnonzero(flags)[_same(_arr(prev[c.id]).take(pa.array(pos[flags])), vals)], j] = False
+        cur[c.id] = pc.replace_with_mask(_arr(cur[c.id]), pa.array(mask), vals)
+    return _Applied(t, rowid, pos, ok, op, changed)
+
+
+def _add_records(recs: _Records, a: _Applied, version_ts: tuple[int, int], cols: list[Column], key_ids: set[int],
+                 cur: dict[int, pa.Array], prev: dict[int, pa.Array], before_image: bool) -> None:
+    """An in-range file's records as changes: after-images from `cur` (NULL for a delete), the key
+    from the record, before-images from `prev`."""
+    version, ts = version_ts
+    sel = np.flatnonzero(a.ok)
+    p = pa.array(a.pos[sel])
+    dele = a.op[sel] == DELETE
+    image = {}
+    for c in cols:
+        if c.id in key_ids:
+            image[c.id] = a.t.column(field_name(c.id)).take(pa.array(sel))
+        else:
+            img = cur[c.id].take(p)
+            if dele.any():
+                img = pc.if_else(pa.array(dele), pa.nulls(len(sel), c.arrow_type), img)
+            image[c.id] = img
+    before = None
+    if before_image:
+        before = {}
         for c in cols:
-            if c.id in key_ids:
-                image[c.id] = t.column(field_name(c.id)).take(pa.array(sel))
-            else:
-                img = cur[c.id].take(p)
-                dele = op[sel] == DELETE
-                if dele.any():
-                    img = pc.if_else(pa.array(dele), pa.nulls(len(sel), c.arrow_type), img)
-                image[c.id] = img
-        before = None
-        if before_image:
-            before = {}
-            for c in cols:
-                before[c.id] = image[c.id] if c.id in key_ids else prev[c.id].take(p)
-        ops = np.select([op[sel] == DELETE, op[sel] == REINSERT], [ChangeOp.DELETE, ChangeOp.INSERT], ChangeOp.UPDATE).astype(np.int8)
-        recs.add(ops, np.full(len(sel), version, np.int64), np.full(len(sel), ts, np.int64), image,
-                 changed[sel], before, rowid[sel])
+            before[c.id] = image[c.id] if c.id in key_ids else prev[c.id].take(p)
+    ops = np.select([dele, a.op[sel] == REINSERT], [ChangeOp.DELETE, ChangeOp.INSERT],
+                    ChangeOp.UPDATE).astype(np.int8)
+    recs.add(ops, np.full(len(sel), version, np.int64), np.full(len(sel), ts, np.int64), image,
+             a.changed[sel], before, a.rowid[sel])
 
 
-# op codes in the finished table: 0 insert, 1 delete, 2 update
+# `_op` labels, indexed by the ChangeOp codes of the finished table
 _LABELS = np.array([op.name.lower() for op in ChangeOp], dtype=object)
 
 
@@ -252,7 +284,7 @@ def finish(t: pa.Table | None, changed: np.ndarray, cols: list[Column], key_name
         if t.num_rows == 0:
             return schema.empty_table()
     non_key = np.array([c.name not in key_names for c in cols])
-    lists = _changed_lists(changed & non_key[None, :], names, op == 2)
+    lists = _changed_lists(changed & non_key[None, :], names, op == ChangeOp.UPDATE)
     arrays = [pa.array(_LABELS[op]), t.column("_version"), t.column("_timestamp").cast(pa.int64()).cast(ts_type)]
     arrays += [t.column(n) for n in names] + [lists]
     if before_image:
@@ -290,9 +322,10 @@ def _net(t, op, changed, cols, key_names, before_image):
     any_changed = np.logical_or.reduceat(changed[idx], starts, axis=0)
     # insert ... delete -> nothing; insert ... -> insert; ... delete -> delete;
     # delete ... (re)insert/update -> update of every column; update ... update -> update
-    keep = ~((f_op == 0) & (l_op == 1))
-    new_op = np.where(f_op == 0, 0, np.where(l_op == 1, 1, 2)).astype(np.int8)
-    reinsert = (f_op == 1) & (l_op != 1)
+    keep = ~((f_op == ChangeOp.INSERT) & (l_op == ChangeOp.DELETE))
+    new_op = np.where(f_op == ChangeOp.INSERT, ChangeOp.INSERT,
+                      np.where(l_op == ChangeOp.DELETE, ChangeOp.DELETE, ChangeOp.UPDATE)).astype(np.int8)
+    reinsert = (f_op == ChangeOp.DELETE) & (l_op != ChangeOp.DELETE)
     any_changed[reinsert] = True
     rows = last[keep]
     out = t.take(pa.array(rows))

@@ -165,18 +165,38 @@ def locate(ctype: ColumnType, value: Any, what: str = "value"):
         if value is None:
             raise _wrong(ctype, value, what, "it is NULL")
         if isinstance(value, tuple):
-            unit, n = value
-            if k == "date" and unit == "days":
-                return n, n, n
-            if k == "unixtime_micros" and unit == "micros":
-                return _integral(n, -2**63, 2**63 - 1)
-            if k == "unixtime_micros" and unit == "nanos":
-                return _integral(_decimal.Decimal(n) / 1000, -2**63, 2**63 - 1)
-            raise _wrong(ctype, value, what)
+            return _locate_arrow_time(ctype, value, what)
     if k == "bool":
         if isinstance(value, (bool, np.bool_)):
             return bool(value), bool(value), bool(value)
         raise _wrong(ctype, value, what, "use True or False")
+    if k in ("int8", "int16", "int32", "int64", "float", "double", "decimal"):
+        return _locate_number(ctype, value, what)
+    if k == "date":
+        return _locate_date(ctype, value, what)
+    if k == "unixtime_micros":
+        return _locate_time(ctype, value, what)
+    if k in ("string", "varchar", "binary"):
+        return _locate_text(ctype, value, what)
+    raise _wrong(ctype, value, what)
+
+
+def _locate_arrow_time(ctype: ColumnType, value: tuple, what: str):
+    """An Arrow date or timestamp scalar, as its (unit, count): only the column's own kind of time fits."""
+    k = ctype.kind
+    unit, n = value
+    if k == "date" and unit == "days":
+        return n, n, n
+    if k == "unixtime_micros" and unit == "micros":
+        return _integral(n, -2**63, 2**63 - 1)
+    if k == "unixtime_micros" and unit == "nanos":
+        return _integral(_decimal.Decimal(n) / 1000, -2**63, 2**63 - 1)
+    raise _wrong(ctype, value, what)
+
+
+def _locate_number(ctype: ColumnType, value: Any, what: str):
+    """An integer, floating point or decimal column: the number placed in the type's range and precision."""
+    k = ctype.kind
     if k in ("int8", "int16", "int32", "int64"):
         x = _number(value)
         if x is None:
@@ -188,39 +208,48 @@ def locate(ctype: ColumnType, value: Any, what: str = "value"):
         if x is None:
             raise _wrong(ctype, value, what, "use a number")
         return _as_double(x)
-    if k == "decimal":
-        x = _number(value)
-        if x is None and isinstance(value, str):
-            try:
-                x = _number(_decimal.Decimal(value.strip()))
-            except _decimal.InvalidOperation:
-                x = None
-        if x is None:
-            raise _wrong(ctype, value, what, "use a number or a decimal.Decimal")
-        return _as_decimal(ctype, x)
-    if k == "date":
-        if isinstance(value, _dt.datetime):
-            us, exact = _micros(value)
-            days, rest = divmod(us, 86_400_000_000)
-            if rest == 0 and exact:
-                return _integral(days, -2**31, 2**31 - 1)
-            # strictly inside day `days` (a time of day, or nanoseconds past midnight): between two dates
-            return _integral(_decimal.Decimal(days) + _decimal.Decimal("0.5"), -2**31, 2**31 - 1)
-        if isinstance(value, _dt.date):
-            n = (value - _EPOCH_DATE).days
-            return n, n, n
-        raise _wrong(ctype, value, what, "use a datetime.date")
-    if k == "unixtime_micros":
-        if isinstance(value, _dt.datetime):
-            us, exact = _micros(value)
-            if exact:
-                return us, us, us
-            return NOT_REPRESENTABLE, us, us + 1 if us < 2**63 - 1 else None
-        x = _number(value)
-        if x is None or isinstance(value, (float, np.floating, _decimal.Decimal)):
-            raise _wrong(ctype, value, what, "use a datetime or integer microseconds since the epoch")
-        return _integral(x, -2**63, 2**63 - 1)
-    if k in ("string", "varchar"):
+    x = _number(value)
+    if x is None and isinstance(value, str):
+        try:
+            x = _number(_decimal.Decimal(value.strip()))
+        except _decimal.InvalidOperation:
+            x = None
+    if x is None:
+        raise _wrong(ctype, value, what, "use a number or a decimal.Decimal")
+    return _as_decimal(ctype, x)
+
+
+def _locate_date(ctype: ColumnType, value: Any, what: str):
+    """A date column: a date is exact; a date-time past midnight lies between two dates."""
+    if isinstance(value, _dt.datetime):
+        us, exact = _micros(value)
+        days, rest = divmod(us, 86_400_000_000)
+        if rest == 0 and exact:
+            return _integral(days, -2**31, 2**31 - 1)
+        # strictly inside day `days` (a time of day, or nanoseconds past midnight): between two dates
+        return _integral(_decimal.Decimal(days) + _decimal.Decimal("0.5"), -2**31, 2**31 - 1)
+    if isinstance(value, _dt.date):
+        n = (value - _EPOCH_DATE).days
+        return n, n, n
+    raise _wrong(ctype, value, what, "use a datetime.date")
+
+
+def _locate_time(ctype: ColumnType, value: Any, what: str):
+    """A unixtime_micros column: a date-time (nanoseconds fall between two micros) or integer micros."""
+    if isinstance(value, _dt.datetime):
+        us, exact = _micros(value)
+        if exact:
+            return us, us, us
+        return NOT_REPRESENTABLE, us, us + 1 if us < 2**63 - 1 else None
+    x = _number(value)
+    if x is None or isinstance(value, (float, np.floating, _decimal.Decimal)):
+        raise _wrong(ctype, value, what, "use a datetime or integer microseconds since the epoch")
+    return _integral(x, -2**63, 2**63 - 1)
+
+
+def _locate_text(ctype: ColumnType, value: Any, what: str):
+    """A string (valid UTF-8 only) or binary column: the value itself."""
+    if ctype.kind in ("string", "varchar"):
         if isinstance(value, str):
             try:
                 value.encode("utf-8")
@@ -228,12 +257,10 @@ def locate(ctype: ColumnType, value: Any, what: str = "value"):
                 raise _wrong(ctype, value, what, "it is not valid UTF-8") from None
             return value, value, value
         raise _wrong(ctype, value, what, "use a str")
-    if k == "binary":
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            b = bytes(value)
-            return b, b, b
-        raise _wrong(ctype, value, what, "use bytes")
-    raise _wrong(ctype, value, what)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        b = bytes(value)
+        return b, b, b
+    raise _wrong(ctype, value, what, "use bytes")
 
 
 def exact_value(ctype: ColumnType, value: Any, what: str) -> Any:

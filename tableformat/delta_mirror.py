@@ -262,6 +262,37 @@ def mirror_delta(table: Any, path: str, storage_options: dict | None = None, com
     if prev.table_version == state.version and prev.version >= 0:
         return MirrorResult(path, None, state.version, len(prev.files), compacted=compacted)
     now_ms = int(time.time() * 1000)
+    new, referenced, dvs = _logical_files(storage, state, prev, now_ms)
+    if dvs:
+        _write_deletion_vectors(m, new, dvs)
+    added = [a for p, a in new.items() if prev.files.get(p) is not a]
+    removed = [a for p, a in prev.files.items() if new.get(p) is not a]
+    actions = [{"remove": _remove(a, now_ms)} for a in removed] + [{"add": a} for a in added]
+    meta = _changed_metadata(state, prev, now_ms)
+    if meta is not None:
+        actions.insert(0, {"metaData": meta})
+    if prev.version < 0:
+        actions.insert(0, {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": FEATURES,
+                                        "writerFeatures": FEATURES + ["appendOnly", "invariants"]}})
+    actions.insert(0, {"commitInfo": _commit_info(state, storage, compacted, now_ms)})
+    version = prev.version + 1
+    # our vacuum must keep both the old and the new files until the commit is in, then only the new
+    _register(storage, m.uri, version, state.version,
+              {referenced[p] for p in new} | {_rel(storage, p) for p in prev.files if _rel(storage, p)})
+    if not m.put_if_absent(f"{LOG}/{version:020d}.json", "\n".join(json.dumps(a) for a in actions).encode() + b"\n"):
+        raise MirrorError(f"another writer committed version {version} of the Delta mirror at {path} meanwhile; "
+                          "retry mirror_delta")
+    _register(storage, m.uri, version, state.version, {referenced[p] for p in new})
+    return MirrorResult(path, version, state.version, len(new), len(added), len(removed), len(dvs), compacted)
+
+
+def _logical_files(storage: Storage, state: TableState, prev: _MirrorState,
+                   now_ms: int) -> tuple[dict[str, dict], dict[str, str], list[tuple[str, bytes, int]]]:
+    """The `add` action of every live rowset, the previous one kept where its deletes did not change.
+
+    Returns (add.path -> add action, add.path -> our relative path, the new deletion vectors as
+    (add.path, bitmap bytes, cardinality)).
+    """
     new: dict[str, dict] = {}
     referenced: dict[str, str] = {}         # add.path -> our relative path
     dvs: list[tuple[str, bytes, int]] = []  # (add.path, bitmap bytes, cardinality) for new deletion vectors
@@ -286,54 +317,53 @@ def mirror_delta(table: Any, path: str, storage_options: dict | None = None, com
         new[uri] = add
         if len(deleted):
             dvs.append((uri, dv_bytes(deleted), len(deleted)))
-    if dvs:                                 # one DV file per commit, in the mirror's own directory
-        u = uuid.uuid4()
-        buf, offsets = bytearray(b"\x01"), []
-        for _, data, _ in dvs:
-            offsets.append(len(buf))
-            buf += struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))
-        m.write(f"deletion_vector_{u}.bin", bytes(buf))
-        for (uri, data, card), off in zip(dvs, offsets):
-            new[uri]["deletionVector"] = {"storageType": "u", "pathOrInlineDv": z85(u.bytes), "offset": off,
-                                          "sizeInBytes": len(data), "cardinality": card}
-    actions: list[dict] = []
-    added = [a for p, a in new.items() if prev.files.get(p) is not a]
-    removed = [a for p, a in prev.files.items() if new.get(p) is not a]
-    for a in removed:
-        r = {"path": a["path"], "deletionTimestamp": now_ms, "dataChange": True, "extendedFileMetadata": True,
-             "partitionValues": {}, "size": a["size"]}
-        if a.get("deletionVector"):
-            r["deletionVector"] = a["deletionVector"]
-        actions.append({"remove": r})
-    actions += [{"add": a} for a in added]
+    return new, referenced, dvs
+
+
+def _write_deletion_vectors(m: Storage, new: dict[str, dict], dvs: list[tuple[str, bytes, int]]) -> None:
+    """One DV file per commit, in the mirror's own directory; each add action points into it."""
+    u = uuid.uuid4()
+    buf, offsets = bytearray(b"\x01"), []
+    for _, data, _ in dvs:
+        offsets.append(len(buf))
+        buf += struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))
+    m.write(f"deletion_vector_{u}.bin", bytes(buf))
+    for (uri, data, card), off in zip(dvs, offsets):
+        new[uri]["deletionVector"] = {"storageType": "u", "pathOrInlineDv": z85(u.bytes), "offset": off,
+                                      "sizeInBytes": len(data), "cardinality": card}
+
+
+def _remove(a: dict, now_ms: int) -> dict:
+    """The `remove` action of a previously added file (with its deletion vector, as Delta requires)."""
+    r = {"path": a["path"], "deletionTimestamp": now_ms, "dataChange": True, "extendedFileMetadata": True,
+         "partitionValues": {}, "size": a["size"]}
+    if a.get("deletionVector"):
+        r["deletionVector"] = a["deletionVector"]
+    return r
+
+
+def _changed_metadata(state: TableState, prev: _MirrorState, now_ms: int) -> dict | None:
+    """A new `metaData` action when the schema changed (or on the first commit), keeping the table's id."""
     schema = delta_schema(state)
     meta = prev.metadata
-    if meta is None or meta.get("schemaString") != schema:
-        meta = {"id": (meta or {}).get("id") or str(uuid.uuid4()), "name": state.name,
-                "format": {"provider": "parquet", "options": {}}, "schemaString": schema, "partitionColumns": [],
-                "configuration": {"delta.columnMapping.mode": "name",
-                                  "delta.columnMapping.maxColumnId": str(max(state.schema.next_column_id - 1, 0)),
-                                  "delta.enableDeletionVectors": "true", "delta.appendOnly": "true"},
-                "createdTime": (meta or {}).get("createdTime", now_ms)}
-        actions.insert(0, {"metaData": meta})
-    if prev.version < 0:
-        actions.insert(0, {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": FEATURES,
-                                        "writerFeatures": FEATURES + ["appendOnly", "invariants"]}})
+    if meta is not None and meta.get("schemaString") == schema:
+        return None
+    return {"id": (meta or {}).get("id") or str(uuid.uuid4()), "name": state.name,
+            "format": {"provider": "parquet", "options": {}}, "schemaString": schema, "partitionColumns": [],
+            "configuration": {"delta.columnMapping.mode": "name",
+                              "delta.columnMapping.maxColumnId": str(max(state.schema.next_column_id - 1, 0)),
+                              "delta.enableDeletionVectors": "true", "delta.appendOnly": "true"},
+            "createdTime": (meta or {}).get("createdTime", now_ms)}
+
+
+def _commit_info(state: TableState, storage: Storage, compacted: dict, now_ms: int) -> dict:
+    """`commitInfo` naming the version of ours the commit mirrors (read back by `read_mirror`)."""
     info = {"version": state.version, "timestamp": state.timestamp, "table_id": state.table_id,
             "table": storage.uri, "compacted": sorted(compacted)}
-    actions.insert(0, {"commitInfo": {"timestamp": now_ms, "operation": "TABLEFORMAT MIRROR",
-                                      "operationParameters": {"tableVersion": str(state.version)},
-                                      "isBlindAppend": False, "engineInfo": "tableformat",
-                                      "userMetadata": json.dumps({"tableformat": info}), "tableformat": info}})
-    version = prev.version + 1
-    # our vacuum must keep both the old and the new files until the commit is in, then only the new
-    _register(storage, m.uri, version, state.version,
-              {referenced[p] for p in new} | {_rel(storage, p) for p in prev.files if _rel(storage, p)})
-    if not m.put_if_absent(f"{LOG}/{version:020d}.json", "\n".join(json.dumps(a) for a in actions).encode() + b"\n"):
-        raise MirrorError(f"another writer committed version {version} of the Delta mirror at {path} meanwhile; "
-                          "retry mirror_delta")
-    _register(storage, m.uri, version, state.version, {referenced[p] for p in new})
-    return MirrorResult(path, version, state.version, len(new), len(added), len(removed), len(dvs), compacted)
+    return {"timestamp": now_ms, "operation": "TABLEFORMAT MIRROR",
+            "operationParameters": {"tableVersion": str(state.version)},
+            "isBlindAppend": False, "engineInfo": "tableformat",
+            "userMetadata": json.dumps({"tableformat": info}), "tableformat": info}
 
 
 def _rel(storage: Storage, uri: str) -> str | None:

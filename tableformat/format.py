@@ -1,6 +1,6 @@
 """The on-disk names and codes a reader in another language needs (specs/format.md §1, §5, §9).
 
-One place for the constants a foreign reader (Spark's Parquet reader in `spark_jobs/read.py`,
+One place for the constants a foreign reader (Spark's Parquet reader in `spark_jobs/read_join.py`,
 the JVM connector under `spark_jobs/connector/`) must agree on with the engine, so no reader
 re-types them:
 

@@ -84,27 +84,24 @@ def murmur2_64(arr: pa.Array, seed: int = 0, lengths: np.ndarray | None = None) 
 
 
 def _murmur2_64(arr: pa.Array, seed: int, lengths: np.ndarray | None = None) -> np.ndarray:
+    """MurmurHash64A of every value at once: the reference's loop over one value's words becomes
+    a loop over word positions, each step a whole-array pass over the values that still have one.
+
+    The loop stays inline: dropping finished values must free the whole-array shifts, and fresh
+    memory costs more than the hashing here.
+    """
     data, starts, lens = _binary_buffers(arr)
     if lengths is not None:
         lens = np.minimum(lens, lengths)
     n = len(lens)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
-    first, last = int(starts[0]), int(starts[-1] + lens[-1])
-    padded = np.zeros(last - first + 16, dtype=np.uint8)
-    padded[: last - first] = data[first:last]
-    aligned = padded[: 8 * (len(padded) // 8)].view("<u8")
-    starts = starts - first
+    padded, aligned, starts = _padded(data, starts, lens)
     h = lens.astype(np.uint64)
     np.multiply(h, M, out=h)
     np.bitwise_xor(h, np.uint64(seed), out=h)
     nwords = lens >> 3
-    # A value's word j straddles aligned words q + j and q + j + 1 (q = start // 8), shifted by the
-    # same amount for every j: each aligned word is read once, as the high part of word j and
-    # then the low part of word j + 1.
-    q = starts >> 3
-    lo_shift = ((starts & 7) << 3).astype(np.uint64)
-    hi_shift = np.uint64(63) - lo_shift          # hi << (64 - lo) as (hi << 1) << (63 - lo): no 64-bit shift
+    q, lo_shift, hi_shift = _word_shifts(starts)
     rows = None                                  # None: every value still has words to mix
     cur = np.take(aligned, q)
     k = np.empty(n, dtype=np.uint64)
@@ -132,7 +129,6 @@ def _murmur2_64(arr: pa.Array, seed: int, lengths: np.ndarray | None = None) -> 
         cur = nxt
     tail = (lens & 7).astype(np.uint64)
     if tail.any():
-        # The tail bytes XORed in at shifts 0..48 are exactly their masked little-endian word.
         if rows is None:            # every value had all its words mixed: the tail starts in `cur`
             word = np.right_shift(cur, lo_shift, out=k)
             nxt = np.take(aligned, q + (int(nwords[0]) + 1))
@@ -141,19 +137,55 @@ def _murmur2_64(arr: pa.Array, seed: int, lengths: np.ndarray | None = None) -> 
             np.bitwise_or(word, nxt, out=word)
         else:
             word = _gather_words(padded, starts + (nwords << 3), k)
-        np.multiply(tail, np.uint64(8), out=tail)
-        mask = np.left_shift(np.uint64(1), tail, out=tmp)
-        np.subtract(mask, np.uint64(1), out=mask)
-        np.bitwise_and(word, mask, out=word)
-        has_tail = tail > 0
-        np.bitwise_xor(h, word, out=h)
-        np.multiply(h, M, out=h, where=has_tail)
+        _mix_tail(h, word, tail, tmp)
+    _finalize(h, tmp)
+    return h
+
+
+def _padded(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The values' bytes with 16 zero bytes after, so that reading the two aligned words around any
+    position stays inside: (bytes, the same as little-endian uint64 words, starts within them)."""
+    first, last = int(starts[0]), int(starts[-1] + lens[-1])
+    padded = np.zeros(last - first + 16, dtype=np.uint8)
+    padded[: last - first] = data[first:last]
+    aligned = padded[: 8 * (len(padded) // 8)].view("<u8")
+    return padded, aligned, starts - first
+
+
+def _word_shifts(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, lo_shift, hi_shift) per value, for reading its words from the aligned words.
+
+    A value's word j straddles aligned words q + j and q + j + 1 (q = start // 8), shifted by the
+    same amount for every j: each aligned word is read once, as the high part of word j and
+    then the low part of word j + 1.
+    """
+    q = starts >> 3
+    lo_shift = ((starts & 7) << 3).astype(np.uint64)
+    hi_shift = np.uint64(63) - lo_shift          # hi << (64 - lo) as (hi << 1) << (63 - lo): no 64-bit shift
+    return q, lo_shift, hi_shift
+
+
+def _mix_tail(h: np.ndarray, word: np.ndarray, tail: np.ndarray, tmp: np.ndarray) -> None:
+    """XOR in each value's 1-7 tail bytes and multiply, in place (values without a tail are left alone).
+
+    The tail bytes XORed in at shifts 0..48 are exactly their masked little-endian word.
+    """
+    np.multiply(tail, np.uint64(8), out=tail)
+    mask = np.left_shift(np.uint64(1), tail, out=tmp)
+    np.subtract(mask, np.uint64(1), out=mask)
+    np.bitwise_and(word, mask, out=word)
+    has_tail = tail > 0
+    np.bitwise_xor(h, word, out=h)
+    np.multiply(h, M, out=h, where=has_tail)
+
+
+def _finalize(h: np.ndarray, tmp: np.ndarray) -> None:
+    """The final avalanche, in place: h ^= h >> r; h *= m; h ^= h >> r."""
     np.right_shift(h, R, out=tmp)
     np.bitwise_xor(h, tmp, out=h)
     np.multiply(h, M, out=h)
     np.right_shift(h, R, out=tmp)
     np.bitwise_xor(h, tmp, out=h)
-    return h
 
 
 def murmur2_64_bytes(data: bytes, seed: int = 0) -> int:

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 from .cfile_set import FILE_CACHE
 from .delta_tracker import deleted_mask
 from .diskrowset import load_bloom, pk_block_first_keys, read_pk_blocks, read_pk_index
-from .metadata import RowSetMeta
+from .metadata import RowSetMeta, TableState
+from .parallel import pmap
 from .storage import Storage
 
 
@@ -263,3 +264,31 @@ def seek(storage: Storage, rowset: RowSetMeta, lower: bytes | None, upper: bytes
     start = position(lower, 0)
     stop = position(upper, rowset.num_rows)
     return start, max(start, stop)
+
+
+def locate_keys(storage: Storage, state: TableState, keys: pa.Array, tablet_pos: np.ndarray,
+                tablet_ids: list[str]) -> tuple[np.ndarray, np.ndarray, list[RowSetMeta]]:
+    """Live location of each key, probing each tablet's rowsets in parallel.
+
+    Returns (index into the returned rowset list or -1, rowid or -1) per key.
+    """
+    n = len(keys)
+    which = np.full(n, -1, dtype=np.int64)
+    rowid = np.full(n, -1, dtype=np.int64)
+    all_rowsets: list[RowSetMeta] = []
+    groups = []
+    for t in np.unique(tablet_pos[tablet_pos >= 0]):
+        rows = np.flatnonzero(tablet_pos == t)
+        rowsets = state.rowsets_in(tablet_ids[int(t)])
+        if rowsets:
+            groups.append((rows, rowsets, len(all_rowsets)))
+            all_rowsets.extend(rowsets)
+
+    def one(g):
+        rows, rowsets, offset = g
+        w, r = probe(storage, rowsets, keys.take(pa.array(rows)), state.deltas_of)
+        return rows, np.where(w >= 0, w + offset, -1), r
+    for rows, w, r in pmap(one, groups):
+        which[rows] = w
+        rowid[rows] = r
+    return which, rowid, all_rowsets

@@ -25,6 +25,7 @@ from .keyencoder import encode_keys
 from .keyprobe import probe_hashed
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
+from .schema import Column
 from .storage import Storage
 
 FOUND = "_found"
@@ -56,6 +57,20 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     back twice). missing="omit" leaves absent keys out; "null" gives them a row of NULLs (the
     key columns keep the key), with a `_found` column."""
     schema = state.schema
+    out_cols = _output_columns(state, columns, missing)
+    keys_in = key_table(state, data)
+    read_cols = [c for c in out_cols if c.name not in schema.primary_key]
+    key_id, uniq, distinct = _distinct_keys(state, keys_in)
+    u = len(uniq)
+    tablet_pos = state.partitioning.assign(schema, distinct, strict=False)[0] if u else np.zeros(0, np.int64)
+    hits = _locate(storage, state, uniq, tablet_pos)
+    found_at, values = _read_hits(storage, state, hits, read_cols, u)
+    return _assemble(state, out_cols, keys_in, found_at[key_id], values, missing)
+
+
+def _output_columns(state: TableState, columns: Sequence[str] | None, missing: str) -> list[Column]:
+    """The columns to return; bad options fail before any key is read."""
+    schema = state.schema
     if missing not in MISSING:
         raise InvalidOptionError(f"missing must be one of {MISSING}, got {missing!r}")
     if columns is not None:
@@ -63,25 +78,28 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
         if unknown:
             raise UnknownScanColumnError(f"lookup names unknown column(s) {unknown}; columns are {schema.names}")
     out_names = list(columns) if columns is not None else schema.names
-    keys_in = key_table(state, data)
-    n = keys_in.num_rows
-    out_cols = [schema.column(c) for c in out_names]
-    read_cols = [c for c in out_cols if c.name not in schema.primary_key]
+    return [schema.column(c) for c in out_names]
 
-    kcols = schema.key_columns
+
+def _distinct_keys(state: TableState, keys_in: pa.Table) -> tuple[np.ndarray, pa.Array, pa.Table]:
+    """Each distinct key is located once: (key_id per input row, encoded distinct keys, their key columns)."""
+    n = keys_in.num_rows
+    kcols = state.schema.key_columns
     enc = encode_keys([keys_in.column(c.name) for c in kcols], [c.type for c in kcols])
-    # each distinct key is located once
     if n == 1:                     # a point lookup: one key is its own distinct set
-        key_id, uniq, u, distinct = np.zeros(1, np.int64), enc, 1, keys_in
-    else:
-        dict_enc = pc.dictionary_encode(enc)
-        key_id = dict_enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        uniq = dict_enc.dictionary
-        u = len(uniq)
-        first = np.full(u, n, np.int64)
-        np.minimum.at(first, key_id, np.arange(n))
-        distinct = keys_in if u == n and (first == np.arange(n)).all() else keys_in.take(pa.array(first))
-    tablet_pos = state.partitioning.assign(schema, distinct, strict=False)[0] if u else np.zeros(0, np.int64)
+        return np.zeros(1, np.int64), enc, keys_in
+    dict_enc = pc.dictionary_encode(enc)
+    key_id = dict_enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    uniq = dict_enc.dictionary
+    u = len(uniq)
+    first = np.full(u, n, np.int64)
+    np.minimum.at(first, key_id, np.arange(n))
+    distinct = keys_in if u == n and (first == np.arange(n)).all() else keys_in.take(pa.array(first))
+    return key_id, uniq, distinct
+
+
+def _locate(storage: Storage, state: TableState, uniq: pa.Array, tablet_pos: np.ndarray) -> list:
+    """Where each distinct key lives: [(unique-key positions, rowset, rowids)], rowids sorted."""
     tablet_ids = state.partitioning.tablet_ids()
 
     # rowsets a read of this version sees (an insert after it added none of its rows)
@@ -105,7 +123,15 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
             sel = w == i
             order = np.argsort(r[sel], kind="stable")
             hits.append((rows[sel][order], rowsets[i], r[sel][order]))
+    return hits
 
+
+def _read_hits(storage: Storage, state: TableState, hits: list, read_cols: list[Column],
+               u: int) -> tuple[np.ndarray, dict[int, pa.Array]]:
+    """The hit rows' non-key columns as of the snapshot, read from only the row groups holding them.
+
+    Returns (unique key -> row of the concatenated hits or -1, column id -> values).
+    """
     def read(h):
         pos, rs, rowids = h
         arrays = read_base_rows(storage, rs, read_cols, rowids)
@@ -123,9 +149,17 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     def gather(c) -> pa.Array:
         got = [a[c.id] if a[c.id].type == c.arrow_type else a[c.id].cast(c.arrow_type) for _, a in parts]
         return got[0] if len(got) == 1 else pa.concat_arrays(got) if got else pa.array([], c.arrow_type)
-    values = {c.id: gather(c) for c in read_cols}
+    return found_at, {c.id: gather(c) for c in read_cols}
 
-    row_hit = found_at[key_id]                   # per input row: row of the hits, -1 if absent
+
+def _assemble(state: TableState, out_cols: list[Column], keys_in: pa.Table, row_hit: np.ndarray,
+              values: dict[int, pa.Array], missing: str) -> pa.Table:
+    """One output row per input row found (or per input row, `missing="null"`), in input order.
+
+    `row_hit` is, per input row, its row of the hits or -1 if absent.
+    """
+    schema = state.schema
+    n = keys_in.num_rows
     found = row_hit >= 0
     if missing == "omit":
         take_in = np.flatnonzero(found)

@@ -20,7 +20,7 @@ from .errors import NoRangePartitionError, PartitionSchemaError, SchemaError
 from .hashing import murmur2_64
 from .keyencoder import encode_key, encode_keys, fixed_key_numbers, prefix_lengths
 from .comparison import exact_value, to_python
-from .schema import Schema, value_from_json, value_to_json
+from .schema import Column, Schema, value_from_json, value_to_json
 
 MAX_TABLETS = 10_000
 
@@ -317,9 +317,23 @@ def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
     spec = spec or PartitionSchema()
     if not isinstance(spec, PartitionSchema):
         raise PartitionSchemaError(f"partitioning must be a tf.PartitionSchema, got {type(spec).__name__}")
+    levels = _hash_levels(spec.hash, schema)
+    rp = spec.range or RangePartition()
+    rcols = _range_columns(rp, schema)
+    parts = _split(_range_bounds(rp, rcols), rp, rcols)
+    ranges = tuple(RangeBound(i, lo, hi, lov, hiv) for i, (lo, hi, lov, hiv) in enumerate(parts))
+    p = Partitioning(tuple(levels), tuple(c.id for c in rcols), ranges, len(ranges))
+    ntablets = len(ranges) * int(np.prod(p.bucket_counts or (1,)))
+    if ntablets > MAX_TABLETS:
+        raise PartitionSchemaError(f"{ntablets} tablets is more than the limit of {MAX_TABLETS}")
+    return p
+
+
+def _hash_levels(spec: Sequence[HashPartition], schema: Schema) -> list[HashLevel]:
+    """Hash levels over primary key columns, each column in one level at most."""
     pk = set(schema.primary_key)
     levels, seen = [], set()
-    for h in spec.hash:
+    for h in spec:
         if not isinstance(h, HashPartition):
             raise PartitionSchemaError(f"hash levels must be tf.HashPartition, got {type(h).__name__}")
         if not h.columns:
@@ -337,26 +351,30 @@ def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
         if not isinstance(h.seed, int) or isinstance(h.seed, bool) or not 0 <= h.seed < 2 ** 32:
             raise PartitionSchemaError(f"hash seed must be a uint32, got {h.seed!r}")
         levels.append(HashLevel(tuple(schema.column(c).id for c in h.columns), h.buckets, h.seed))
+    return levels
 
-    rp = spec.range or RangePartition()
+
+def _range_columns(rp: RangePartition, schema: Schema) -> list[Column]:
+    """The range columns: primary key columns (all of them by default), each once."""
+    pk = set(schema.primary_key)
     rnames = list(rp.columns) if rp.columns is not None else list(schema.primary_key)
     for c in rnames:
         if c not in pk:
             raise PartitionSchemaError(f"range column {c!r} is not a primary key column")
     if len(set(rnames)) != len(rnames):
         raise PartitionSchemaError(f"range columns list a column twice: {rnames}")
-    rcols = [schema.column(c) for c in rnames]
+    return [schema.column(c) for c in rnames]
 
-    def enc(v, what):
-        return encode_bound(rcols, v, what)
 
+def _range_bounds(rp: RangePartition, rcols: list[Column]) -> list[list]:
+    """The encoded [lower, upper) bounds, sorted; they must not overlap (one unbounded range if none)."""
     raw_bounds = list(rp.bounds) or [(None, None)]
     bounds = []
     for b in raw_bounds:
         if not isinstance(b, (tuple, list)) or len(b) != 2:
             raise PartitionSchemaError(f"each range bound is a (lower, upper) pair, got {b!r}")
-        lo, lov = enc(b[0], "lower bound")
-        hi, hiv = enc(b[1], "upper bound")
+        lo, lov = encode_bound(rcols, b[0], "lower bound")
+        hi, hiv = encode_bound(rcols, b[1], "upper bound")
         if lo is not None and hi is not None and lo >= hi:
             raise PartitionSchemaError(f"range bound {b!r}: lower must be below upper")
         bounds.append([lo, hi, lov, hiv])
@@ -364,19 +382,18 @@ def resolve(spec: PartitionSchema | None, schema: Schema) -> Partitioning:
     for a, b in zip(bounds, bounds[1:]):
         if a[1] is None or b[0] is None or a[1] > b[0]:
             raise PartitionSchemaError(f"range bounds overlap: [{a[2]}, {a[3]}) and [{b[2]}, {b[3]})")
-    # Apply splits inside their bounds.
+    return bounds
+
+
+def _split(bounds: list[list], rp: RangePartition, rcols: list[Column]) -> list[tuple]:
+    """Apply splits inside their bounds: each cuts the one range that strictly contains it in two."""
     parts = [tuple(b) for b in bounds]
     for s in rp.splits:
-        sk, sv = enc(s, "split")
+        sk, sv = encode_bound(rcols, s, "split")
         for i, (lo, hi, lov, hiv) in enumerate(parts):
             if (lo is None or lo < sk) and (hi is None or sk < hi):
                 parts[i:i + 1] = [(lo, sk, lov, sv), (sk, hi, sv, hiv)]
                 break
         else:
             raise PartitionSchemaError(f"split {s!r} is not strictly inside any range bound")
-    ranges = tuple(RangeBound(i, lo, hi, lov, hiv) for i, (lo, hi, lov, hiv) in enumerate(parts))
-    p = Partitioning(tuple(levels), tuple(c.id for c in rcols), ranges, len(ranges))
-    ntablets = len(ranges) * int(np.prod(p.bucket_counts or (1,)))
-    if ntablets > MAX_TABLETS:
-        raise PartitionSchemaError(f"{ntablets} tablets is more than the limit of {MAX_TABLETS}")
-    return p
+    return parts

@@ -31,7 +31,7 @@ from .conflicts import DefinitionUnchanged, KeysAbsent, RowsLive
 from .deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from .errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
                      NoRangePartitionError, NullValueError, UnknownColumnError)
-from .keyprobe import probe
+from .keyprobe import locate_keys
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
 from .sequence import STALE, SequencesCurrent, ranks, sequence_column, stored_sequences, write_skipped
@@ -144,83 +144,112 @@ def validate(state: TableState, data: Any, op: int | None, op_column: str | None
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), ops, non_key
 
 
-def locate(storage: Storage, state: TableState, keys: pa.Array, tablet_pos: np.ndarray,
-           tablet_ids: list[str]) -> tuple[np.ndarray, np.ndarray, list[RowSetMeta]]:
-    """Live location of each key: (index into the returned rowset list or -1, rowid or -1)."""
-    n = len(keys)
-    which = np.full(n, -1, dtype=np.int64)
-    rowid = np.full(n, -1, dtype=np.int64)
-    all_rowsets: list[RowSetMeta] = []
-    groups = []
-    for t in np.unique(tablet_pos[tablet_pos >= 0]):
-        rows = np.flatnonzero(tablet_pos == t)
-        rowsets = state.rowsets_in(tablet_ids[int(t)])
-        if rowsets:
-            groups.append((rows, rowsets, len(all_rowsets)))
-            all_rowsets.extend(rowsets)
-
-    def one(g):
-        rows, rowsets, offset = g
-        w, r = probe(storage, rowsets, keys.take(pa.array(rows)), state.deltas_of)
-        return rows, np.where(w >= 0, w + offset, -1), r
-    for rows, w, r in pmap(one, groups):
-        which[rows] = w
-        rowid[rows] = r
-    return which, rowid, all_rowsets
-
-
 def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.ndarray,
                   update_cols: list[str], sequence: str | None = None) -> MutationPlan:
-    schema = state.schema
+    """Locate each distinct key once, then run the batch's operations on them round by round."""
     n = batch.num_rows
     if n == 0:
         return MutationPlan(batch, None, [], {})
     keys = encoded_keys(state, batch)
-    part = state.partitioning
-    tablet_ids = part.tablet_ids()
-    try:
-        tablet_pos, _ = part.assign(schema, batch)
-    except NoRangePartitionError:
-        tablet_pos = part.assign(schema, batch, strict=False)[0]
-    # Distinct keys, in first-occurrence order; key_id per row.
-    enc = pc.dictionary_encode(keys)
-    key_id = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    uniq = enc.dictionary
-    u = len(uniq)
-    first_row = np.full(u, n, dtype=np.int64)
-    np.minimum.at(first_row, key_id, np.arange(n))
+    tablet_ids = state.partitioning.tablet_ids()
+    tablet_pos = _tablet_positions(state, batch)
+    key_id, uniq, first_row = _distinct_keys(keys)
     u_tablet = tablet_pos[first_row]
-    loc_rs, loc_rowid, rowsets = locate(storage, state, uniq, u_tablet, tablet_ids)
-
-    live_old = loc_rs >= 0
-    old_deleted = np.zeros(u, dtype=bool)
-    new_src = np.full(u, -1, dtype=np.int64)          # batch row of the pending new row's insert
-    present = list(batch.column_names)
-    new_col = {c: np.full(u, -1, dtype=np.int64) for c in present}   # batch row per column of the new row
-    upd = {c: np.full(u, -1, dtype=np.int64) for c in update_cols}    # batch row of each old-row update
-    counts = {"inserted": 0, "updated": 0, "deleted": 0, "ignored": 0}
+    loc_rs, loc_rowid, rowsets = locate_keys(storage, state, uniq, u_tablet, tablet_ids)
+    keyed = _KeyRounds(state, batch, ops, update_cols, tablet_pos, key_id, loc_rs >= 0)
     if sequence is not None:
         # Current sequence per key and incoming per row, as dense ranks on one scale (-1: none).
         stored = stored_sequences(storage, state, sequence, rowsets, loc_rs, loc_rowid)
-        cur_seq, in_seq = ranks(stored, batch.column(sequence).combine_chunks())
-        counts["stale"] = 0
-    stale_rows: list[np.ndarray] = []
+        keyed.order_by(*ranks(stored, batch.column(sequence).combine_chunks()))
+    rank = _occurrence_rank(key_id)
+    for r in range(int(rank.max()) + 1):
+        keyed.run(np.flatnonzero(rank == r))
 
-    # Occurrence rank of each row among the rows of its key: the round it runs in.
+    _raise_first_error(state, batch, np.sort(np.concatenate(keyed.dup_errors)),
+                       np.sort(np.concatenate(keyed.missing_errors)))
+    new_rows = _new_rows(state, batch, keyed.new_src, keyed.new_col)
+    deltas = _deltas(rowsets, loc_rs, loc_rowid, keyed.old_deleted, keyed.upd, first_row, state.schema)
+    seen_live = {rowsets[int(i)].id: np.sort(loc_rowid[loc_rs == i]) for i in np.unique(loc_rs[loc_rs >= 0])}
+    absent = loc_rs < 0
+    seen_absent = {tablet_ids[int(t)]: uniq.filter(pa.array(absent & (u_tablet == t)))
+                   for t in np.unique(u_tablet[absent & (u_tablet >= 0)])}
+    stale_rows = keyed.stale_rows
+    return MutationPlan(batch, new_rows, deltas, keyed.counts, np.concatenate(keyed.ignored_rows), seen_live,
+                        seen_absent, np.sort(np.concatenate(stale_rows)) if stale_rows else None)
+
+
+def _tablet_positions(state: TableState, batch: pa.Table) -> np.ndarray:
+    """Each row's tablet (-1: no range partition); such a row only fails if it inserts, so not here."""
+    try:
+        return state.partitioning.assign(state.schema, batch)[0]
+    except NoRangePartitionError:
+        return state.partitioning.assign(state.schema, batch, strict=False)[0]
+
+
+def _distinct_keys(keys: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Distinct keys in first-occurrence order: (key_id per row, the keys, first row of each)."""
+    enc = pc.dictionary_encode(keys)
+    key_id = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n = len(keys)
+    first_row = np.full(len(enc.dictionary), n, dtype=np.int64)
+    np.minimum.at(first_row, key_id, np.arange(n))
+    return key_id, enc.dictionary, first_row
+
+
+def _occurrence_rank(key_id: np.ndarray) -> np.ndarray:
+    """Occurrence rank of each row among the rows of its key: the round it runs in."""
+    n = len(key_id)
     order = np.argsort(key_id, kind="stable")
     ks = key_id[order]
     starts = np.r_[0, np.flatnonzero(np.diff(ks)) + 1]
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    return rank
 
-    ignored_rows: list[np.ndarray] = []
-    dup_errors: list[np.ndarray] = []
-    missing_errors: list[np.ndarray] = []
-    for r in range(int(rank.max()) + 1):
-        rows = np.flatnonzero(rank == r)
-        k = key_id[rows]
-        op = ops[rows]
-        exists = live_old[k] | (new_src[k] >= 0)
+
+class _KeyRounds:
+    """What the batch has done to each distinct key so far, advanced one round at a time.
+
+    A round holds at most one operation per key, so every step is a whole-column update.
+    """
+
+    def __init__(self, state: TableState, batch: pa.Table, ops: np.ndarray, update_cols: list[str],
+                 tablet_pos: np.ndarray, key_id: np.ndarray, live_old: np.ndarray):
+        u = len(live_old)
+        self.state, self.batch, self.ops, self.update_cols = state, batch, ops, update_cols
+        self.tablet_pos, self.key_id, self.live_old = tablet_pos, key_id, live_old
+        self.old_deleted = np.zeros(u, dtype=bool)
+        self.new_src = np.full(u, -1, dtype=np.int64)          # batch row of the pending new row's insert
+        self.present = list(batch.column_names)
+        self.new_col = {c: np.full(u, -1, dtype=np.int64) for c in self.present}  # batch row per column of the new row
+        self.upd = {c: np.full(u, -1, dtype=np.int64) for c in update_cols}    # batch row of each old-row update
+        self.counts = {"inserted": 0, "updated": 0, "deleted": 0, "ignored": 0}
+        self.cur_seq: np.ndarray | None = None
+        self.in_seq: np.ndarray | None = None
+        self.stale_rows: list[np.ndarray] = []
+        self.ignored_rows: list[np.ndarray] = []
+        self.dup_errors: list[np.ndarray] = []
+        self.missing_errors: list[np.ndarray] = []
+
+    def order_by(self, cur_seq: np.ndarray, in_seq: np.ndarray) -> None:
+        """From now on an update below its key's current sequence is skipped as stale."""
+        self.cur_seq, self.in_seq = cur_seq, in_seq
+        self.counts["stale"] = 0
+
+    def run(self, rows: np.ndarray) -> None:
+        """One round: `rows` hold at most one operation per key."""
+        k = self.key_id[rows]
+        ins, updt, dele = self._resolve(rows, k)
+        if self.in_seq is not None:
+            self._skip_stale(rows, k, ins, updt)
+        self._insert(rows, k, ins)
+        self._update(rows, k, updt)
+        self._delete(rows, k, dele)
+
+    def _resolve(self, rows: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which rows insert, update or delete; a strict one that cannot is recorded as an error."""
+        op = self.ops[rows]
+        exists = self.live_old[k] | (self.new_src[k] >= 0)
         is_upsert = op == UPSERT
         ins = np.isin(op, [INSERT, INSERT_IGNORE]) | (is_upsert & ~exists)
         updt = np.isin(op, [UPDATE_OP, UPDATE_IGNORE]) | (is_upsert & exists)
@@ -228,57 +257,53 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
         strict = np.isin(op, [INSERT, UPDATE_OP, DELETE_OP])
         dup = ins & exists
         missing = (updt | dele) & ~exists
-        dup_errors.append(rows[dup & strict])
-        missing_errors.append(rows[missing & strict])
-        no_range = ins & ~dup & (tablet_pos[rows] < 0)
+        self.dup_errors.append(rows[dup & strict])
+        self.missing_errors.append(rows[missing & strict])
+        no_range = ins & ~dup & (self.tablet_pos[rows] < 0)
         if no_range.any():
             raise NoRangePartitionError(f"{int(no_range.sum())} rows fall in no range partition "
-                                        f"(first: {describe_keys(state, batch, rows[no_range])})")
-        counts["ignored"] += int((dup | missing).sum())
-        ignored_rows.append(rows[dup | missing])
-        ins &= ~dup
-        updt &= exists
-        dele &= exists
-        if sequence is not None:
-            stale = updt & (in_seq[rows] < cur_seq[k])
-            updt &= ~stale
-            counts["ignored"] += int(stale.sum())
-            counts["stale"] += int(stale.sum())
-            stale_rows.append(rows[stale])
-            won = ins | updt
-            cur_seq[k[won]] = in_seq[rows[won]]
-        # inserts
-        ki, ri = k[ins], rows[ins]
-        new_src[ki] = ri
-        for c in present:
-            new_col[c][ki] = ri
-        counts["inserted"] += int(ins.sum())
-        # updates: to a pending new row, or as REDO on the old row
-        to_new = updt & (new_src[k] >= 0)
-        to_old = updt & ~to_new
-        for c in update_cols:
-            new_col[c][k[to_new]] = rows[to_new]
-            upd[c][k[to_old]] = rows[to_old]
-        counts["updated"] += int(updt.sum())
-        # deletes: drop a pending new row, or DELETE the old row
-        del_new = dele & (new_src[k] >= 0)
-        del_old = dele & ~del_new
-        new_src[k[del_new]] = -1
-        live_old[k[del_old]] = False
-        old_deleted[k[del_old]] = True
-        for c in update_cols:
-            upd[c][k[del_old]] = -1
-        counts["deleted"] += int(dele.sum())
+                                        f"(first: {describe_keys(self.state, self.batch, rows[no_range])})")
+        self.counts["ignored"] += int((dup | missing).sum())
+        self.ignored_rows.append(rows[dup | missing])
+        return ins & ~dup, updt & exists, dele & exists
 
-    _raise_first_error(state, batch, np.sort(np.concatenate(dup_errors)), np.sort(np.concatenate(missing_errors)))
-    new_rows = _new_rows(state, batch, new_src, new_col)
-    deltas = _deltas(rowsets, loc_rs, loc_rowid, old_deleted, upd, first_row, schema)
-    seen_live = {rowsets[int(i)].id: np.sort(loc_rowid[loc_rs == i]) for i in np.unique(loc_rs[loc_rs >= 0])}
-    absent = loc_rs < 0
-    seen_absent = {tablet_ids[int(t)]: uniq.filter(pa.array(absent & (u_tablet == t)))
-                   for t in np.unique(u_tablet[absent & (u_tablet >= 0)])}
-    return MutationPlan(batch, new_rows, deltas, counts, np.concatenate(ignored_rows), seen_live, seen_absent,
-                        np.sort(np.concatenate(stale_rows)) if stale_rows else None)
+    def _skip_stale(self, rows: np.ndarray, k: np.ndarray, ins: np.ndarray, updt: np.ndarray) -> None:
+        """Drop (in place) updates below the key's current sequence; the winners' sequences become current."""
+        stale = updt & (self.in_seq[rows] < self.cur_seq[k])
+        updt &= ~stale
+        self.counts["ignored"] += int(stale.sum())
+        self.counts["stale"] += int(stale.sum())
+        self.stale_rows.append(rows[stale])
+        won = ins | updt
+        self.cur_seq[k[won]] = self.in_seq[rows[won]]
+
+    def _insert(self, rows: np.ndarray, k: np.ndarray, ins: np.ndarray) -> None:
+        """An insert becomes the key's pending new row, every present column from its batch row."""
+        ki, ri = k[ins], rows[ins]
+        self.new_src[ki] = ri
+        for c in self.present:
+            self.new_col[c][ki] = ri
+        self.counts["inserted"] += int(ins.sum())
+
+    def _update(self, rows: np.ndarray, k: np.ndarray, updt: np.ndarray) -> None:
+        """An update goes to a pending new row, or as REDO on the old row."""
+        to_new = updt & (self.new_src[k] >= 0)
+        to_old = updt & ~to_new
+        for c in self.update_cols:
+            self.new_col[c][k[to_new]] = rows[to_new]
+            self.upd[c][k[to_old]] = rows[to_old]
+        self.counts["updated"] += int(updt.sum())
+
+    def _delete(self, rows: np.ndarray, k: np.ndarray, dele: np.ndarray) -> None:
+        """A delete drops a pending new row, or DELETEs the old row (and its pending updates)."""
+        del_new = dele & (self.new_src[k] >= 0)
+        del_old = dele & ~del_new
+        self.new_src[k[del_new]] = -1
+        self.live_old[k[del_old]] = False
+        self.old_deleted[k[del_old]] = True
+        for c in self.update_cols:
+            self.upd[c][k[del_old]] = -1
+        self.counts["deleted"] += int(dele.sum())
 
 
 def _raise_first_error(state: TableState, batch: pa.Table, dups: np.ndarray, missing: np.ndarray) -> None:

@@ -30,6 +30,7 @@ traceback), 2 bad usage, 3 `check` found violations.
 from __future__ import annotations
 
 import argparse
+from typing import Callable
 
 import tableformat as tf
 
@@ -89,6 +90,7 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; subcommands appear in --help in the order they are added."""
     fmt = argparse.RawDescriptionHelpFormatter
     summary, synopsis = __doc__.split("\n\n")[:2]
     p = _Parser(prog="tableformat", description=summary + "\n\n" + synopsis, formatter_class=fmt,
@@ -97,14 +99,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"tableformat {tf.__version__}")
     _add_globals(p, sub=False)
     sp = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    cmd = _command_adder(sp, fmt)
+    _add_read_commands(cmd)
+    _add_maintenance_commands(cmd)
+    _add_alter_command(cmd)
+    versions.register(cmd, _output_options)     # restore, tag, untag, tags, lookup
+    data.add_commands(cmd, _output_options)       # insert, upsert, update, delete, inspect
 
+    for sub in sp.choices.values():
+        _add_globals(sub, sub=True)
+    return p
+
+
+def _command_adder(sp, fmt) -> Callable[..., argparse.ArgumentParser]:
+    """One way to add a subcommand, so every command takes URI first and describes itself alike."""
     def cmd(name: str, func, help: str, desc: str = "") -> argparse.ArgumentParser:
         sub = sp.add_parser(name, help=help, description=help[:1].upper() + help[1:] + "." + desc,
                             formatter_class=fmt)
         sub.add_argument("uri", metavar="URI", help="the table: a local path, file://, s3://, hdfs:// ...")
         sub.set_defaults(func=func)
         return sub
+    return cmd
 
+
+def _add_read_commands(cmd: Callable[..., argparse.ArgumentParser]) -> None:
+    """create, describe, history, scan and changes."""
     s = cmd("create", commands.cmd_create, "create a table from a schema file",
             "\n\nThe schema file (YAML, or JSON if it ends in .json):\n\n" + example())
     s.add_argument("--schema", required=True, metavar="FILE", help="the schema file (YAML or JSON)")
@@ -141,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add the input rows writes skipped (_op skipped, with a _reason; --mode all)")
     _output_options(s)
 
+
+def _add_maintenance_commands(cmd: Callable[..., argparse.ArgumentParser]) -> None:
+    """compact, mirror, vacuum and check."""
     s = cmd("compact", commands.cmd_compact,
             "show or run the compaction plan (minor/major delta and merging compactions)")
     g = s.add_mutually_exclusive_group()
@@ -170,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("check", commands.cmd_check, "verify every invariant of the table; exit 3 when a violation is found")
     s.add_argument("--shallow", action="store_true", help="do not decode every data page")
 
+
+def _add_alter_command(cmd: Callable[..., argparse.ArgumentParser]) -> None:
+    """alter: every step option appends to one ordered list (`_Step`)."""
     s = cmd("alter", commands.cmd_alter, "change the schema, properties and range partitions in one atomic commit",
             "\n\nSteps apply in the order given, and commit together or not at all.")
     step = {"action": _Step, "default": argparse.SUPPRESS}
@@ -188,10 +213,3 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add [LOWER, UPPER); an empty side is unbounded; (a,b) for several range columns")
     s.add_argument("--drop-range-partition", metavar="LOWER,UPPER", **step,
                    help="drop the range partition with exactly these bounds (its rows leave the table)")
-
-    versions.register(cmd, _output_options)     # restore, tag, untag, tags, lookup
-    data.add_commands(cmd, _output_options)       # insert, upsert, update, delete, inspect
-
-    for sub in sp.choices.values():
-        _add_globals(sub, sub=True)
-    return p

@@ -123,26 +123,36 @@ def to_value(ctype: ColumnType, v: Any) -> Any:
                 return _decimal.Decimal(str(v))
         raise ValueError(f"expected a decimal number, got {v!r}")
     if k == "date":
-        if isinstance(v, _dt.datetime):
-            return v.date()
-        if isinstance(v, _dt.date):
-            return v
-        if isinstance(v, str):
-            return _dt.date.fromisoformat(v)
-        raise ValueError(f"expected a date YYYY-MM-DD, got {v!r}")
+        return _to_date(v)
     if k == "unixtime_micros":
-        if isinstance(v, int):
-            return v
-        if isinstance(v, _dt.datetime):
-            return v if v.tzinfo is not None else v.replace(tzinfo=_dt.timezone.utc)
-        if isinstance(v, _dt.date):
-            return _dt.datetime(v.year, v.month, v.day, tzinfo=_dt.timezone.utc)
-        if isinstance(v, str) and re.fullmatch(r"[+-]?\d+", v):
-            return int(v)       # any size: the engine places it (filters) or refuses it, naming the column
-        if isinstance(v, str):
-            return parse_times(pa.array([v])).cast(pa.int64())[0].as_py()
-        raise ValueError(f"expected microseconds or an ISO date-time, got {v!r}")
+        return _to_time(v)
     raise ValueError(f"values of type {ctype.name} are not supported here")
+
+
+def _to_date(v: Any) -> _dt.date:
+    """A date from a date, the date part of a date-time, or YYYY-MM-DD."""
+    if isinstance(v, _dt.datetime):
+        return v.date()
+    if isinstance(v, _dt.date):
+        return v
+    if isinstance(v, str):
+        return _dt.date.fromisoformat(v)
+    raise ValueError(f"expected a date YYYY-MM-DD, got {v!r}")
+
+
+def _to_time(v: Any) -> int | _dt.datetime:
+    """Integer microseconds, or an aware date-time (UTC unless it has an offset) the table converts."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, _dt.datetime):
+        return v if v.tzinfo is not None else v.replace(tzinfo=_dt.timezone.utc)
+    if isinstance(v, _dt.date):
+        return _dt.datetime(v.year, v.month, v.day, tzinfo=_dt.timezone.utc)
+    if isinstance(v, str) and re.fullmatch(r"[+-]?\d+", v):
+        return int(v)       # any size: the engine places it (filters) or refuses it, naming the column
+    if isinstance(v, str):
+        return parse_times(pa.array([v])).cast(pa.int64())[0].as_py()
+    raise ValueError(f"expected microseconds or an ISO date-time, got {v!r}")
 
 
 def typed(ctype: ColumnType, v: Any, what: str, error: type) -> Any:

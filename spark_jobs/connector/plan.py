@@ -1,0 +1,60 @@
+"""The read plan as the JVM connector takes it: `Snapshot.read_plan` as JSON (ReadPlan.java).
+
+File URIs the JVM opens, column IDs, Spark types, read defaults in Catalyst's physical form,
+ranks and the cut; `connector_part` reads rowsets through the connector with it.
+"""
+from __future__ import annotations
+
+import tableformat as tf
+
+from ..jvm_paths import jvm_path
+from ..snapshots import spark_type
+from . import NAME
+
+
+def connector_part(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list):
+    """These rowsets read by the connector: the plan as JSON, columns named as the schema names them."""
+    import json
+    return spark.read.format(NAME).option("plan", json.dumps(connector_plan(storage, plan, rowsets))).load()
+
+
+def _physical(ctype, value):
+    """A value as the connector's plan carries it: Catalyst's physical form in JSON."""
+    import base64
+    import math
+
+    import pyarrow as pa
+    if value is None:
+        return None
+    s = pa.scalar(value, type=ctype.arrow())
+    k = ctype.kind
+    if k == "date":
+        return s.cast(pa.int32()).as_py()
+    if k == "unixtime_micros":
+        return s.cast(pa.int64()).as_py()
+    if k == "decimal":
+        return str(s.as_py())
+    if k == "binary":
+        return base64.b64encode(s.as_py()).decode()
+    v = s.as_py()
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v).replace("inf", "Infinity").replace("nan", "NaN")
+    return v
+
+
+def connector_plan(storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> dict:
+    """The read plan as the connector takes it (spark_jobs/connector/.../ReadPlan.java): file
+    URIs the JVM opens, column IDs, Spark types, read defaults, ranks and the cut."""
+    def delta(f):
+        return {"path": jvm_path(storage, f.path), "size": f.size, "order": f.order, "min_ts": f.min_ts,
+                "max_ts": f.max_ts, "has_ts": f.has_ts_column, "updates": list(f.updates), "deletes": f.deletes}
+    return {
+        "version": plan.version, "read_ts": plan.read_ts,
+        "columns": [{"id": c.id, "name": c.name, "type": spark_type(c.type).simpleString(), "nullable": True,
+                     "default": _physical(c.type, c.read_default)} for c in plan.read_columns],
+        "rowsets": [{"id": rs.id, "num_rows": rs.num_rows,
+                     "base": [{"path": jvm_path(storage, b.path), "size": b.size, "columns": [i for i, _ in b.columns]}
+                              for b in rs.base],
+                     "redo": [delta(f) for f in rs.redo], "undo": [delta(f) for f in rs.undo],
+                     "missing": list(rs.missing)} for rs in rowsets],
+    }
