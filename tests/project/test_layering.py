@@ -1,6 +1,7 @@
 """The module map stays a map: no import cycles, no private names across modules, and the jobs
 (spark_jobs/, airflow/) use only what `tableformat/__init__.py` exports."""
 import ast
+import re
 from pathlib import Path
 
 import tableformat as tf
@@ -169,3 +170,14 @@ def test_jobs_touch_no_private_attribute_and_only_exported_names():
 def test_the_checks_see_a_cycle_and_a_private_import(tmp_path):
     """The checks themselves work: a two-module cycle is found."""
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+
+
+def test_readme_layout_names_every_module():
+    """README's Layout is the module map: every engine and Spark module is in it, by name."""
+    text = (ROOT / "README.md").read_text()
+    layout = text[text.index("## Layout"):]
+    named = set(re.findall(r"`([a-z_]+)`", layout))
+    missing = [f"{pkg}/{p.stem}" for pkg in ("tableformat", "spark_jobs")
+               for p in sorted((ROOT / pkg).glob("*.py"))
+               if p.stem not in ("__init__", "__main__", "common") and p.stem not in named]
+    assert missing == []
