@@ -406,7 +406,8 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
     operation = "INSERT_IGNORE" if ignore else "INSERT"
     batch = prepare(state.schema, data)
     plan = plan_insert(storage, state, batch, ignore or report)
-    kind = "insert_ignore" if ignore else "spark_insert" if distributed else "insert"
+    # its matrix row: an insert, also when distributed (a Spark task's rowset writer is spark_insert)
+    kind = "insert_ignore" if ignore else "insert"
     rejected = None
     if report:
         kept = np.concatenate([b.rows for b in plan.batches]) if plan.batches else np.zeros(0, np.int64)

@@ -165,3 +165,19 @@ def test_control_same_race_with_a_merge_lands(tmp_path):
     t.commit_fragments([merge])
     t.commit_fragments([ins])
     assert rows(t) == [{"key": "a", "val": 3}, {"key": "b", "val": 2}]
+
+
+# --- a distributed (fragment-per-worker) insert: a key inserted concurrently fails it ---
+
+def test_distributed_insert_fails_on_a_concurrent_key(tmp_path):
+    """write_insert(distributed=True) with on_duplicate="fail" is an insert, not a Spark task's
+    rowset writer: a key another writer inserted meanwhile fails the commit (DuplicateKeyError),
+    it does not ask for the plan to run again."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["x"], "val": [0]}))
+    frag = t.snapshot().write_insert(pa.table({"key": ["a", "b"], "val": [1, 2]}), distributed=True)
+    tf.open_table(str(tmp_path / "t")).insert(pa.table({"key": ["a"], "val": [9]}))
+    with pytest.raises(tf.DuplicateKeyError, match=r"1 key\(s\) were inserted concurrently"):
+        t.commit_fragments([frag])
+    assert rows(t) == [{"key": "a", "val": 9}, {"key": "x", "val": 0}]
+
