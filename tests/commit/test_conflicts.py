@@ -181,3 +181,18 @@ def test_distributed_insert_fails_on_a_concurrent_key(tmp_path):
         t.commit_fragments([frag])
     assert rows(t) == [{"key": "a", "val": 9}, {"key": "x", "val": 0}]
 
+
+def test_concurrent_key_counted_once_when_a_merge_rewrote_it(tmp_path):
+    """A key inserted concurrently and then merged by a later winner is one key: the error names
+    and counts it once."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["x"], "val": [0]}))
+    frag = t.snapshot().write_insert(pa.table({"key": ["a"], "val": [1]}))
+    other = tf.open_table(str(tmp_path / "t"))
+    other.insert(pa.table({"key": ["a"], "val": [9]}))
+    st = other.state
+    ids = tuple(sorted(st.rowsets))
+    assert other.compact_action(tf.CompactionAction("merge", st.rowsets[ids[0]].tablet, ids, 1.0, "t", 0))
+    with pytest.raises(tf.DuplicateKeyError, match=r"^1 key\(s\) were inserted concurrently .*\(first: 'a'\);") as e:
+        t.commit_fragments([frag])
+    assert e.value.count == 1
