@@ -35,6 +35,9 @@ DELETE_MASK_COST = 0.05
 _MOSTLY_ONE = 0.9                 # a merge whose largest input holds this share of its bytes says so
 
 
+KINDS = ("merge", "major_delta", "minor_delta", "undo_gc")     # what write_compaction runs
+
+
 @dataclass(frozen=True)
 class CompactionAction:
     """One compaction: what it reads, why, and how much it is worth."""

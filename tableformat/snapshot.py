@@ -16,7 +16,7 @@ from . import arguments as arg, mvcc
 from .alter import AlterTable, write_alter
 from .batch import to_arrow_table
 from .compaction import write_compaction
-from .compaction_policy import CompactionAction
+from .compaction_policy import KINDS as COMPACTION_KINDS, CompactionAction
 from .errors import InvalidOptionError, MissingColumnError
 from .fragment import WriteFragment
 from .insert import describe_keys, encoded_keys, write_insert
@@ -162,6 +162,8 @@ class Snapshot:
     def write_compaction(self, action: CompactionAction) -> WriteFragment | None:
         """Run one compaction action; None if there is nothing left for it to do."""
         arg.instance(action, "action", CompactionAction, "a tf.CompactionAction (from a CompactionPlan)")
+        # the kind is the fragment's matrix row: refused before any file is written
+        arg.choice(action.kind, "action.kind", COMPACTION_KINDS)
         return write_compaction(self.storage, self.state, action, mvcc.ancient_history_mark(self.state))
 
     def write_alter(self, alter: AlterTable) -> WriteFragment:

@@ -374,3 +374,21 @@ def test_a_merge_that_rewrites_a_big_rowset_for_a_few_rows_says_so(tmp_path):
     assert "more than their rows need" in a.reason
     t.insert(pa.table({"k": np.arange(40001, 80000, 2), "v": np.zeros(20000)}))     # apart: no merge of it
     assert all(len(x.rowsets) == 2 for x in t.compaction_plan() if x.kind == "merge")
+
+
+def test_unknown_compaction_kind_is_refused_before_writing(tmp_path):
+    """A compaction action of a kind the engine does not know fails before any file is written:
+    since #25 a fragment's kind is its matrix row, so an unknown kind can no longer fall through
+    to a minor delta compaction (and must not leave that compaction's file behind)."""
+    t = kv(tmp_path)
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    t.update(pa.table({"key": ["a"], "val": [5]}))
+    t.update(pa.table({"key": ["b"], "val": [6]}))
+    (rs,) = t.state.rowsets
+
+    def files():
+        return {os.path.join(r, f) for r, _, fs in os.walk(t.uri) for f in fs}
+    before, v = files(), t.version
+    with pytest.raises(tf.InvalidOptionError, match="action.kind must be one of 'merge'"):
+        t.compact_action(CompactionAction("minor", "r0", (rs,), 1.0, "test", 0))
+    assert files() == before and t.version == v
