@@ -68,6 +68,7 @@ class Context:
 
 REBASE = Verdict(Outcome.REBASE)
 REQUIREMENTS = Registry("requirement")
+LEGACY = ("on_clash", "on_change")
 
 
 def strictest(verdicts) -> Verdict:
@@ -106,7 +107,8 @@ class Requirement:
 
     @classmethod
     def from_body(cls, d: dict) -> "Requirement":
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        # on_clash / on_change: outcomes a fragment carried before the matrix decided them
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k not in LEGACY})
 
 
 @dataclass(frozen=True)

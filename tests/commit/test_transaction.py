@@ -408,3 +408,13 @@ def test_two_upsert_fragments_inserting_one_new_key(tmp_path):
     got = rows(t)
     assert [r["key"] for r in got].count("z") == 1, got
     assert t.check().ok
+
+
+def test_a_fragment_written_before_the_matrix_decided_still_decodes():
+    """Fragments once carried their outcomes (on_change / on_clash); the matrix decides now, and a
+    fragment in flight across an upgrade still decodes, its stale outcomes ignored."""
+    old = {"kind": "definition_unchanged", "on_change": "fail"}
+    assert Requirement.from_json(old).to_json() == {"kind": "definition_unchanged"}
+    keys = {"kind": "keys_absent", "keys": {"t0": ["61"]}, "own_rowsets": False, "on_clash": "fail"}
+    assert Requirement.from_json(keys).to_json() == {"kind": "keys_absent", "keys": {"t0": ["61"]},
+                                                     "own_rowsets": False}
