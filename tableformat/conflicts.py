@@ -384,7 +384,7 @@ class MergeInputsRemappable(Requirement):
             if any(_touches(a, self.inputs) for a in c.actions):
                 # another compaction rewrote an input (its base, REDO or UNDO files): remapping its
                 # files would apply history twice, so this merge gives up and is planned again
-                return Verdict(ctx.decide(c), "another compaction rewrote the same rowsets",
+                return Verdict(no_rebase(ctx, c), "another compaction rewrote the same rowsets",
                                CommitConflictError("another compaction rewrote the same rowsets"))
         late = [(c, a.delta) for c in ctx.winners for a in c.of(AddDelta) if a.delta.rowset in self.inputs]
         if not late:
