@@ -3,6 +3,7 @@ cases, each read by the engine's own scan, by the connector and by the Python da
 identical rows required (specs/format.md §9.4). The connector path is forced (`path="native"`)
 and checked in the physical plan, so no case passes by falling back."""
 import decimal
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -505,3 +506,28 @@ def test_filters_on_signed_zeros_nan_and_nulls(spark, tmp_path):
             expect_ok = False
         if expect_ok:
             check_native(spark, t, {"filter": f})
+
+
+@pytest.mark.parametrize("max_bytes,open_cost", [(None, None), (None, 4096), (20000, 2048), (65536, 16384)])
+def test_tasks_are_packed_as_spark_packs_the_same_files(spark, tmp_path, max_bytes, open_cost):
+    """The connector cuts and packs rowsets by Spark's own file-scan rules (FilePartition), so a
+    read runs as many tasks as spark.read.parquet of the same base files: on few cores one more
+    task is a whole extra wave."""
+    from spark_jobs.read import read_table
+    t = tf.create_table(str(tmp_path / "p"), metrics_schema(), partitioning=metrics_partitioning(),
+                        properties={"row_group_rows": 500})
+    t.insert(metrics_rows(12000))
+    files = [str(tmp_path / "p" / f.path) for r in t.state.rowsets.values() for f in r.base]
+    assert len(files) > 2
+    conf = {"spark.sql.files.maxPartitionBytes": max_bytes, "spark.sql.files.openCostInBytes": open_cost}
+    old = {k: spark.conf.get(k) for k in conf}
+    try:
+        for k, v in conf.items():
+            if v is not None:
+                spark.conf.set(k, str(v))
+        ours = read_table(spark, t.uri, path="native").rdd.getNumPartitions()
+        theirs = spark.read.parquet(*files).rdd.getNumPartitions()
+    finally:
+        for k, v in old.items():
+            spark.conf.set(k, v)
+    assert ours == theirs, (ours, theirs, [os.path.getsize(f) for f in files])
