@@ -531,3 +531,20 @@ def test_tasks_are_packed_as_spark_packs_the_same_files(spark, tmp_path, max_byt
         for k, v in old.items():
             spark.conf.set(k, v)
     assert ours == theirs, (ours, theirs, [os.path.getsize(f) for f in files])
+
+
+def test_spark_reads_byte_stream_split_pages_where_it_can(spark, tmp_path):
+    """The connector's own page decoder is only for a Spark that cannot decode BYTE_STREAM_SPLIT
+    (4.2): where Spark can (4.3, SPARK-56894), the JVM's probe says so and Spark's vectorized
+    reader reads bitshuffle columns, filters pushed, with the same rows."""
+    from spark_jobs.read_join import reads_byte_stream_split
+    probe = spark._jvm.tableformat.connector.ByteStreamSplitProbe
+    assert probe.sparkDecodes(spark._jsparkSession) == reads_byte_stream_split(spark)
+    t = tf.create_table(str(tmp_path / "t"), small_schema(k="bitshuffle", g="bitshuffle"),
+                        properties={"row_group_rows": 128})
+    k = np.arange(1000)
+    t.insert(small_rows(k))
+    t.update(small_rows(k[::7], salt=1).select(["k", "v"]))
+    t.delete(pa.table({"k": pa.array(k[::11], pa.int64())}))
+    for read in [{}, {"filter": ("k", ">", 950)}, {"filter": ("g", "=", 3)}, {"columns": ["v"], "filter": ("v", "<", 40.0)}]:
+        check_native(spark, t, read)
