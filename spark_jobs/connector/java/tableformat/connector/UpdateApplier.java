@@ -31,7 +31,7 @@ final class UpdateApplier {
         if (k < ids.length && ids[k] == r) patch[i] = ch.index[k];
       }
     }
-    return new PatchedColumnVector(base, patch, ch.values);
+    return new PatchedColumnVector(base, patch, ch.values, n);
   }
 
   static int lowerBound(long[] a, long v) {
