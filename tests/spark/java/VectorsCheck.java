@@ -3,6 +3,7 @@ package tableformat.connector;
 import java.util.BitSet;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Decimal;
 
 /** Unit checks of the connector's batch views and delta cache, run by test_connector_units.py in a
  *  JVM of its own (the classes are package-private): prints {@code name=value} lines. */
@@ -29,6 +30,44 @@ public final class VectorsCheck {
     System.out.println("remapped.hasNull=" + live.hasNull());
     RemappedColumnVector kept = new RemappedColumnVector(p, new int[] {1, 2});
     System.out.println("remappedPatched.numNulls=" + kept.numNulls());
+
+    OnHeapColumnVector str = new OnHeapColumnVector(5, DataTypes.StringType);
+    OnHeapColumnVector wide = new OnHeapColumnVector(5, DataTypes.createDecimalType(38, 10));
+    OnHeapColumnVector flags = new OnHeapColumnVector(5, DataTypes.BooleanType);
+    for (int i = 0; i < 5; i++) {
+      str.putByteArray(i, ("s" + i).getBytes());
+      wide.putDecimal(i, Decimal.apply(new java.math.BigDecimal("1234567890123456789012345." + i).setScale(10), 38, 10), 38);
+      flags.putBoolean(i, i % 2 == 0);
+    }
+    int[] keep = {0, 2, 4};
+    boolean moved = DeleteCompactor.compactInPlace(str, keep) && DeleteCompactor.compactInPlace(wide, keep)
+        && DeleteCompactor.compactInPlace(flags, keep);
+    StringBuilder sb = new StringBuilder();
+    for (int k = 0; k < 3; k++) {
+      sb.append(str.getUTF8String(k)).append('/').append(wide.getDecimal(k, 38, 10).toJavaBigDecimal().toPlainString())
+          .append('/').append(flags.getBoolean(k)).append(' ');
+    }
+    System.out.println("inPlace.moved=" + moved);
+    System.out.println("inPlace.rows=" + sb.toString().trim());
+    System.out.println("inPlace.withNulls=" + DeleteCompactor.compactInPlace(base, keep));
+
+    OnHeapColumnVector plain = new OnHeapColumnVector(4, DataTypes.DoubleType);
+    OnHeapColumnVector idx = new OnHeapColumnVector(4, DataTypes.LongType);
+    for (int i = 0; i < 4; i++) {
+      plain.putDouble(i, i);
+      idx.putLong(i, 100 + i);
+    }
+    OnHeapColumnVector upd = new OnHeapColumnVector(2, DataTypes.DoubleType);
+    upd.putDouble(0, 7.5);
+    upd.putNull(1);
+    RowSetDeltas.ColumnChanges set = new RowSetDeltas.ColumnChanges(new long[] {101, 103}, new int[] {0, 0}, upd);
+    org.apache.spark.sql.vectorized.ColumnVector got = UpdateApplier.apply(plain, idx, 4, set, null);
+    System.out.println("patch.inPlace=" + (got == plain) + "," + got.getDouble(1) + "," + got.getDouble(2) + ","
+        + got.getDouble(3) + "," + got.numNulls());
+    RowSetDeltas.ColumnChanges toNull = new RowSetDeltas.ColumnChanges(new long[] {102}, new int[] {1}, upd);
+    got = UpdateApplier.apply(plain, idx, 4, toNull, null);
+    System.out.println("patch.toNull=" + (got != plain) + "," + got.isNullAt(2) + "," + got.numNulls()
+        + "," + plain.numNulls());
 
     RowSetDeltas small = new RowSetDeltas(bits(1000));
     RowSetDeltas big = new RowSetDeltas(bits(1 << 20));
