@@ -107,8 +107,9 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5) -> None:
     rows = []
 
     def pair(label, o, p, target, kw=None, fs=None):
+        before = os.getloadavg()[0]         # the machine is shared: each figure says how loaded it was
         d, q = alternating(o, p, repeat)
-        rows.append((label, d, q, target, *tasks(kw, fs)))
+        rows.append((label, d, q, target, *tasks(kw, fs), f"{before:.1f}->{os.getloadavg()[0]:.1f}"))
 
     pair("sum(value), compacted", ours("sum(value)"), parquet(f"sum({vid})"), 0.95)
     rng = np.random.default_rng(7)
@@ -126,9 +127,9 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5) -> None:
     pair("sum(value) as_of behind horizon", ours("sum(value)", as_of=old), parquet(f"sum({vid})", files), 0.6,
          {"as_of": old}, files)
     print(f"rows={n:,}; {len(t.state.rowsets)} rowsets; best of {repeat}, alternated, after a warm-up")
-    print(f"{'query':<34} {'connector':>10} {'parquet':>9} {'ratio':>7}  target   tasks (ours/parquet)")
-    for label, d, q, target, to, tp in rows:
-        print(f"{label:<34} {d:9.2f}s {q:8.2f}s {q / d:6.2f}x  >= {target}x  {to}/{tp}")
+    print(f"{'query':<34} {'connector':>10} {'parquet':>9} {'ratio':>7}  target   tasks (ours/parquet)  load")
+    for label, d, q, target, to, tp, load in rows:
+        print(f"{label:<34} {d:9.2f}s {q:8.2f}s {q / d:6.2f}x  >= {target}x  {to}/{tp}  {load}")
 
 
 def floors(spark, t, uri, files, vid, baseline) -> None:

@@ -3,6 +3,7 @@ cases, each read by the engine's own scan, by the connector and by the Python da
 identical rows required (specs/format.md §9.4). The connector path is forced (`path="native"`)
 and checked in the physical plan, so no case passes by falling back."""
 import decimal
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -505,3 +506,45 @@ def test_filters_on_signed_zeros_nan_and_nulls(spark, tmp_path):
             expect_ok = False
         if expect_ok:
             check_native(spark, t, {"filter": f})
+
+
+@pytest.mark.parametrize("max_bytes,open_cost", [(None, None), (None, 4096), (20000, 2048), (65536, 16384)])
+def test_tasks_are_packed_as_spark_packs_the_same_files(spark, tmp_path, max_bytes, open_cost):
+    """The connector cuts and packs rowsets by Spark's own file-scan rules (FilePartition), so a
+    read runs as many tasks as spark.read.parquet of the same base files: on few cores one more
+    task is a whole extra wave."""
+    from spark_jobs.read import read_table
+    t = tf.create_table(str(tmp_path / "p"), metrics_schema(), partitioning=metrics_partitioning(),
+                        properties={"row_group_rows": 500})
+    t.insert(metrics_rows(12000))
+    files = [str(tmp_path / "p" / f.path) for r in t.state.rowsets.values() for f in r.base]
+    assert len(files) > 2
+    conf = {"spark.sql.files.maxPartitionBytes": max_bytes, "spark.sql.files.openCostInBytes": open_cost}
+    old = {k: spark.conf.get(k) for k in conf}
+    try:
+        for k, v in conf.items():
+            if v is not None:
+                spark.conf.set(k, str(v))
+        ours = read_table(spark, t.uri, path="native").rdd.getNumPartitions()
+        theirs = spark.read.parquet(*files).rdd.getNumPartitions()
+    finally:
+        for k, v in old.items():
+            spark.conf.set(k, v)
+    assert ours == theirs, (ours, theirs, [os.path.getsize(f) for f in files])
+
+
+def test_spark_reads_byte_stream_split_pages_where_it_can(spark, tmp_path):
+    """The connector's own page decoder is only for a Spark that cannot decode BYTE_STREAM_SPLIT
+    (4.2): where Spark can (4.3, SPARK-56894), the JVM's probe says so and Spark's vectorized
+    reader reads bitshuffle columns, filters pushed, with the same rows."""
+    from spark_jobs.read_join import reads_byte_stream_split
+    probe = spark._jvm.tableformat.connector.ByteStreamSplitProbe
+    assert probe.sparkDecodes(spark._jsparkSession) == reads_byte_stream_split(spark)
+    t = tf.create_table(str(tmp_path / "t"), small_schema(k="bitshuffle", g="bitshuffle"),
+                        properties={"row_group_rows": 128})
+    k = np.arange(1000)
+    t.insert(small_rows(k))
+    t.update(small_rows(k[::7], salt=1).select(["k", "v"]))
+    t.delete(pa.table({"k": pa.array(k[::11], pa.int64())}))
+    for read in [{}, {"filter": ("k", ">", 950)}, {"filter": ("g", "=", 3)}, {"columns": ["v"], "filter": ("v", "<", 40.0)}]:
+        check_native(spark, t, read)

@@ -71,16 +71,18 @@ final class ParquetFiles {
 
   /** A batch reader of {@code requested} fields over bytes [start, start + length) of the file:
    *  the row groups whose midpoint lies in the range (Parquet's rule, so splits never overlap).
-   *  Spark's vectorized reader where it decodes every page of those fields, else
-   *  {@link ParquetColumnsReader}. */
+   *  Spark's vectorized reader where it decodes every page of those fields (always on a Spark
+   *  that decodes BYTE_STREAM_SPLIT: {@link ByteStreamSplitProbe}), else {@link ParquetColumnsReader}. */
   static BatchSource open(Configuration base, String path, StructType requested, long start, long length,
                           int capacity, org.apache.parquet.filter2.predicate.FilterPredicate filter) throws IOException {
-    boolean own;
-    Path p = new Path(path);
-    try (org.apache.parquet.hadoop.ParquetFileReader r = org.apache.parquet.hadoop.ParquetFileReader.open(
-        org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, base),
-        org.apache.parquet.HadoopReadOptions.builder(base, p).withRange(start, start + length).build())) {
-      own = ParquetColumnsReader.needed(r, requested);
+    boolean own = false;
+    if (!ByteStreamSplitProbe.sparkDecodes(base)) {    // Spark 4.2: look for pages it cannot decode
+      Path p = new Path(path);
+      try (org.apache.parquet.hadoop.ParquetFileReader r = org.apache.parquet.hadoop.ParquetFileReader.open(
+          org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, base),
+          org.apache.parquet.HadoopReadOptions.builder(base, p).withRange(start, start + length).build())) {
+        own = ParquetColumnsReader.needed(r, requested);
+      }
     }
     if (own) return new ParquetColumnsReader(base, path, requested, start, length, capacity);
     VectorizedParquetRecordReader v = vectorized(base, path, requested, start, length, capacity, filter);

@@ -15,17 +15,31 @@ final class PatchedColumnVector extends ColumnVector {
   private final ColumnVector base;
   private final int[] patch;
   private final ColumnVector values;
+  private final int rows;
+  private int nulls = -1;
 
-  PatchedColumnVector(ColumnVector base, int[] patch, ColumnVector values) {
+  /** {@code rows}: the batch's row count ({@code patch} may be a longer scratch array). */
+  PatchedColumnVector(ColumnVector base, int[] patch, ColumnVector values, int rows) {
     super(base.dataType());
     this.base = base;
     this.patch = patch;
     this.values = values;
+    this.rows = rows;
   }
 
   @Override public void close() {}
-  @Override public boolean hasNull() { return base.hasNull() || values.hasNull(); }
-  @Override public int numNulls() { return base.numNulls() + values.numNulls(); }
+  @Override public boolean hasNull() { return (base.hasNull() || values.hasNull()) && numNulls() > 0; }
+
+  /** The NULLs of this batch's rows: a patch can turn a NULL into a value and back, so neither
+   *  the base's count nor the values' is it; counted once, on demand (Spark rarely asks). */
+  @Override public int numNulls() {
+    if (nulls < 0) {
+      int c = 0;
+      if (base.hasNull() || values.hasNull()) for (int i = 0; i < rows; i++) if (isNullAt(i)) c++;
+      nulls = c;
+    }
+    return nulls;
+  }
   @Override public boolean isNullAt(int i) { int p = patch[i]; return p < 0 ? base.isNullAt(i) : values.isNullAt(p); }
   @Override public boolean getBoolean(int i) { int p = patch[i]; return p < 0 ? base.getBoolean(i) : values.getBoolean(p); }
   @Override public byte getByte(int i) { int p = patch[i]; return p < 0 ? base.getByte(i) : values.getByte(p); }

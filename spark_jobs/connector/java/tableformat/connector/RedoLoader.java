@@ -24,13 +24,45 @@ final class RedoLoader {
   private RedoLoader() {}
 
   static final byte UPDATE = 1, DELETE = 2, REINSERT = 3;   // tableformat.format.DeltaOp
-  private static final int CACHE_ENTRIES = 256;
-  private static final Map<String, RowSetDeltas> CACHE = new LinkedHashMap<String, RowSetDeltas>(16, 0.75f, true) {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<String, RowSetDeltas> e) {
-      return size() > CACHE_ENTRIES;
+  /** The resolved deltas an executor keeps, bounded by their bytes (a few REDO-heavy rowsets
+   *  must not fill the heap; many small ones may all stay): least recently used go first. */
+  static volatile long cacheBytes = Long.getLong("tableformat.connector.deltaCacheBytes",
+      Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 8));
+  private static long cached;
+  private static final LinkedHashMap<String, RowSetDeltas> CACHE = new LinkedHashMap<>(16, 0.75f, true);
+  private static final Map<String, Long> SIZES = new HashMap<>();
+
+  /** Keeps {@code d} under {@code key} and evicts the least recently used entries beyond the bound
+   *  (an entry larger than the whole bound is not kept). */
+  static void cache(String key, RowSetDeltas d) {
+    long b = d.bytes();
+    synchronized (CACHE) {
+      if (b > cacheBytes) return;
+      Long old = SIZES.put(key, b);
+      if (old != null) cached -= old;
+      CACHE.put(key, d);
+      cached += b;
+      java.util.Iterator<Map.Entry<String, RowSetDeltas>> it = CACHE.entrySet().iterator();
+      while (cached > cacheBytes && it.hasNext()) {
+        String k = it.next().getKey();
+        it.remove();
+        cached -= SIZES.remove(k);
+      }
     }
-  };
+  }
+
+  static RowSetDeltas cached(String key) {
+    synchronized (CACHE) {
+      return CACHE.get(key);
+    }
+  }
+
+  /** (entries, bytes) cached now. */
+  static long[] cacheUse() {
+    synchronized (CACHE) {
+      return new long[] {CACHE.size(), cached};
+    }
+  }
 
   static RowSetDeltas load(Configuration conf, ReadPlan.RowSetPlan rs, List<ReadPlan.ColumnPlan> cols, Long readTs)
       throws IOException {
@@ -39,14 +71,10 @@ final class RedoLoader {
     for (ReadPlan.FilePlan f : rs.undo) key.append(f.path).append(';');
     for (ReadPlan.FilePlan f : rs.redo) key.append(f.path).append(';');
     String k = key.toString();
-    synchronized (CACHE) {
-      RowSetDeltas d = CACHE.get(k);
-      if (d != null) return d;
-    }
-    RowSetDeltas d = resolve(conf, rs, cols, readTs);
-    synchronized (CACHE) {
-      CACHE.put(k, d);
-    }
+    RowSetDeltas d = cached(k);
+    if (d != null) return d;
+    d = resolve(conf, rs, cols, readTs);
+    cache(k, d);
     return d;
   }
 

@@ -14,6 +14,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class RemappedColumnVector extends ColumnVector {
   private final ColumnVector base;
   private final int[] rows;
+  private int nulls = -1;
 
   RemappedColumnVector(ColumnVector base, int[] rows) {
     super(base.dataType());
@@ -22,8 +23,17 @@ final class RemappedColumnVector extends ColumnVector {
   }
 
   @Override public void close() {}
-  @Override public boolean hasNull() { return base.hasNull(); }
-  @Override public int numNulls() { return base.numNulls(); }
+  @Override public boolean hasNull() { return base.hasNull() && numNulls() > 0; }
+
+  /** The NULLs among the rows shown (not the base's: deleted rows are gone), counted on demand. */
+  @Override public int numNulls() {
+    if (nulls < 0) {
+      int c = 0;
+      if (base.hasNull()) for (int r : rows) if (base.isNullAt(r)) c++;
+      nulls = c;
+    }
+    return nulls;
+  }
   @Override public boolean isNullAt(int i) { return base.isNullAt(rows[i]); }
   @Override public boolean getBoolean(int i) { return base.getBoolean(rows[i]); }
   @Override public byte getByte(int i) { return base.getByte(rows[i]); }

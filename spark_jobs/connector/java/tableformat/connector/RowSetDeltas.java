@@ -31,10 +31,32 @@ final class RowSetDeltas {
 
   final BitSet deleted;                    // null: no row of the rowset is deleted
   final Map<Integer, ColumnChanges> columns = new HashMap<>();
-  long bytes;
 
   RowSetDeltas(BitSet deleted) {
     this.deleted = deleted;
+  }
+
+  /** About the heap this holds (what the executor's delta cache is bounded by): the deleted-row
+   *  bitmap, and per column its rowids, indices and values (fixed-width slots, a null flag, the
+   *  bytes of strings and binaries). */
+  long bytes() {
+    long b = 64 + (deleted == null ? 0 : deleted.size() / 8);
+    for (ColumnChanges c : columns.values()) {
+      b += 64 + 8L * c.rowids.length + 4L * c.index.length;
+      if (c.values instanceof WritableColumnVector) {
+        WritableColumnVector v = (WritableColumnVector) c.values;
+        int n = c.index.length == 0 ? 0 : maxOf(c.index) + 1;
+        b += (long) n * (v.dataType().defaultSize() + 1);
+        if (CellCopy.kind(v.dataType()) == CellCopy.BYTES) b += v.arrayData().getElementsAppended();
+      }
+    }
+    return b;
+  }
+
+  private static int maxOf(int[] a) {
+    int m = 0;
+    for (int x : a) m = Math.max(m, x);
+    return m;
   }
 
   /** Records of one column (or of deletes) in application order, so the last record of a row

@@ -7,10 +7,13 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.internal.SQLConf;
 
 /**
- * Tasks for a read, sized as Spark sizes file scans ({@code FilePartition.maxSplitBytes}): small
- * rowsets are packed up to the split size (each file costing {@code openCostInBytes}), a rowset
- * whose single base file is larger is split into byte ranges (whole row groups; the row index
- * keeps rowids right). Rowsets with several column groups are read whole, in lockstep.
+ * Tasks for a read, sized and packed by the rules of Spark's own file scans
+ * ({@code FilePartition.maxSplitBytes} and {@code getFilePartitions}), so a read has the task
+ * count {@code spark.read.parquet} of the same files has: small rowsets are packed "next fit
+ * decreasing" up to the split size (a slice joins a task when the task's bytes plus the slice's own
+ * bytes fit; it then also costs {@code openCostInBytes} per file), a rowset whose single base file
+ * is larger is split into byte ranges (whole row groups; the row index keeps rowids right).
+ * Rowsets with several column groups are read whole, in lockstep.
  */
 final class SlicePlanner {
   private SlicePlanner() {}
@@ -21,7 +24,7 @@ final class SlicePlanner {
     long openCost = conf.filesOpenCostInBytes();
     long total = 0;
     for (ReadPlan.RowSetPlan rs : rowsets) total += rs.baseBytes() + openCost * rs.base.size();
-    int parallelism = Math.max(1, spark.sparkContext().defaultParallelism());
+    int parallelism = Math.max(1, minPartitions(spark, conf));
     long split = Math.min(maxBytes, Math.max(openCost, total / parallelism));
     List<RowSetPartition.Slice> slices = new ArrayList<>();
     for (ReadPlan.RowSetPlan rs : rowsets) {
@@ -41,7 +44,7 @@ final class SlicePlanner {
     RowSetPartition cur = null;
     for (RowSetPartition.Slice s : slices) {
       long cost = s.bytes + openCost * (s.length < 0 ? s.rowset.base.size() : 1);
-      if (cur != null && cur.bytes + cost > split) cur = null;
+      if (cur != null && cur.bytes + s.bytes > split) cur = null;      // Spark's test: the open cost is not in it
       if (cur == null) {
         cur = new RowSetPartition();
         out.add(cur);
@@ -50,5 +53,15 @@ final class SlicePlanner {
       cur.bytes += cost;
     }
     return out;
+  }
+
+  /** {@code spark.sql.files.minPartitionNum}, else the session's leaf-node parallelism (Spark's
+   *  {@code leafNodeDefaultParallelism}: {@code spark.sql.leafNodeDefaultParallelism} or the
+   *  context's default parallelism). */
+  static int minPartitions(SparkSession spark, SQLConf conf) {
+    for (String k : new String[] {"spark.sql.files.minPartitionNum", "spark.sql.leafNodeDefaultParallelism"}) {
+      if (conf.contains(k)) return Integer.parseInt(conf.getConfString(k).trim());
+    }
+    return spark.sparkContext().defaultParallelism();
   }
 }

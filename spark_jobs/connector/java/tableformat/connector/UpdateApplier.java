@@ -1,6 +1,7 @@
 package tableformat.connector;
 
 import java.util.Arrays;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
 
 /**
@@ -19,6 +20,7 @@ final class UpdateApplier {
     long[] ids = ch.rowids;
     int from = lowerBound(ids, lo);
     if (from >= ids.length || ids[from] > hi) return base;
+    if (hi - lo == n - 1 && inPlace(base, ch, from, lo, hi)) return base;
     int[] patch = scratch != null && scratch.length >= n ? scratch : new int[n];
     Arrays.fill(patch, 0, n, -1);
     if (hi - lo == n - 1) {                       // contiguous rows: direct positions
@@ -31,7 +33,23 @@ final class UpdateApplier {
         if (k < ids.length && ids[k] == r) patch[i] = ch.index[k];
       }
     }
-    return new PatchedColumnVector(base, patch, ch.values);
+    return new PatchedColumnVector(base, patch, ch.values, n);
+  }
+
+  /** Writes the batch's changed cells straight into the reader's vector when that keeps it exact:
+   *  a plain (not dictionary-encoded) vector with no NULL, changed to values that are not NULL
+   *  (its NULL count then stays right). The batch then reaches Spark's generated code unwrapped. */
+  private static boolean inPlace(ColumnVector base, RowSetDeltas.ColumnChanges ch, int from, long lo, long hi) {
+    if (!(base instanceof WritableColumnVector)) return false;
+    WritableColumnVector v = (WritableColumnVector) base;
+    if (v.hasDictionary() || v.hasNull()) return false;
+    long[] ids = ch.rowids;
+    for (int k = from; k < ids.length && ids[k] <= hi; k++) if (ch.values.isNullAt(ch.index[k])) return false;
+    int kind = CellCopy.kind(v.dataType());
+    for (int k = from; k < ids.length && ids[k] <= hi; k++) {
+      CellCopy.copy(kind, v.dataType(), ch.values, ch.index[k], v, (int) (ids[k] - lo));
+    }
+    return true;
   }
 
   static int lowerBound(long[] a, long v) {
