@@ -508,8 +508,9 @@ def test_filters_on_signed_zeros_nan_and_nulls(spark, tmp_path):
             check_native(spark, t, {"filter": f})
 
 
-@pytest.mark.parametrize("max_bytes,open_cost", [(None, None), (None, 4096), (20000, 2048), (65536, 16384)])
-def test_tasks_are_packed_as_spark_packs_the_same_files(spark, tmp_path, max_bytes, open_cost):
+@pytest.mark.parametrize("max_bytes,open_cost,max_num", [(None, None, None), (None, 4096, None), (20000, 2048, None),
+                                                          (65536, 16384, None), (20000, 2048, 3)])
+def test_tasks_are_packed_as_spark_packs_the_same_files(spark, tmp_path, max_bytes, open_cost, max_num):
     """The connector cuts and packs rowsets by Spark's own file-scan rules (FilePartition), so a
     read runs as many tasks as spark.read.parquet of the same base files: on few cores one more
     task is a whole extra wave."""
@@ -519,8 +520,9 @@ def test_tasks_are_packed_as_spark_packs_the_same_files(spark, tmp_path, max_byt
     t.insert(metrics_rows(12000))
     files = [str(tmp_path / "p" / f.path) for r in t.state.rowsets.values() for f in r.base]
     assert len(files) > 2
-    conf = {"spark.sql.files.maxPartitionBytes": max_bytes, "spark.sql.files.openCostInBytes": open_cost}
-    old = {k: spark.conf.get(k) for k in conf}
+    conf = {"spark.sql.files.maxPartitionBytes": max_bytes, "spark.sql.files.openCostInBytes": open_cost,
+            "spark.sql.files.maxPartitionNum": max_num}       # Spark repacks into at most maxPartitionNum tasks
+    old = {k: spark.conf.get(k, None) for k in conf}
     try:
         for k, v in conf.items():
             if v is not None:
@@ -529,7 +531,10 @@ def test_tasks_are_packed_as_spark_packs_the_same_files(spark, tmp_path, max_byt
         theirs = spark.read.parquet(*files).rdd.getNumPartitions()
     finally:
         for k, v in old.items():
-            spark.conf.set(k, v)
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
     assert ours == theirs, (ours, theirs, [os.path.getsize(f) for f in files])
 
 
@@ -548,3 +553,54 @@ def test_spark_reads_byte_stream_split_pages_where_it_can(spark, tmp_path):
     t.delete(pa.table({"k": pa.array(k[::11], pa.int64())}))
     for read in [{}, {"filter": ("k", ">", 950)}, {"filter": ("g", "=", 3)}, {"columns": ["v"], "filter": ("v", "<", 40.0)}]:
         check_native(spark, t, read)
+
+
+def test_in_place_deletes_and_updates_in_reused_reader_vectors(spark, tmp_path):
+    """Small batches (several per row group and page) whose NULL-free reader vectors are compacted
+    and updated in place: dictionary ids, string offsets, prefix pages, decimals of each width,
+    booleans, timestamps, a second column group and read defaults, batch after batch."""
+    import decimal
+    cols = [tf.Column("k", "int64", encoding="plain"), tf.Column("sd", "string", encoding="dictionary"),
+            tf.Column("sp", "string", encoding="plain"), tf.Column("sx", "string", encoding="prefix"),
+            tf.Column("i", "int32", nullable=True, encoding="run_length"), tf.Column("b", "bool", nullable=True),
+            tf.Column("d9", "decimal(9,2)", nullable=True), tf.Column("d18", "decimal(18,3)", nullable=True),
+            tf.Column("d38", "decimal(38,4)", nullable=True), tf.Column("ts", "unixtime_micros", nullable=True),
+            tf.Column("v", "double", nullable=True, encoding="plain")]
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema(cols, ["k"]), properties={"row_group_rows": 1000})
+    n = 3000
+    k = np.arange(n)
+
+    def data(idx, salt):
+        idx = np.asarray(idx)
+        return pa.table({
+            "k": pa.array(idx, pa.int64()), "sd": pa.array([f"d{(x + salt) % 9}" for x in idx]),
+            "sp": pa.array([f"plain-{x}-{salt}" for x in idx]), "sx": pa.array([f"prefix/{x // 3}/{salt}" for x in idx]),
+            "i": pa.array((idx + salt) % 4, pa.int32()), "b": pa.array((idx + salt) % 3 == 0),
+            "d9": pa.array([decimal.Decimal(int(x) + salt).scaleb(-2) for x in idx], pa.decimal128(9, 2)),
+            "d18": pa.array([decimal.Decimal(int(x) * 10**9 + salt).scaleb(-3) for x in idx], pa.decimal128(18, 3)),
+            "d38": pa.array([decimal.Decimal(10**30 + int(x) + salt).scaleb(-4) for x in idx], pa.decimal128(38, 4)),
+            "ts": pa.array(1_600_000_000_000_000 + idx * 1000 + salt, pa.timestamp("us", tz="UTC")),
+            "v": pa.array(idx * 0.25 + salt)})
+    t.insert(data(k, 0))
+    t.update(data(k[::7], 1).select(["k", "v"]))
+    rs = max(t.state.rowsets.values(), key=lambda r: r.num_rows)
+    action = tf.CompactionAction("major_delta", rs.tablet, (rs.id,), 1.0, "test", 0, (t.schema.column("v").id,))
+    t.compact(tf.CompactionPlan((action,), 0, t.version))
+    with t.alter() as a:
+        a.add_column("n", "int32", nullable=False, default=7)
+        a.add_column("w", "string", nullable=True, default="dflt")
+    t.update(data(k[::5], 2).drop(["v"]))                           # non-NULL values: written in place
+    t.update(pa.table({"k": pa.array(k[1000:1100:3], pa.int64()), "i": pa.nulls(34, pa.int32()),
+                       "d38": pa.nulls(34, pa.decimal128(38, 4))}))  # NULLs in some batches only
+    t.update(pa.table({"k": pa.array(k[::11], pa.int64()), "n": pa.array(k[::11] % 5, pa.int32()),
+                       "w": pa.array([f"w{x}" for x in k[::11]])}))
+    t.update(data(k[::13], 3).select(["k", "v", "sd"]))
+    t.delete(pa.table({"k": pa.array(np.unique(np.concatenate([k[::4], k[2000:2300]])), pa.int64())}))
+    old = spark.conf.get("spark.sql.parquet.columnarReaderBatchSize")
+    spark.conf.set("spark.sql.parquet.columnarReaderBatchSize", "96")
+    try:
+        for read in [{}, {"columns": ["sd", "sx", "d38"]}, {"columns": ["n", "w", "b"]}, {"filter": ("sd", "=", "d3")},
+                     {"filter": ("k", ">=", 2500)}, {"filter": ("i", "is null")}, {"as_of": t.version - 3}]:
+            check_native(spark, t, read)
+    finally:
+        spark.conf.set("spark.sql.parquet.columnarReaderBatchSize", old)

@@ -13,7 +13,9 @@ import org.apache.spark.sql.internal.SQLConf;
  * decreasing" up to the split size (a slice joins a task when the task's bytes plus the slice's own
  * bytes fit; it then also costs {@code openCostInBytes} per file), a rowset whose single base file
  * is larger is split into byte ranges (whole row groups; the row index keeps rowids right).
- * Rowsets with several column groups are read whole, in lockstep.
+ * Rowsets with several column groups are read whole, in lockstep. With
+ * {@code spark.sql.files.maxPartitionNum} set and exceeded, the same slices are packed again to
+ * the split size Spark then uses (all bytes and open costs / maxPartitionNum, rounded up).
  */
 final class SlicePlanner {
   private SlicePlanner() {}
@@ -40,19 +42,42 @@ final class SlicePlanner {
       }
     }
     slices.sort(Comparator.comparingLong((RowSetPartition.Slice s) -> s.bytes).reversed());
+    List<RowSetPartition> out = pack(slices, split, openCost);
+    int maxTasks = maxPartitions(conf);
+    if (maxTasks > 0 && out.size() > maxTasks) {     // Spark repacks to at most maxPartitionNum, same slices
+      java.math.BigDecimal all = java.math.BigDecimal.ZERO;
+      for (RowSetPartition.Slice s : slices) all = all.add(java.math.BigDecimal.valueOf(cost(s, openCost)));
+      long desired = all.divide(java.math.BigDecimal.valueOf(maxTasks), 0, java.math.RoundingMode.UP).longValue();
+      out = pack(slices, desired, openCost);
+    }
+    return out;
+  }
+
+  /** A slice's bytes plus the open cost of each file it reads. */
+  private static long cost(RowSetPartition.Slice s, long openCost) {
+    return s.bytes + openCost * (s.length < 0 ? s.rowset.base.size() : 1);
+  }
+
+  /** Next fit over slices sorted by bytes, largest first ({@code FilePartition.getFilePartitions}). */
+  private static List<RowSetPartition> pack(List<RowSetPartition.Slice> slices, long split, long openCost) {
     List<RowSetPartition> out = new ArrayList<>();
     RowSetPartition cur = null;
     for (RowSetPartition.Slice s : slices) {
-      long cost = s.bytes + openCost * (s.length < 0 ? s.rowset.base.size() : 1);
       if (cur != null && cur.bytes + s.bytes > split) cur = null;      // Spark's test: the open cost is not in it
       if (cur == null) {
         cur = new RowSetPartition();
         out.add(cur);
       }
       cur.slices.add(s);
-      cur.bytes += cost;
+      cur.bytes += cost(s, openCost);
     }
     return out;
+  }
+
+  /** {@code spark.sql.files.maxPartitionNum}, 0 when unset. */
+  static int maxPartitions(SQLConf conf) {
+    String k = "spark.sql.files.maxPartitionNum";
+    return conf.contains(k) ? Integer.parseInt(conf.getConfString(k).trim()) : 0;
   }
 
   /** {@code spark.sql.files.minPartitionNum}, else the session's leaf-node parallelism (Spark's
