@@ -604,3 +604,17 @@ def test_in_place_deletes_and_updates_in_reused_reader_vectors(spark, tmp_path):
             check_native(spark, t, read)
     finally:
         spark.conf.set("spark.sql.parquet.columnarReaderBatchSize", old)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
+def test_cases_in_small_batches(spark, tmp_path, case):
+    """The same cases in batches of 64 rows: pages and row groups span many batches of vectors
+    that Spark's reader reuses after the connector compacted or updated them in place."""
+    t, key, reads = case(tmp_path)
+    old = spark.conf.get("spark.sql.parquet.columnarReaderBatchSize")
+    spark.conf.set("spark.sql.parquet.columnarReaderBatchSize", "64")
+    try:
+        for read in reads:
+            check_native(spark, t, read, key=key)
+    finally:
+        spark.conf.set("spark.sql.parquet.columnarReaderBatchSize", old)
