@@ -27,6 +27,12 @@ def _tag_after_winners(ctx: Context, name: str) -> tuple[bool | None, Commit | N
     return last, by
 
 
+def _tag_verdict(ctx: Context, name: str, clash: bool, what: str, error: Exception) -> Verdict:
+    """The matrix's outcome when the winners leave tag `name` present (clash=True) or removed (False)."""
+    present, by = _tag_after_winners(ctx, name)
+    return Verdict(ctx.decide(by), f"tag {name!r} was {what} concurrently", error) if present is clash else REBASE
+
+
 @dataclass(frozen=True)
 class TagAbsent(Requirement):
     """The winners did not leave a tag of this name (a tag)."""
@@ -35,11 +41,8 @@ class TagAbsent(Requirement):
     kind: ClassVar[str] = "tag_absent"
 
     def check(self, ctx: Context) -> Verdict:
-        present, by = _tag_after_winners(ctx, self.name)
-        if present:
-            return Verdict(ctx.decide(by), f"tag {self.name!r} was created concurrently",
-                           TagExistsError(f"tag {self.name!r} was created concurrently; untag it first"))
-        return REBASE
+        return _tag_verdict(ctx, self.name, True, "created",
+                            TagExistsError(f"tag {self.name!r} was created concurrently; untag it first"))
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,8 @@ class TagPresent(Requirement):
     kind: ClassVar[str] = "tag_present"
 
     def check(self, ctx: Context) -> Verdict:
-        present, by = _tag_after_winners(ctx, self.name)
-        if present is False:
-            return Verdict(ctx.decide(by), f"tag {self.name!r} was removed concurrently",
-                           TagNotFoundError(f"tag {self.name!r} was removed concurrently"))
-        return REBASE
+        return _tag_verdict(ctx, self.name, False, "removed",
+                            TagNotFoundError(f"tag {self.name!r} was removed concurrently"))
 
 
 @dataclass(frozen=True)

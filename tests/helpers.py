@@ -218,3 +218,17 @@ def norm_table(table, cols):
         out[c] = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
     t = pa.table(out)
     return t.sort_by([(c, "ascending") for c in cols if not pa.types.is_list(t.column(c).type)])
+
+
+def replaced_base_file_table(root):
+    """A table whose one rowset has a REDO update and a base file rewritten behind the log's back
+    (same rows, another size): every reader must refuse it, never return its rows."""
+    import pyarrow.parquet as pq
+    t = tf.create_table(str(root), metrics_schema())
+    data = metrics_rows(100)
+    t.insert(data)
+    t.update(data.select(["host", "metric", "time"]).take(pa.array([3])).append_column("value", pa.array([7.0])))
+    (rs,) = t.state.rowsets.values()
+    path = os.path.join(str(root), rs.base[0].path)
+    pq.write_table(pq.read_table(path), path, compression="none")
+    return t

@@ -7,12 +7,11 @@ import os
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
 
-from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import replaced_base_file_table, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -239,13 +238,7 @@ def test_large_rowsets_are_split_by_row_groups(spark, tmp_path):
 
 def test_a_replaced_base_file_is_refused(spark, tmp_path):
     from spark_jobs.read import read_table
-    t = tf.create_table(str(tmp_path / "r"), metrics_schema())
-    data = metrics_rows(100)
-    t.insert(data)
-    t.update(keys(data, [3]).append_column("value", pa.array([7.0])))
-    (rs,) = t.state.rowsets.values()
-    path = str(tmp_path / "r" / rs.base[0].path)
-    pq.write_table(pq.read_table(path), path, compression="none")     # same rows, another size
+    t = replaced_base_file_table(tmp_path / "r")
     for columns in (None, ["host"]):
         with pytest.raises(Exception, match="CorruptFileError.*does not have the size the table log recorded"):
             read_table(spark, t.uri, columns=columns, path="native").collect()

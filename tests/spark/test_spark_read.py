@@ -10,7 +10,7 @@ import pytest
 
 import tableformat as tf
 
-from helpers import T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import replaced_base_file_table, T0, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -278,15 +278,8 @@ def test_rowsets_whose_join_keys_would_clash_are_read_apart(spark, tmp_path):
 
 def test_a_replaced_base_file_with_deltas_is_refused(spark, tmp_path):
     """The join key holds the base file's size, so the read checks it against the log's (§8.2)."""
-    import pyarrow.parquet as pq
     from spark_jobs.read import read_table
-    t = tf.create_table(str(tmp_path / "r"), metrics_schema())
-    data = metrics_rows(100)
-    t.insert(data)
-    t.update(keys(data, [3]).append_column("value", pa.array([7.0])))
-    (rs,) = t.state.rowsets.values()
-    path = str(tmp_path / "r" / rs.base[0].path)
-    pq.write_table(pq.read_table(path), path, compression="none")     # same rows, another size
+    t = replaced_base_file_table(tmp_path / "r")
     with pytest.raises(Exception, match="does not have the size the table log recorded"):
         read_table(spark, t.uri).collect()
 
