@@ -3,6 +3,7 @@
     python -m benchmarks.bench_spark [--rows 2000000]
     python -m benchmarks.bench_spark --writes-only --rss-rows 2000000,10000000   # insert/merge/RSS rows
     python -m benchmarks.bench_spark --delta-only [--rows 1000000]   # Delta Lake (delta-spark) as the peer
+    python -m benchmarks.bench_spark --connector-only [--s3]   # the JVM connector (--s3: through s3a on moto)
 
 Writes: the insert against Spark's own repartitionByRange + sortWithinPartitions + write.parquet
 of the same DataFrame (same run); the peak RSS of any Python worker during an insert, sampled
@@ -68,28 +69,34 @@ def native_read_rows(spark, work: str, n: int) -> None:
     floors(spark, t, uri, files, vid, parquet(f"sum({vid})"))
 
 
-def connector_read_rows(spark, work: str, n: int, repeat: int = 5) -> None:
+def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | None = None) -> None:
     """The JVM connector (read_table's default path when the session has its jar) against
     spark.read.parquet of the same base files, same session, sides alternated after a warm-up.
     Numeric columns are written PLAIN: pyspark 4.2's vectorized reader (the baseline) cannot
-    decode BYTE_STREAM_SPLIT, the format's default for numbers. Targets from issue 22."""
+    decode BYTE_STREAM_SPLIT, the format's default for numbers. Targets from issue 22.
+    `s3` (storage options of a table root `work` on S3): both sides read through s3a."""
     import numpy as np
     from spark_jobs.connector import loaded
+    from spark_jobs.jvm_paths import configure_s3a, jvm_path
     from spark_jobs.read import read_table
     why = loaded(spark)
     if why:
         print(f"connector rows skipped: {why}")
         return
-    uri = os.path.join(work, "connector")
+    uri = work.rstrip("/") + "/connector"
+    read_kw = {"storage_options": s3} if s3 else {}
     plain = {"time", "value", "price", "count"}
     schema = tf.Schema([tf.Column(c.name, c.type.name, nullable=c.nullable, default=c.default,
                                   **({"encoding": "plain"} if c.name in plain else {}))
                         for c in metrics_schema().columns], primary_key=metrics_schema().primary_key)
     t = tf.create_table(uri, schema, partitioning=metrics_partitioning(),
-                        properties={"history_max_age": -1})
+                        properties={"history_max_age": -1}, storage_options=s3)
     data = generate(n)
     t.insert(data)
-    files = [os.path.join(uri, f.path) for r in t.state.rowsets.values() for f in r.base]
+    if s3:
+        configure_s3a(spark, t.storage, s3)
+    base_files = lambda: [jvm_path(t.storage, f.path) for r in t.state.rowsets.values() for f in r.base]
+    files = base_files()
     vid = f"c{t.schema.column('value').id}"
     all_cols = ", ".join(f"c{c.id}" for c in t.schema.columns)
     names = ", ".join(f"`{c}`" for c in t.schema.names)
@@ -98,10 +105,10 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5) -> None:
         return lambda: spark.read.parquet(*(fs or files)).selectExpr(expr).collect()
 
     def ours(expr, **kw):
-        return lambda: read_table(spark, uri, **kw).selectExpr(expr).collect()
+        return lambda: read_table(spark, uri, **read_kw, **kw).selectExpr(expr).collect()
 
     def tasks(kw=None, fs=None):
-        return (read_table(spark, uri, **(kw or {})).rdd.getNumPartitions(),
+        return (read_table(spark, uri, **read_kw, **(kw or {})).rdd.getNumPartitions(),
                 spark.read.parquet(*(fs or files)).rdd.getNumPartitions())
 
     rows = []
@@ -122,14 +129,45 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5) -> None:
     pair("full row, same deltas", ours(f"sum(hash({names}))"), parquet(f"sum(hash({all_cols}))"), 0.85)
     t.compact()
     t.vacuum(retain_seconds=0, grace_seconds=0)
-    files = [os.path.join(uri, f.path) for r in t.state.rowsets.values() for f in r.base]
+    files = base_files()
     assert t.snapshot(old).read_plan().read_ts is not None     # behind the horizon: UNDO records
     pair("sum(value) as_of behind horizon", ours("sum(value)", as_of=old), parquet(f"sum({vid})", files), 0.6,
          {"as_of": old}, files)
-    print(f"rows={n:,}; {len(t.state.rowsets)} rowsets; best of {repeat}, alternated, after a warm-up")
+    where = f"on {uri} through s3a" if s3 else "on local disk"
+    print(f"rows={n:,}; {len(t.state.rowsets)} rowsets {where}; best of {repeat}, alternated, after a warm-up")
     print(f"{'query':<34} {'connector':>10} {'parquet':>9} {'ratio':>7}  target   tasks (ours/parquet)  load")
     for label, d, q, target, to, tp, load in rows:
         print(f"{label:<34} {d:9.2f}s {q:8.2f}s {q / d:6.2f}x  >= {target}x  {to}/{tp}  {load}")
+
+
+class LoopbackS3:
+    """moto's S3 server on 127.0.0.1 with one bucket: (s3://bucket, storage options). It serves
+    every request in one Python process, so absolute times are its; both sides pay it alike."""
+
+    def __enter__(self):
+        import socket
+
+        import s3fs
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        exe = os.path.join(os.path.dirname(sys.executable), "moto_server")
+        self.proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        opts = {"endpoint_url": url, "key": "bench", "secret": "bench-secret"}
+        for _ in range(150):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        s3fs.S3FileSystem(client_kwargs={"endpoint_url": url}, key="bench", secret="bench-secret").mkdir("bench")
+        return "s3://bench", opts
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(10)
 
 
 def floors(spark, t, uri, files, vid, baseline) -> None:
@@ -176,6 +214,8 @@ def main() -> None:
     ap.add_argument("--reads-only", action="store_true", help="only the native read rows (read_table)")
     ap.add_argument("--connector-only", action="store_true", help="only the JVM connector rows")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--s3", action="store_true",
+                    help="with --connector-only: the table on the loopback S3 server (moto), both sides through s3a")
     ap.add_argument("--writes-only", action="store_true", help="only the insert, merge and RSS rows")
     ap.add_argument("--rss-rows", default="2000000",
                     help="comma-separated input sizes for the worker-RSS rows (add 10000000 for the 10M row)")
@@ -191,12 +231,17 @@ def main() -> None:
         return bench_writes(args.rows, [int(x) for x in args.rss_rows.split(",") if x])
     if args.connector_only:
         from spark_jobs.common import get_spark
-        spark = get_spark("tableformat-bench")
+        from spark_jobs.session import s3a_packages
+        spark = get_spark("tableformat-bench", packages=s3a_packages() if args.s3 else ())
         spark.sparkContext.setLogLevel("ERROR")
-        work = tempfile.mkdtemp(prefix="tf-bench-spark-")
-        connector_read_rows(spark, work, args.rows, args.repeat)
+        if args.s3:
+            with LoopbackS3() as (root, opts):
+                connector_read_rows(spark, root, args.rows, args.repeat, s3=opts)
+        else:
+            work = tempfile.mkdtemp(prefix="tf-bench-spark-")
+            connector_read_rows(spark, work, args.rows, args.repeat)
+            shutil.rmtree(work, ignore_errors=True)
         spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
         return
     if args.reads_only:
         from spark_jobs.common import get_spark

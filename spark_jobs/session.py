@@ -28,8 +28,8 @@ def extra_jars() -> list[str]:
 
 
 def extra_packages() -> list[str]:
-    """Maven coordinates every tableformat session loads: hadoop-aws when TABLEFORMAT_S3A=1
-    (a first download of about 600 MB: the AWS SDK bundle)."""
+    """Maven coordinates every tableformat session loads: hadoop-aws and the AWS SDK's S3 client
+    when TABLEFORMAT_S3A=1 (a first download of about 13 MB)."""
     return s3a_packages() if os.environ.get("TABLEFORMAT_S3A") == "1" else []
 
 
@@ -44,9 +44,27 @@ def hadoop_version() -> str:
     return jars[0].name[len("hadoop-client-api-"):-len(".jar")]
 
 
+# The AWS SDK v2 version each Hadoop release builds hadoop-aws against (hadoop-project's pom,
+# `aws-java-sdk-v2.version`). hadoop-aws declares the SDK's 600 MB shaded `bundle`; the S3
+# client's own modules are the same classes in about 13 MB, so the bundle is excluded and they
+# are asked for at exactly this version.
+AWS_SDK_FOR_HADOOP = {"3.4.0": "2.23.19", "3.4.1": "2.24.6", "3.4.2": "2.29.52", "3.5.0": "2.35.4"}
+# What the S3 client's modules bring that pyspark already bundles (Spark's netty serves the
+# SDK's async client), or that hadoop-aws only needs with the bundle.
+S3A_EXCLUDES = ("software.amazon.awssdk:bundle", "io.netty:*", "org.slf4j:slf4j-api",
+                "commons-logging:commons-logging", "commons-codec:commons-codec",
+                "org.apache.httpcomponents:httpclient", "org.apache.httpcomponents:httpcore")
+
+
 def s3a_packages() -> list[str]:
-    """hadoop-aws at exactly pyspark's Hadoop version; Maven brings the AWS SDK bundle it declares."""
-    return [f"org.apache.hadoop:hadoop-aws:{hadoop_version()}"]
+    """hadoop-aws at exactly pyspark's Hadoop version, and the AWS SDK's S3 client it was built
+    against (see AWS_SDK_FOR_HADOOP); `S3A_EXCLUDES` go with them into spark.jars.excludes."""
+    hadoop = hadoop_version()
+    sdk = AWS_SDK_FOR_HADOOP.get(hadoop)
+    if sdk is None:
+        return [f"org.apache.hadoop:hadoop-aws:{hadoop}"]      # unknown Hadoop: the bundle it declares
+    return [f"org.apache.hadoop:hadoop-aws:{hadoop}", f"software.amazon.awssdk:s3:{sdk}",
+            f"software.amazon.awssdk:s3-transfer-manager:{sdk}", f"software.amazon.awssdk:sts:{sdk}"]
 
 
 def s3a_settings(bucket: str, storage_options: dict | None) -> dict[str, str]:
@@ -138,11 +156,15 @@ def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterabl
     all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *jars]))
     all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
     settings = dict(conf or {})
+    excludes = [e for e in settings.get("spark.jars.excludes", "").split(",") if e]
     if delta:
         all_packages.append(delta_package())
         settings.update(DELTA_SQL_CONF)
-        excludes = [e for e in settings.get("spark.jars.excludes", "").split(",") if e]
-        settings["spark.jars.excludes"] = ",".join(excludes + list(DELTA_EXCLUDES))
+        excludes += DELTA_EXCLUDES
+    if any(p.startswith("org.apache.hadoop:hadoop-aws:") for p in all_packages):
+        excludes += S3A_EXCLUDES
+    if excludes:
+        settings["spark.jars.excludes"] = ",".join(dict.fromkeys(excludes))
     if all_jars:
         b = b.config("spark.jars", ",".join(all_jars))
     if all_packages:
