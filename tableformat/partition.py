@@ -163,12 +163,23 @@ class Partitioning:
                     starts = _series_starts(series)    # runs of the whole key prefix: within the level's
                 else:
                     starts = _run_starts(columns[:len(level.column_ids)])
-                if starts is None:
+                if starts is not None:
+                    run_hash = murmur2_64(keys.take(pa.array(starts)), level.seed, lengths[starts])
+                    return np.repeat(run_hash % np.uint64(level.buckets), np.diff(np.r_[starts, len(keys)]))
+                combos = _value_combinations(columns[:len(level.column_ids)])
+                if combos is None:
                     return murmur2_64(keys, level.seed, lengths) % np.uint64(level.buckets)
-                run_hash = murmur2_64(keys.take(pa.array(starts)), level.seed, lengths[starts])
-                return np.repeat(run_hash % np.uint64(level.buckets), np.diff(np.r_[starts, len(keys)]))
+                rows, of_row = combos        # interleaved series (time order): each combination once
+                return (murmur2_64(keys.take(pa.array(rows)), level.seed, lengths[rows])
+                        % np.uint64(level.buckets))[of_row]
         cols = [schema.by_id(i) for i in level.column_ids]
-        enc = encode_keys([table.column(c.name) for c in cols], [c.type for c in cols])
+        columns = [table.column(c.name) for c in cols]
+        combos = _value_combinations(columns)
+        if combos is not None:
+            rows, of_row = combos
+            enc = encode_keys([c.take(pa.array(rows)) for c in columns], [c.type for c in cols])
+            return (murmur2_64(enc, level.seed) % np.uint64(level.buckets))[of_row]
+        enc = encode_keys(columns, [c.type for c in cols])
         if len(enc) >= 4 * _SAMPLE and len(pc.unique(enc.slice(0, _SAMPLE))) * 4 <= _SAMPLE:
             # Hash columns repeat (hosts, tenants): hash each distinct value once.
             d = pc.dictionary_encode(enc)
@@ -255,6 +266,34 @@ class Partitioning:
                   for r in d["ranges"]),
             d["next_range_id"],
         )
+
+
+def _value_combinations(columns: Sequence[pa.Array | pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(one row holding each distinct combination of the columns' values, each row's
+    combination number), when values repeat but not in runs (series interleaved, as metrics
+    arrive in time order): a level's hash is then computed once per combination.
+    None when they do not repeat (a quarter of a sample distinct), hold NULLs, or combine into
+    more numbers than rows."""
+    n = len(columns[0])
+    if n < 4 * _SAMPLE or any(c.null_count or pa.types.is_floating(c.type) for c in columns):
+        return None                     # floats: equal values (0.0, -0.0) can encode apart
+    if any(len(pc.unique(c.slice(0, _SAMPLE))) * 4 > _SAMPLE for c in columns):
+        return None
+    of_row = np.zeros(n, dtype=np.int64)
+    size = 1
+    for c in columns:
+        distinct = pc.unique(c)
+        if size * len(distinct) > n:
+            return None
+        of_row *= len(distinct)
+        of_row += pc.index_in(c, value_set=distinct).to_numpy(zero_copy_only=False)
+        size *= len(distinct)
+    first = np.full(size, -1, dtype=np.int64)
+    first[of_row] = np.arange(n, dtype=np.int64)        # some row of each combination present
+    present = np.flatnonzero(first >= 0)
+    number = np.zeros(size, dtype=np.int64)
+    number[present] = np.arange(len(present), dtype=np.int64)
+    return first[present], number[of_row]
 
 
 def _series_starts(series: np.ndarray) -> np.ndarray | None:

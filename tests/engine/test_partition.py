@@ -217,3 +217,30 @@ def test_buckets_from_the_key_prefix_runs_match_the_scalar_hash(run, hash_cols, 
     want = {r: murmur2_64_bytes(encode_key(list(r), types), 3) % 7 for r in set(rows)}
     assert got.tolist() == [want[r] for r in rows]
     assert p.assign(s, t, keys=keys, series=ids)[0].tolist() == got.tolist()
+
+
+def test_interleaved_series_are_hashed_once_per_value_combination():
+    """Series interleaved row by row (metrics in time order) have no runs, but their hash-column
+    values repeat: one row per combination is hashed, the same buckets as every row hashed."""
+    from tableformat.keyencoder import encode_keys
+    from tableformat.partition import _run_starts, _value_combinations
+    s = schema()
+    p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a", "b"], 7, seed=3)]), s)
+    n = 40_000
+    x = np.arange(n)
+    t = pa.table({"a": [f"h{v % 101}" for v in x], "b": pa.array(x % 13 - 6, pa.int32()),
+                  "c": pa.array(x // 1313, pa.int64()), "v": pa.nulls(n, pa.float64())})
+    assert _run_starts([t["a"], t["b"]]) is None                 # no runs to hash once each
+    rows, of_row = _value_combinations([t["a"], t["b"]])
+    assert len(rows) == 101 * 13 and of_row.max() == len(rows) - 1
+    pairs = list(zip(t["a"].to_pylist(), t["b"].to_pylist()))
+    assert len({pairs[r] for r in rows}) == len(rows)            # one row per combination
+    assert all(pairs[rows[of_row[i]]] == pairs[i] for i in range(0, n, 7))
+    kc = s.key_columns
+    keys = encode_keys([t.column(c.name) for c in kc], [c.type for c in kc])
+    at, bt = s.column("a").type, s.column("b").type
+    want = {k: murmur2_64_bytes(encode_key(list(k), [at, bt]), 3) % 7 for k in set(pairs)}
+    for got in (p.bucket_of(s, t, p.hash_levels[0], keys), p.bucket_of(s, t, p.hash_levels[0])):
+        assert got.tolist() == [want[k] for k in pairs]
+    floats = pa.chunked_array([np.tile([0.0, -0.0, 1.5], n // 3)])
+    assert _value_combinations([floats]) is None                 # 0.0 and -0.0 encode apart
