@@ -253,7 +253,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         return
     from spark_jobs.common import get_spark
-    spark = get_spark("tableformat-bench")
+    from spark_jobs.session import s3a_packages
+    spark = get_spark("tableformat-bench", packages=s3a_packages())
     spark.sparkContext.setLogLevel("ERROR")
     work = tempfile.mkdtemp(prefix="tf-bench-spark-")
     n = args.rows
@@ -282,6 +283,9 @@ def main() -> None:
         print(f"{label:<44} {d:11.2f}s {p:8.2f}s {p / d:10.2f}x   >= 0.5x")
 
     native_read_rows(spark, work, n)
+    connector_read_rows(spark, work, n, args.repeat)
+    with LoopbackS3() as (root, opts):
+        connector_read_rows(spark, root, n, args.repeat, s3=opts)
 
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
