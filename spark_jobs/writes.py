@@ -348,9 +348,11 @@ def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict:
         key = native_key_order(df, table.schema, len(table.snapshot().tablet_ids)) if native else None
         if key:             # Spark lays the rows out alone: the input crosses into Python once
             from pyspark.sql import functions as F
-            n = max(1, partitions or int(spark.conf.get("spark.sql.shuffle.partitions")))
             rows = df.withColumn(SEQ_COL, F.monotonically_increasing_id()) if keep_order else df
-            laid_out = rows.repartitionByRange(n, *key).sortWithinPartitions(*key, *([SEQ_COL] if keep_order else []))
+            # No task count unless asked: adaptive execution then joins small neighbouring ranges
+            # (a 1% update becomes one task), and every task writes a file per rowset it meets.
+            ranged = rows.repartitionByRange(partitions, *key) if partitions else rows.repartitionByRange(*key)
+            laid_out = ranged.sortWithinPartitions(*key, *([SEQ_COL] if keep_order else []))
         else:
             laid_out = sorted_by_key(spark, df, uri, storage_options, version, strict, table_id, partitions,
                                      keep_order)
