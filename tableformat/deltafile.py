@@ -87,9 +87,13 @@ def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowid
         codecs[field_name(cid)] = PARQUET_CODEC[col.compression]
     table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="LZ4", use_dictionary=False, write_page_checksum=True,
+    # The footer is most of a small REDO file: no ARROW:schema (each field's Parquet type is its
+    # type, §9) and no statistics (readers use the descriptor's, never the file's). Keys repeat
+    # (few hosts, metrics): dictionary-encoded, as is `op`.
+    dictionary = ["op"] + [field_name(c.id) for c in schema.key_columns]
+    pq.write_table(table, sink, compression="LZ4", use_dictionary=dictionary, write_page_checksum=True,
                    store_decimal_as_integer=True, column_encoding={"rowid": "DELTA_BINARY_PACKED"},
-                   row_group_size=1 << 20)
+                   row_group_size=1 << 20, store_schema=False, write_statistics=False)
     buf = sink.getvalue()
     path = f"tablets/{rowset.tablet}/{rowset.id}/{kind}-{uuid.uuid4().hex[:12]}.parquet"
     size = storage.write(path, buf)

@@ -19,8 +19,10 @@ from .schema import Schema
 #    delta file in the log (specs/format.md §8).
 # 4: tags (the `tag` and `untag` actions, `tags` in checkpoints; specs/format.md §8.2, §12); the
 #    `sequence_column` table property (a string) and the `skipped` action (§14); history-only
-#    rowsets (`live_until`, §8.2, §12); split-block bloom filters (§7). 1-3 are still read.
-FORMAT_VERSION = 4
+#    rowsets (`live_until`, §8.2, §12); split-block bloom filters (§7).
+# 5: `_mirrors/`, the files Delta mirrors read, which vacuum keeps (specs/format.md §15): an engine
+#    that does not know it must not vacuum the table. No commit or file layout changed. 1-4 are still read.
+FORMAT_VERSION = 5
 
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data

@@ -149,7 +149,7 @@ def test_path_that_is_not_a_table_and_newer_format(tmp_path):
     d = {"format_version": 99, "version": t.version + 1, "timestamp": 1, "operation": "X", "actions": []}
     (tmp_path / "t" / "_log" / f"{t.version + 1:020d}.json").write_text(json.dumps(d))
     with pytest.raises(tf.UnsupportedFormatVersionError,
-                       match="was written with format version 99; this reader supports up to 4"):
+                       match=f"was written with format version 99; this reader supports up to {tf.FORMAT_VERSION}"):
         tf.open_table(str(tmp_path / "t"))
 
 

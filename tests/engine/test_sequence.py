@@ -102,8 +102,8 @@ def test_alter_sets_validates_renames_and_unsets(tmp_path):
     assert t.upsert(pa.table({"id": pa.array([1], pa.int64()), "value": ["free"]})).updated == 1
 
 
-def test_format_version_4(t):
-    assert tf.FORMAT_VERSION == 4 and t.refresh().format_version == 4
+def test_sequence_column_tables_are_format_4_or_later(t):
+    assert tf.FORMAT_VERSION >= 4 and t.refresh().format_version == tf.FORMAT_VERSION
 
 
 # --- ordering -----------------------------------------------------------------------------------

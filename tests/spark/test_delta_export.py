@@ -4,6 +4,7 @@ The watermark is the latest txnVersion Delta records for the export's appId,
 so these tests check the Delta table's rows against the engine: no change
 twice, none missing, after a kill -9 and under a race.
 """
+import json
 import os
 import signal
 import subprocess
@@ -96,25 +97,51 @@ print("finished", flush=True)
 """
 
 
-@pytest.mark.parametrize("mode", ["append", "apply"])
-def test_kill_9_mid_export_then_rerun_no_duplicate_no_gap(spark, tmp_path, mode):
-    t = make_history(str(tmp_path / "t"))
-    out = str(tmp_path / f"delta_{mode}")
-    if mode == "apply":
-        delta_export(spark, t.uri, out, "exp", "apply", end=1)       # the replica exists; kill among merges
-    kill_at = 2 if mode == "append" else 3
+def exported_versions(spark, path):
+    """Our version held by each Delta commit (its userMetadata), in Delta's commit order."""
+    from delta.tables import DeltaTable
+    hist = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
+    return [(h["version"], json.loads(h["userMetadata"])["tableformat"]["version"])
+            for h in sorted(hist, key=lambda h: h["version"])]
+
+
+def kill_export_at(t, out, mode, kill_at):
+    """Run an export in a child process and kill -9 it right after its Delta commit of version `kill_at`."""
     script = KILL_SCRIPT.format(root=ROOT, uri=t.uri, out=out, kill_at=kill_at, mode=mode)
     env = {**os.environ, "PYTHONPATH": ROOT}
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == -signal.SIGKILL, p.stdout + p.stderr[-3000:]
     assert f"committed {kill_at}" in p.stdout and "finished" not in p.stdout
-    assert delta_watermark(out, "exp") == kill_at
-    res = delta_export(spark, t.uri, out, "exp", mode)
-    assert res["commits"][0] > kill_at and delta_watermark(out, "exp") == t.version
-    if mode == "append":
-        assert norm_table(delta_rows(spark, out), CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
-    else:
-        assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
+
+
+def test_kill_9_mid_append_export_then_rerun_no_duplicate_no_gap(spark, tmp_path):
+    t = make_history(str(tmp_path / "t"))
+    out = str(tmp_path / "delta_append")
+    kill_export_at(t, out, "append", 2)
+    assert delta_watermark(out, "exp") == 2
+    assert norm_table(delta_rows(spark, out), CHANGE_COLS).equals(norm_table(t.changes(0, 2), CHANGE_COLS))
+    res = delta_export(spark, t.uri, out, "exp", "append")
+    assert res["commits"] == [3, 4, 6] and delta_watermark(out, "exp") == t.version
+    assert norm_table(delta_rows(spark, out), CHANGE_COLS).equals(norm_table(t.changes(0), CHANGE_COLS))
+    assert [v for _, v in exported_versions(spark, out)] == [1, 2, 3, 4, 6]
+
+
+def test_kill_9_mid_apply_export_then_rerun_replica_equals_scan(spark, tmp_path):
+    """A MERGE applied twice would leave the same rows, so the Delta log itself must show each
+    version committed once, in order, and each Delta version must equal scan() at ours."""
+    t = make_history(str(tmp_path / "t"))
+    out = str(tmp_path / "delta_apply")
+    delta_export(spark, t.uri, out, "exp", "apply", end=1)       # the replica exists: the kill falls among merges
+    kill_export_at(t, out, "apply", 3)
+    assert delta_watermark(out, "exp") == 3
+    assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan(as_of=3).to_arrow(), COLS))
+    res = delta_export(spark, t.uri, out, "exp", "apply")
+    assert res["commits"] == [4, 6] and delta_watermark(out, "exp") == t.version   # 5 (a compaction) rides with 6
+    assert norm_table(delta_rows(spark, out), COLS).equals(norm_table(t.scan().to_arrow(), COLS))
+    commits = exported_versions(spark, out)
+    assert [v for _, v in commits] == [1, 2, 3, 4, 6]
+    for dv, v in commits:
+        assert norm_table(delta_rows(spark, out, dv), COLS).equals(norm_table(t.scan(as_of=v).to_arrow(), COLS)), v
 
 
 @pytest.mark.parametrize("mode", ["append", "apply"])
