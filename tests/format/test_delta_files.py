@@ -1,16 +1,17 @@
 """Delta files on disk (specs/format.md §9): each field typed by its Parquet type alone, no
 ARROW:schema and no column statistics in the footer (most of a small REDO file's bytes), `op`
-and the key columns dictionary-encoded, and every key type read back as its column's type."""
+and the key columns dictionary-encoded, and every key type read back as its column's type; records in (rowid, ts) order."""
 import datetime as dt
 import decimal
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
-from tableformat.deltafile import read_delta
+from tableformat.deltafile import read_delta, record_order
 
 UTC = dt.timezone.utc
 KEYS = [("s", "string"), ("i8", "int8"), ("i32", "int32"), ("d", "date"), ("ts", "unixtime_micros"),
@@ -69,3 +70,26 @@ def test_every_key_type_reads_back_as_its_column_type(table):
     ch = t.changes(t.version - 2, t.version)
     assert ch.num_rows == 45
     assert [ch.schema.field(n).type for n, _ in KEYS] == [keys.schema.field(n).type for n, _ in KEYS]
+
+
+@pytest.mark.parametrize("shape", ["sorted", "two_runs", "ties_out_of_ts_order", "random", "no_ts"])
+def test_records_are_ordered_by_rowid_then_time_as_lexsort_orders_them(shape):
+    """Delta records are written by (rowid, ts), stable. Input that is in order already (or in
+    sorted runs, as a merge's UNDO is) takes the cheap ways; every way gives lexsort's order."""
+    rng = np.random.default_rng(len(shape))
+    n = 5000
+    rowids = np.sort(rng.integers(0, 2000, n))
+    ts = rng.integers(0, 5, n)
+    if shape == "sorted":
+        o = np.lexsort((ts, rowids))
+        rowids, ts = rowids[o], ts[o]
+    elif shape == "two_runs":
+        rowids = np.r_[np.sort(rng.integers(0, 2000, n - n // 2)), np.sort(rng.integers(0, 2000, n // 2))]
+        ts = np.r_[np.full(n - n // 2, 3), np.full(n // 2, 7)]
+    elif shape == "random":
+        rowids = rng.integers(0, 2000, n)
+    ts_arg = None if shape == "no_ts" else ts
+    got = record_order(rowids, ts_arg)
+    want = np.argsort(rowids, kind="stable") if ts_arg is None else np.lexsort((ts_arg, rowids))
+    assert (np.arange(n) if got is None else got).tolist() == want.tolist()
+    assert (got is None) == (shape in ("sorted", "no_ts"))
