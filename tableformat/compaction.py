@@ -188,7 +188,7 @@ def _write_outputs(storage: Storage, st: TableState, tablet: str, data: pa.Table
     """
     from .insert import InsertPlan, key_tail_width, write_plan
     batches = _layers(tablet, keys, del_ts, key_tail_width([c.type for c in st.schema.key_columns]))
-    outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written) if batches else []
+    outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written, warm=False) if batches else []
     outputs = [replace(o, created_ts=0) for o in outputs]
     placed = np.concatenate([b.rows for b in batches]) if batches else np.zeros(0, np.int64)
     sizes = [o.num_rows for o in outputs]

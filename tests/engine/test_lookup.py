@@ -266,3 +266,38 @@ def test_a_load_leaves_its_pk_index_as_a_lookup_reads_it(tmp_path):
         assert read_pk_index(t.storage, rs).equals(cached_keys)
         assert _block_layout(parquet_file(t.storage, rs.pk_index)) == cached_layout
     assert t.lookup({"key": ["k00007", "z2"]}).column("val").to_pylist() == [7, 2]
+
+
+def test_a_load_leaves_its_row_groups_as_a_lookup_reads_them(tmp_path, monkeypatch):
+    """The insert leaves each rowset's non-key row groups in the block cache, equal to what
+    decoding the base file gives, so the first lookup after a load decodes nothing; a rowset
+    larger than its share of the cache is left out (it would push the PK indexes out)."""
+    import pyarrow.parquet as pq
+    t = kv(tmp_path / "t", row_group_rows=128)
+    FILE_CACHE.clear()
+    data = pa.table({"key": [f"k{i:05d}" for i in range(1000)], "val": list(range(1000)),
+                     "s": [None if i % 7 == 0 else f"s{i}" for i in range(1000)]})
+    t.insert(data)
+    read = []
+    orig = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, *a, **kw):
+        read.extend(row_groups)
+        return orig(self, row_groups, *a, **kw)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    keys = {"key": ["k00999", "k00000", "k00500", "k00130"]}
+    warm = t.lookup(keys)
+    assert read == []
+    FILE_CACHE.clear()
+    cold = t.lookup(keys)
+    assert sorted(read) == [0, 1, 3, 7]
+    assert warm.equals(cold) and warm.column("val").to_pylist() == [999, 0, 500, 130]
+    monkeypatch.setattr(FILE_CACHE, "max_bytes", 16)       # the rowset's data is over its share
+    put = FILE_CACHE.put
+    cached = []
+    monkeypatch.setattr(FILE_CACHE, "put", lambda s, path, *a: (cached.append(path), put(s, path, *a)))
+    t.insert(pa.table({"key": ["z1", "z2"], "val": [1, 2], "s": ["a", "b"]}))
+    assert cached and not [p for p in cached if "#rg" in p]
+    read.clear()
+    assert t.lookup({"key": ["z2"]}).column("val").to_pylist() == [2]
+    assert read == [0]
