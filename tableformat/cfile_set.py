@@ -165,6 +165,14 @@ class FileCache:
                 _, (_, b) = self._items.popitem(last=False)
                 self._bytes -= b
 
+    def drop(self, storage: Storage, prefixes: list[str]) -> None:
+        """Forget every entry whose path starts with one of `prefixes` (the files of rowsets a
+        merge is replacing: their decoded data would sit in memory beside the merge's own)."""
+        starts = tuple(storage.path(p) for p in prefixes)
+        with self._lock:
+            for key in [k for k in self._items if k[0] == storage.protocol and k[1].startswith(starts)]:
+                self._bytes -= self._items.pop(key)[1]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

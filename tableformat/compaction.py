@@ -28,7 +28,7 @@ from .actions import AddDelta, AddRowSet, RemoveRowSet
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
 from .conflicts import DefinitionUnchanged, MergeInputsRemappable, RowSetsUnchanged
 from .retention import TagsRetained
-from .cfile_set import field_name
+from .cfile_set import FILE_CACHE, field_name
 from .delta_compaction import (Prepared, gc_records, history_action, prepare_major, prepare_minor,
                                prepare_undo_gc, read_all_deltas, undo_of, write_records)
 from .delta_tracker import apply_deltas
@@ -159,6 +159,8 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     """
     inputs = [st.rowsets[r] for r in rowset_ids]
     loaded: list[_Input] = pmap(lambda rs: _load_input(storage, st, rs, ahm), inputs)
+    # the inputs are read and about to be replaced: their cached blocks would only add to the merge's peak
+    FILE_CACHE.drop(storage, [f"tablets/{rs.tablet}/{rs.id}/" for rs in inputs] + [f"{rs.id}#" for rs in inputs])
     data = pa.concat_tables([x.data for x in loaded]).combine_chunks()
     keys = pa.concat_arrays([x.keys for x in loaded])
     del_ts = np.concatenate([x.delete_ts for x in loaded])
