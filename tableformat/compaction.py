@@ -162,6 +162,8 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     # the inputs are read and about to be replaced: their cached blocks would only add to the merge's peak
     FILE_CACHE.drop(storage, [f"tablets/{rs.tablet}/{rs.id}/" for rs in inputs] + [f"{rs.id}#" for rs in inputs])
     data = pa.concat_tables([x.data for x in loaded]).combine_chunks()
+    for x in loaded:
+        x.data = None          # held in `data` now: not twice through the rest of the merge
     keys = pa.concat_arrays([x.keys for x in loaded])
     del_ts = np.concatenate([x.delete_ts for x in loaded])
     written: list[str] = []
@@ -235,11 +237,16 @@ def _write_per_output(storage: Storage, st: TableState, outputs: list[RowSetMeta
     deltas = []
     t = pa.concat_tables(parts, promote_options="default")
     o = t.column("o").to_numpy()
-    outs = np.unique(o)
-    for j in outs:
-        # write_delta_file sorts by (rowid, ts); one output takes the records as they are
-        sub = (t if len(outs) == 1 else t.filter(pa.array(o == j))).drop(["o"])
-        m = write_records(storage, st, outputs[int(j)], sub, None, kind)
+    # One stable sort by (output, rowid, ts) and one take: each output's records are then a
+    # slice already in the order write_delta_file writes (it sorts them stably by rowid, ts),
+    # where a filter per output and a sort of each copied the records twice.
+    order = np.lexsort((t.column("ts").to_numpy(), t.column("rowid").to_numpy(), o))
+    t = t.drop(["o"]).take(pa.array(order))
+    o = o[order]
+    outs, starts = np.unique(o, return_index=True)
+    ends = np.r_[starts[1:], len(o)]
+    for j, a, b in zip(outs.tolist(), starts.tolist(), ends.tolist()):
+        m = write_records(storage, st, outputs[j], t.slice(a, b - a), None, kind)
         written.append(m.path)
         deltas.append(m)
     return deltas

@@ -36,7 +36,11 @@ def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowid
                      ts: np.ndarray | None = None) -> DeltaFileMeta:
     """Write records sorted by rowid. `updates[col_id] = (changed mask, values)`; `keys` by column name."""
     order = np.lexsort((ts,) + (rowids,)) if ts is not None else np.argsort(rowids, kind="stable")
+    in_order = bool((order == np.arange(len(order))).all())      # records already sorted: no copy
     idx = pa.array(order)
+
+    def take(arr):
+        return arr if in_order else arr.take(idx)
     names = ["rowid", "op"]
     arrays: list[pa.Array] = [pa.array(rowids[order].astype(np.uint32)), pa.array(ops[order].astype(np.int8))]
     fields = [pa.field("rowid", pa.uint32(), nullable=False), pa.field("op", pa.int8(), nullable=False)]
@@ -45,7 +49,7 @@ def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowid
         arrays.append(pa.array(ts[order].astype(np.int64)))
         fields.append(pa.field("ts", pa.int64(), nullable=False))
     for c in schema.key_columns:
-        arrays.append(keys.column(c.name).take(idx))
+        arrays.append(take(keys.column(c.name)))
         fields.append(pa.field(field_name(c.id), c.arrow_type, nullable=False,
                                metadata={b"PARQUET:field_id": str(c.id).encode()}))
     codecs = {}
@@ -58,7 +62,7 @@ def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowid
         update_counts[cid] = int(m.sum())
         arrays.append(pa.array(m))
         fields.append(pa.field(flag_name(cid), pa.bool_(), nullable=False))
-        arrays.append(values.take(idx))
+        arrays.append(take(values))
         fields.append(pa.field(field_name(cid), col.arrow_type, nullable=True,
                                metadata={b"PARQUET:field_id": str(cid).encode()}))
         codecs[field_name(cid)] = PARQUET_CODEC[col.compression]
