@@ -165,6 +165,10 @@ class FileCache:
                 _, (_, b) = self._items.popitem(last=False)
                 self._bytes -= b
 
+    @property
+    def free_bytes(self) -> int:
+        return max(0, self.max_bytes - self._bytes)
+
     def drop(self, storage: Storage, prefixes: list[str]) -> None:
         """Forget every entry whose path starts with one of `prefixes` (the files of rowsets a
         merge is replacing: their decoded data would sit in memory beside the merge's own)."""

@@ -98,27 +98,32 @@ def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column]
     meta = pq.read_metadata(pa.BufferReader(buf))
     if warm:
         picked = [i for i, c in enumerate(columns) if c.id in warm]
-        warm_row_groups(storage, path, size, meta, [columns[i] for i in picked], [arrays[i] for i in picked])
+        # room left for the rowset's PK index and bloom, cached when written: about its other
+        # columns' bytes (the key columns) and a few bytes a row
+        reserve = sum(a.nbytes for i, a in enumerate(arrays) if i not in picked) + 4 * len(arrays[0])
+        warm_row_groups(storage, path, size, meta, [columns[i] for i in picked], [arrays[i] for i in picked],
+                        reserve)
     return FileRef(path, size, tuple(c.id for c in columns), zlib.crc32(buf)), \
         {c.id: column_stats(c, a, footer_chunks(meta, i) if c.type.is_variable_width else None)
          for i, (c, a) in enumerate(zip(columns, arrays))}
 
 
 # A rowset written by a load leaves its row groups in the block cache when they take at most this
-# share of the cache, so a large load does not push out the PK indexes and blooms of the others.
+# share of the cache and fit in its free space: a load never pushes out what is cached already
+# (PK indexes and blooms, or row groups lookups decoded).
 WARM_CACHE_SHARE = 0.25
 
 
 def warm_row_groups(storage: Storage, path: str, size: int, meta: pq.FileMetaData, columns: Sequence[Column],
-                    arrays: Sequence[pa.Array]) -> None:
+                    arrays: Sequence[pa.Array], reserve: int = 0) -> None:
     """Leave a base file's row groups in the block cache as `read_base_rows` caches them after
     decoding them: slices of the arrays just written, so nothing is copied or decoded. The
     first lookup after a load then costs what a warm one does (issue 26: decoding the hit row
     groups was ~90% of the first one). The slices keep the written arrays alive until all of
-    a column's row groups have left the cache."""
+    a column's row groups have left the cache. `reserve`: free bytes to leave in the cache."""
     n = len(arrays[0]) if arrays else 0
     nbytes = sum(a.nbytes for a in arrays)
-    if not n or nbytes > FILE_CACHE.max_bytes * WARM_CACHE_SHARE:
+    if not n or nbytes > min(FILE_CACHE.max_bytes * WARM_CACHE_SHARE, FILE_CACHE.free_bytes - reserve):
         return
     bounds = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
     if int(bounds[-1]) != n:

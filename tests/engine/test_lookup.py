@@ -303,6 +303,22 @@ def test_a_load_leaves_its_row_groups_as_a_lookup_reads_them(tmp_path, monkeypat
     assert read == [0]
 
 
+def test_a_load_pushes_nothing_out_of_the_block_cache(tmp_path, monkeypatch):
+    """A load's row groups go to the cache only into its free space: what is cached already
+    (here another rowset's PK index and row groups) stays."""
+    second = pa.table({"key": [f"b{i:04d}" for i in range(500)], "val": list(range(500))})
+    FILE_CACHE.clear()
+    kv(tmp_path / "scratch", row_group_rows=128).insert(second)
+    key_files = sum(b for k, (_, b) in FILE_CACHE._items.items() if "#rg" not in k[1])
+    t = kv(tmp_path / "t", row_group_rows=128)
+    t.insert(pa.table({"key": [f"a{i:04d}" for i in range(500)], "val": list(range(500))}))
+    before = dict(FILE_CACHE._items)
+    monkeypatch.setattr(FILE_CACHE, "max_bytes", FILE_CACHE._bytes + key_files)   # room for the key files only
+    t.insert(second)
+    assert set(before) <= set(FILE_CACHE._items)
+    assert not [k for k in FILE_CACHE._items if k not in before and "#rg" in k[1]]
+
+
 LOOKUP_TYPES = ["bool", "int8", "int16", "int32", "int64", "float", "double", "date", "unixtime_micros",
                 "string", "varchar(8)", "binary", "decimal(9,2)", "decimal(18,2)", "decimal(38,10)"]
 
