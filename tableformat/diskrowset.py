@@ -116,25 +116,20 @@ WARM_CACHE_SHARE = 0.25
 
 def warm_row_groups(storage: Storage, path: str, size: int, meta: pq.FileMetaData, columns: Sequence[Column],
                     arrays: Sequence[pa.Array], reserve: int = 0) -> None:
-    """Leave a base file's row groups in the block cache as `read_base_rows` caches them after
-    decoding them: slices of the arrays just written, so nothing is copied or decoded. The
-    first lookup after a load then costs what a warm one does (issue 26: decoding the hit row
-    groups was ~90% of the first one). The slices keep the written arrays alive until all of
-    a column's row groups have left the cache. `reserve`: free bytes to leave in the cache."""
+    """Leave a base file's columns in the block cache as just written, one entry for the file
+    (`#written`, which `read_base_rows` takes hits from): nothing is copied or decoded, and the
+    entry leaves the cache whole, so the cache counts what it holds. The first lookup after a
+    load then costs what a warm one does (issue 26: decoding the hit row groups was ~90% of
+    the first one). `reserve`: free bytes to leave in the cache."""
     n = len(arrays[0]) if arrays else 0
     nbytes = sum(a.nbytes for a in arrays)
     if not n or nbytes > min(FILE_CACHE.max_bytes * WARM_CACHE_SHARE, FILE_CACHE.free_bytes - reserve):
         return
-    bounds = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-    if int(bounds[-1]) != n:
+    if sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) != n:
         return
-    FILE_CACHE.put(storage, path + "#rg_bounds", bounds, bounds.nbytes, size)
-    for c, arr in zip(columns, arrays):
-        arr = arr if arr.type == c.arrow_type else arr.cast(c.arrow_type)
-        name = field_name(c.id)
-        for g in range(meta.num_row_groups):
-            piece = arr.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g]))
-            FILE_CACHE.put(storage, f"{path}#rg{g}#{name}", piece, piece.nbytes, size)
+    written = {field_name(c.id): arr if arr.type == c.arrow_type else arr.cast(c.arrow_type)
+               for c, arr in zip(columns, arrays)}
+    FILE_CACHE.put(storage, path + "#written", written, nbytes, size)
 
 
 def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: pa.Table, properties: dict,
@@ -356,6 +351,14 @@ def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Colum
     n = len(rowids)
     out, by_file = _columns_by_file(rowset, columns, n)
     for ref, cols in by_file.items():
+        written = FILE_CACHE.get(storage, ref.path + "#written", ref.size)     # a load's columns, as written
+        if written is not None:
+            idx = pa.array(rowids)
+            for c in [c for c in cols if field_name(c.id) in written]:
+                out[c.id] = written[field_name(c.id)].take(idx)
+            cols = [c for c in cols if field_name(c.id) not in written]
+            if not cols:
+                continue
         pf = None
         bounds = FILE_CACHE.get(storage, ref.path + "#rg_bounds", ref.size)
         if bounds is None:

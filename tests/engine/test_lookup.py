@@ -297,7 +297,7 @@ def test_a_load_leaves_its_row_groups_as_a_lookup_reads_them(tmp_path, monkeypat
     cached = []
     monkeypatch.setattr(FILE_CACHE, "put", lambda s, path, *a: (cached.append(path), put(s, path, *a)))
     t.insert(pa.table({"key": ["z1", "z2"], "val": [1, 2], "s": ["a", "b"]}))
-    assert cached and not [p for p in cached if "#rg" in p]
+    assert cached and not [p for p in cached if "#written" in p or "#rg" in p]
     read.clear()
     assert t.lookup({"key": ["z2"]}).column("val").to_pylist() == [2]
     assert read == [0]
@@ -309,14 +309,14 @@ def test_a_load_pushes_nothing_out_of_the_block_cache(tmp_path, monkeypatch):
     second = pa.table({"key": [f"b{i:04d}" for i in range(500)], "val": list(range(500))})
     FILE_CACHE.clear()
     kv(tmp_path / "scratch", row_group_rows=128).insert(second)
-    key_files = sum(b for k, (_, b) in FILE_CACHE._items.items() if "#rg" not in k[1])
+    key_files = sum(b for k, (_, b) in FILE_CACHE._items.items() if "#written" not in k[1])
     t = kv(tmp_path / "t", row_group_rows=128)
     t.insert(pa.table({"key": [f"a{i:04d}" for i in range(500)], "val": list(range(500))}))
     before = dict(FILE_CACHE._items)
     monkeypatch.setattr(FILE_CACHE, "max_bytes", FILE_CACHE._bytes + key_files)   # room for the key files only
     t.insert(second)
     assert set(before) <= set(FILE_CACHE._items)
-    assert not [k for k in FILE_CACHE._items if k not in before and "#rg" in k[1]]
+    assert not [k for k in FILE_CACHE._items if k not in before and ("#written" in k[1] or "#rg" in k[1])]
 
 
 LOOKUP_TYPES = ["bool", "int8", "int16", "int32", "int64", "float", "double", "date", "unixtime_micros",
