@@ -120,7 +120,8 @@ def warm_row_groups(storage: Storage, path: str, size: int, meta: pq.FileMetaDat
     (`#written`, which `read_base_rows` takes hits from): nothing is copied or decoded, and the
     entry leaves the cache whole, so the cache counts what it holds. The first lookup after a
     load then costs what a warm one does (issue 26: decoding the hit row groups was ~90% of
-    the first one). `reserve`: free bytes to leave in the cache."""
+    the first one). Past the cache, it goes first (`first_out`): lookups then decode only the
+    row groups they hit, as without it. `reserve`: free bytes to leave in the cache."""
     n = len(arrays[0]) if arrays else 0
     nbytes = sum(a.nbytes for a in arrays)
     if not n or nbytes > min(FILE_CACHE.max_bytes * WARM_CACHE_SHARE, FILE_CACHE.free_bytes - reserve):
@@ -129,7 +130,7 @@ def warm_row_groups(storage: Storage, path: str, size: int, meta: pq.FileMetaDat
         return
     written = {field_name(c.id): arr if arr.type == c.arrow_type else arr.cast(c.arrow_type)
                for c, arr in zip(columns, arrays)}
-    FILE_CACHE.put(storage, path + "#written", written, nbytes, size)
+    FILE_CACHE.put(storage, path + "#written", written, nbytes, size, first_out=True)
 
 
 def write_rowset_data(storage: Storage, schema: Schema, rowset_dir: str, data: pa.Table, properties: dict,

@@ -364,3 +364,20 @@ def test_a_loads_cached_row_groups_read_as_the_files_do_for_every_type(tmp_path)
     assert warm.schema == cold.schema
     assert rows(warm) == rows(cold)
     assert warm.column("_found").to_pylist() == [True] * 6 + [False]
+
+
+def test_a_loads_cached_columns_leave_the_cache_first(tmp_path):
+    """Past the cache's size a load's columns go before any other entry, even one used less
+    recently (a PK index, a decoded row group): at sizes past the cache, caching them never
+    costs lookups what they read."""
+    from tableformat.cfile_set import FileCache
+    t = kv(tmp_path / "t")
+    cache = FileCache(max_bytes=100)
+    cache.put(t.storage, "pk", "index", 40)
+    cache.put(t.storage, "written", "columns", 40, first_out=True)
+    assert cache.get(t.storage, "written") == "columns"     # used: still the first to go
+    cache.put(t.storage, "rg", "row group", 40)
+    assert cache.get(t.storage, "pk") == "index" and cache.get(t.storage, "rg") == "row group"
+    assert cache.get(t.storage, "written") is None and cache._bytes == 80
+    cache.put(t.storage, "rg2", "row group", 40)              # then least recently used, as before
+    assert cache.get(t.storage, "pk") is None and cache.get(t.storage, "rg2") == "row group"
