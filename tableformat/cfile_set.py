@@ -142,6 +142,7 @@ class FileCache:
     def __init__(self, max_bytes: int = 512 * 1024 * 1024):
         self.max_bytes = max_bytes
         self._items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self._first_out: dict[tuple, None] = {}        # evicted before any other entry, oldest first
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -154,20 +155,44 @@ class FileCache:
             self._items.move_to_end(key)
             return item[0]
 
-    def put(self, storage: Storage, path: str, value: Any, nbytes: int, size: int | None = None) -> None:
+    def put(self, storage: Storage, path: str, value: Any, nbytes: int, size: int | None = None,
+            first_out: bool = False) -> None:
+        """first_out: an entry nobody asked for yet (a load's columns), evicted before every other
+        entry however recently used, so it never costs a PK index or a decoded row group its place."""
         key = (storage.protocol, storage.path(path), size)
         with self._lock:
             if key in self._items:
                 return
             self._items[key] = (value, nbytes)
             self._bytes += nbytes
+            if first_out:
+                self._first_out[key] = None
             while self._bytes > self.max_bytes and len(self._items) > 1:
-                _, (_, b) = self._items.popitem(last=False)
-                self._bytes -= b
+                if self._first_out:
+                    victim = next(iter(self._first_out))
+                    del self._first_out[victim]
+                    self._bytes -= self._items.pop(victim)[1]
+                else:
+                    _, (_, b) = self._items.popitem(last=False)
+                    self._bytes -= b
+
+    @property
+    def free_bytes(self) -> int:
+        return max(0, self.max_bytes - self._bytes)
+
+    def drop(self, storage: Storage, prefixes: list[str]) -> None:
+        """Forget every entry whose path starts with one of `prefixes` (the files of rowsets a
+        merge is replacing: their decoded data would sit in memory beside the merge's own)."""
+        starts = tuple(storage.path(p) for p in prefixes)
+        with self._lock:
+            for key in [k for k in self._items if k[0] == storage.protocol and k[1].startswith(starts)]:
+                self._bytes -= self._items.pop(key)[1]
+                self._first_out.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._first_out.clear()
             self._bytes = 0
 
 

@@ -28,7 +28,7 @@ from .actions import AddDelta, AddRowSet, RemoveRowSet
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
 from .conflicts import DefinitionUnchanged, MergeInputsRemappable, RowSetsUnchanged
 from .retention import TagsRetained
-from .cfile_set import field_name
+from .cfile_set import FILE_CACHE, field_name
 from .delta_compaction import (Prepared, gc_records, history_action, prepare_major, prepare_minor,
                                prepare_undo_gc, read_all_deltas, undo_of, write_records)
 from .delta_tracker import apply_deltas
@@ -159,7 +159,11 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     """
     inputs = [st.rowsets[r] for r in rowset_ids]
     loaded: list[_Input] = pmap(lambda rs: _load_input(storage, st, rs, ahm), inputs)
+    # the inputs are read and about to be replaced: their cached blocks would only add to the merge's peak
+    FILE_CACHE.drop(storage, [f"tablets/{rs.tablet}/{rs.id}/" for rs in inputs] + [f"{rs.id}#" for rs in inputs])
     data = pa.concat_tables([x.data for x in loaded]).combine_chunks()
+    for x in loaded:
+        x.data = None          # held in `data` now: not twice through the rest of the merge
     keys = pa.concat_arrays([x.keys for x in loaded])
     del_ts = np.concatenate([x.delete_ts for x in loaded])
     written: list[str] = []
@@ -188,7 +192,7 @@ def _write_outputs(storage: Storage, st: TableState, tablet: str, data: pa.Table
     """
     from .insert import InsertPlan, key_tail_width, write_plan
     batches = _layers(tablet, keys, del_ts, key_tail_width([c.type for c in st.schema.key_columns]))
-    outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written) if batches else []
+    outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written, warm=False) if batches else []
     outputs = [replace(o, created_ts=0) for o in outputs]
     placed = np.concatenate([b.rows for b in batches]) if batches else np.zeros(0, np.int64)
     sizes = [o.num_rows for o in outputs]
@@ -233,11 +237,16 @@ def _write_per_output(storage: Storage, st: TableState, outputs: list[RowSetMeta
     deltas = []
     t = pa.concat_tables(parts, promote_options="default")
     o = t.column("o").to_numpy()
-    outs = np.unique(o)
-    for j in outs:
-        # write_delta_file sorts by (rowid, ts); one output takes the records as they are
-        sub = (t if len(outs) == 1 else t.filter(pa.array(o == j))).drop(["o"])
-        m = write_records(storage, st, outputs[int(j)], sub, None, kind)
+    # One stable sort by (output, rowid, ts) and one take: each output's records are then a
+    # slice already in the order write_delta_file writes (it sorts them stably by rowid, ts),
+    # where a filter per output and a sort of each copied the records twice.
+    order = np.lexsort((t.column("ts").to_numpy(), t.column("rowid").to_numpy(), o))
+    t = t.drop(["o"]).take(pa.array(order))
+    o = o[order]
+    outs, starts = np.unique(o, return_index=True)
+    ends = np.r_[starts[1:], len(o)]
+    for j, a, b in zip(outs.tolist(), starts.tolist(), ends.tolist()):
+        m = write_records(storage, st, outputs[j], t.slice(a, b - a), None, kind)
         written.append(m.path)
         deltas.append(m)
     return deltas

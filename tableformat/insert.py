@@ -342,12 +342,15 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
     return InsertPlan(batch, batches, ignored)
 
 
-def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str]) -> list[RowSetMeta]:
+def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str],
+               warm: bool = True) -> list[RowSetMeta]:
     """Write each tablet's rows as rowsets, rolling at the target size.
 
     A rowset's base data, its PK index and its bloom filter are separate tasks on the worker
     pool, so even one rowset keeps two cores busy; rows are taken from the batch only
     inside a running task, so at most one rowset's data per worker is in memory at a time.
+    warm=False leaves the data out of the block cache (a merge's outputs: they would stay in
+    memory for the rest of the merge; see `diskrowset.warm_row_groups`).
     """
     target = state.properties["rowset_target_bytes"]
     row_bytes = plan.batch.nbytes / max(1, plan.batch.num_rows)
@@ -367,7 +370,8 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
             return write_pk_index(storage, rowset_dir, keys, props, written)
         if kind == "bloom":
             return write_bloom(storage, rowset_dir, keys, written)
-        return write_rowset_data(storage, state.schema, rowset_dir, batch_rows(plan.batch, rows), props, written)
+        return write_rowset_data(storage, state.schema, rowset_dir, batch_rows(plan.batch, rows), props, written,
+                                 warm)
 
     # Longer tasks first (every rowset's data, then its bloom filter, then its PK index), and
     # the short ones last, so the workers end together rather than one finishing a long task alone.

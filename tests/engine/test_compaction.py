@@ -392,3 +392,27 @@ def test_unknown_compaction_kind_is_refused_before_writing(tmp_path):
     with pytest.raises(tf.InvalidOptionError, match="action.kind must be one of 'merge'"):
         t.compact_action(CompactionAction("minor", "r0", (rs,), 1.0, "test", 0))
     assert files() == before and t.version == v
+
+
+def test_a_merge_leaves_no_blocks_of_its_inputs_or_outputs_in_the_cache(tmp_path):
+    """A merge's inputs, read and about to be replaced, leave the block cache (their decoded
+    data would sit beside the merge's own), and its outputs are not put there (a load's are:
+    they stay in memory until evicted); lookups then read the outputs' row groups."""
+    from tableformat.cfile_set import FILE_CACHE
+    t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning())
+    data = metrics_rows(2000)
+    for i in range(2):
+        t.insert(data.take(pa.array(np.arange(i, 2000, 2))))           # 2 interleaved (overlapping) inserts
+    t.update(data.select(["host", "metric", "time"]).slice(0, 10).append_column("value", pa.array([1.5] * 10)))
+    keys = data.select(["host", "metric", "time"]).slice(0, 50)
+    expect = t.lookup(keys)
+    inputs = set(t.state.rowsets)
+
+    def cached_of(ids):
+        return [k for k in FILE_CACHE._items if any(i in k[1] for i in ids)]
+    assert cached_of(inputs)
+    t.compact()
+    assert not set(t.state.rowsets) & inputs
+    assert not cached_of(inputs)
+    assert not [k for k in cached_of(set(t.state.rowsets)) if "#written" in k[1] or "#rg" in k[1]]
+    assert_same_rows(t.lookup(keys), expect)

@@ -266,3 +266,118 @@ def test_a_load_leaves_its_pk_index_as_a_lookup_reads_it(tmp_path):
         assert read_pk_index(t.storage, rs).equals(cached_keys)
         assert _block_layout(parquet_file(t.storage, rs.pk_index)) == cached_layout
     assert t.lookup({"key": ["k00007", "z2"]}).column("val").to_pylist() == [7, 2]
+
+
+def test_a_load_leaves_its_row_groups_as_a_lookup_reads_them(tmp_path, monkeypatch):
+    """The insert leaves each rowset's non-key row groups in the block cache, equal to what
+    decoding the base file gives, so the first lookup after a load decodes nothing; a rowset
+    larger than its share of the cache is left out (it would push the PK indexes out)."""
+    import pyarrow.parquet as pq
+    t = kv(tmp_path / "t", row_group_rows=128)
+    FILE_CACHE.clear()
+    data = pa.table({"key": [f"k{i:05d}" for i in range(1000)], "val": list(range(1000)),
+                     "s": [None if i % 7 == 0 else f"s{i}" for i in range(1000)]})
+    t.insert(data)
+    read = []
+    orig = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, *a, **kw):
+        read.extend(row_groups)
+        return orig(self, row_groups, *a, **kw)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    keys = {"key": ["k00999", "k00000", "k00500", "k00130"]}
+    warm = t.lookup(keys)
+    assert read == []
+    FILE_CACHE.clear()
+    cold = t.lookup(keys)
+    assert sorted(read) == [0, 1, 3, 7]
+    assert warm.equals(cold) and warm.column("val").to_pylist() == [999, 0, 500, 130]
+    monkeypatch.setattr(FILE_CACHE, "max_bytes", 16)       # the rowset's data is over its share
+    put = FILE_CACHE.put
+    cached = []
+    monkeypatch.setattr(FILE_CACHE, "put", lambda s, path, *a: (cached.append(path), put(s, path, *a)))
+    t.insert(pa.table({"key": ["z1", "z2"], "val": [1, 2], "s": ["a", "b"]}))
+    assert cached and not [p for p in cached if "#written" in p or "#rg" in p]
+    read.clear()
+    assert t.lookup({"key": ["z2"]}).column("val").to_pylist() == [2]
+    assert read == [0]
+
+
+def test_a_load_pushes_nothing_out_of_the_block_cache(tmp_path, monkeypatch):
+    """A load's row groups go to the cache only into its free space: what is cached already
+    (here another rowset's PK index and row groups) stays."""
+    second = pa.table({"key": [f"b{i:04d}" for i in range(500)], "val": list(range(500))})
+    FILE_CACHE.clear()
+    kv(tmp_path / "scratch", row_group_rows=128).insert(second)
+    key_files = sum(b for k, (_, b) in FILE_CACHE._items.items() if "#written" not in k[1])
+    t = kv(tmp_path / "t", row_group_rows=128)
+    t.insert(pa.table({"key": [f"a{i:04d}" for i in range(500)], "val": list(range(500))}))
+    before = dict(FILE_CACHE._items)
+    monkeypatch.setattr(FILE_CACHE, "max_bytes", FILE_CACHE._bytes + key_files)   # room for the key files only
+    t.insert(second)
+    assert set(before) <= set(FILE_CACHE._items)
+    assert not [k for k in FILE_CACHE._items if k not in before and ("#written" in k[1] or "#rg" in k[1])]
+
+
+LOOKUP_TYPES = ["bool", "int8", "int16", "int32", "int64", "float", "double", "date", "unixtime_micros",
+                "string", "varchar(8)", "binary", "decimal(9,2)", "decimal(18,2)", "decimal(38,10)"]
+
+
+def test_a_loads_cached_row_groups_read_as_the_files_do_for_every_type(tmp_path):
+    """What a load leaves in the block cache is what decoding its base file gives, for every
+    column type and with NULLs and NaN: the first (warm) lookup and one after the cache is
+    emptied return equal rows of equal types."""
+    import datetime as dt
+    import decimal
+    n = 600
+    rng = np.random.default_rng(3)
+    cols = [tf.Column("k", "int64")] + [tf.Column(f"c{i}", ty, nullable=True) for i, ty in enumerate(LOOKUP_TYPES)]
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema(cols, primary_key="k"), properties={"row_group_rows": 128})
+
+    def values(ty):
+        ints = rng.integers(-100, 100, n)
+        if ty == "bool":
+            return [bool(v % 2) for v in ints]
+        if ty in ("float", "double"):
+            return [float("nan") if v % 11 == 0 else -0.0 if v % 13 == 0 else v / 7 for v in ints]
+        if ty == "date":
+            return [dt.date(2020, 1, 1) + dt.timedelta(days=int(v)) for v in ints]
+        if ty == "unixtime_micros":
+            return [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=int(v) * 999)
+                    for v in ints]
+        if ty in ("string", "varchar(8)"):
+            return [f"s{v}" for v in ints]
+        if ty == "binary":
+            return [bytes([v % 256]) * (v % 5) for v in ints]
+        if ty.startswith("decimal"):
+            return [decimal.Decimal(int(v)).scaleb(-2) for v in ints]
+        return [int(v) for v in ints]
+    data = {"k": list(range(n))}
+    for i, ty in enumerate(LOOKUP_TYPES):
+        data[f"c{i}"] = [None if j % 9 == i % 9 else v for j, v in enumerate(values(ty))]
+    FILE_CACHE.clear()
+    t.insert(data)
+    keys = {"k": [599, 0, 130, 131, 7, 300, 1000]}
+    warm = t.lookup(keys, missing="null")
+    FILE_CACHE.clear()
+    cold = t.lookup(keys, missing="null")
+    assert warm.schema == cold.schema
+    assert rows(warm) == rows(cold)
+    assert warm.column("_found").to_pylist() == [True] * 6 + [False]
+
+
+def test_a_loads_cached_columns_leave_the_cache_first(tmp_path):
+    """Past the cache's size a load's columns go before any other entry, even one used less
+    recently (a PK index, a decoded row group): at sizes past the cache, caching them never
+    costs lookups what they read."""
+    from tableformat.cfile_set import FileCache
+    t = kv(tmp_path / "t")
+    cache = FileCache(max_bytes=100)
+    cache.put(t.storage, "pk", "index", 40)
+    cache.put(t.storage, "written", "columns", 40, first_out=True)
+    assert cache.get(t.storage, "written") == "columns"     # used: still the first to go
+    cache.put(t.storage, "rg", "row group", 40)
+    assert cache.get(t.storage, "pk") == "index" and cache.get(t.storage, "rg") == "row group"
+    assert cache.get(t.storage, "written") is None and cache._bytes == 80
+    cache.put(t.storage, "rg2", "row group", 40)              # then least recently used, as before
+    assert cache.get(t.storage, "pk") is None and cache.get(t.storage, "rg2") == "row group"
