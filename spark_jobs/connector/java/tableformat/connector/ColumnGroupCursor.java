@@ -24,19 +24,24 @@ final class ColumnGroupCursor implements Closeable {
   private WritableColumnVector[] copies;
   private int copyCapacity;
 
-  ColumnGroupCursor(BatchSource reader, DataType[] types, String path) {
+  private final boolean indexed;
+
+  /** {@code indexed}: the batches end with the row index (else positions are not tracked). */
+  ColumnGroupCursor(BatchSource reader, DataType[] types, String path, boolean indexed) {
     this.reader = reader;
     this.types = types;
     this.path = path;
+    this.indexed = indexed;
   }
 
   /** The next batch (false at the end of the file or split). */
   boolean advance() throws IOException {
     ColumnarBatch b = reader.next();
     if (b == null) return false;
+    long next = start + rows;
     batch = b;
     rows = batch.numRows();
-    start = rows == 0 ? start + rows : rowIndex().getLong(0);
+    start = rows == 0 || !indexed ? next : rowIndex().getLong(0);
     return true;
   }
 

@@ -113,24 +113,27 @@ final class RowSetBatchReader implements PartitionReader<ColumnarBatch> {
     }
     deltas = rs.clean() ? null : RedoLoader.load(conf, rs, cols, readTs);
     if (deltas != null && deltas.deleted == null && deltas.columns.isEmpty()) deltas = null;
+    // Row positions matter only to place deltas and to align column groups: a clean rowset in
+    // one file is read without Spark's row-index column.
+    boolean indexed = deltas != null || files.size() > 1;
     scratch = new int[cols.size()][];
     groups = new ColumnGroupCursor[files.size()];
     try {
       for (int g = 0; g < files.size(); g++) {
         ReadPlan.FilePlan f = files.get(g);
         List<ReadPlan.ColumnPlan> gc = groupCols.get(g);
-        StructField[] fields = new StructField[gc.size() + 1];
+        StructField[] fields = new StructField[gc.size() + (indexed ? 1 : 0)];
         DataType[] types = new DataType[gc.size()];
         for (int j = 0; j < gc.size(); j++) {
           fields[j] = new StructField("c" + gc.get(j).id, gc.get(j).type, true, Metadata.empty());
           types[j] = gc.get(j).type;
         }
-        fields[gc.size()] = ParquetFiles.ROW_INDEX;
+        if (indexed) fields[gc.size()] = ParquetFiles.ROW_INDEX;
         long length = ParquetFiles.checkedLength(conf, f.path, f.size);
         boolean split = g == 0 && s.length >= 0;
         FilterPredicate filter = files.size() == 1 ? ParquetPushdown.predicate(pushed, rs, cols) : null;
         groups[g] = new ColumnGroupCursor(ParquetFiles.open(conf, f.path, new StructType(fields),
-            split ? s.start : 0, split ? s.length : length, capacity, filter), types, f.path);
+            split ? s.start : 0, split ? s.length : length, capacity, filter), types, f.path, indexed);
       }
     } catch (IOException | RuntimeException e) {
       closeSlice();
@@ -143,7 +146,7 @@ final class RowSetBatchReader implements PartitionReader<ColumnarBatch> {
     if (!primary.advance()) return null;
     ColumnarBatch b = primary.batch;
     int n = b.numRows();
-    ColumnVector rowIndex = primary.rowIndex();
+    ColumnVector rowIndex = deltas != null || groups.length > 1 ? primary.rowIndex() : null;
     ColumnVector[][] aligned = new ColumnVector[groups.length][];
     ColumnVector[] out = new ColumnVector[cols.size()];
     for (int j = 0; j < out.length; j++) {
