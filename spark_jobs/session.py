@@ -161,8 +161,8 @@ def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterabl
         all_packages.append(delta_package())
         settings.update(DELTA_SQL_CONF)
         excludes += DELTA_EXCLUDES
-    if any(p.startswith("org.apache.hadoop:hadoop-aws:") for p in all_packages):
-        excludes += S3A_EXCLUDES
+    if any(p.startswith("software.amazon.awssdk:s3:") for p in all_packages):
+        excludes += S3A_EXCLUDES      # the S3 modules stand in for the bundle; hadoop-aws alone needs it
     if excludes:
         settings["spark.jars.excludes"] = ",".join(dict.fromkeys(excludes))
     if all_jars:

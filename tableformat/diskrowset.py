@@ -117,7 +117,7 @@ WARM_CACHE_SHARE = 0.25
 def warm_row_groups(storage: Storage, path: str, size: int, meta: pq.FileMetaData, columns: Sequence[Column],
                     arrays: Sequence[pa.Array], reserve: int = 0) -> None:
     """Leave a base file's columns in the block cache as just written, one entry for the file
-    (`#written`, which `read_base_rows` takes hits from): nothing is copied or decoded, and the
+    (`#written`, which `read_base_rows` takes hits from): copied once, nothing decoded, and the
     entry leaves the cache whole, so the cache counts what it holds. The first lookup after a
     load then costs what a warm one does (issue 26: decoding the hit row groups was ~90% of
     the first one). Past the cache, it goes first (`first_out`): lookups then decode only the
@@ -128,8 +128,11 @@ def warm_row_groups(storage: Storage, path: str, size: int, meta: pq.FileMetaDat
         return
     if sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) != n:
         return
-    written = {field_name(c.id): arr if arr.type == c.arrow_type else arr.cast(c.arrow_type)
+    # Copied: the arrays may be the caller's memory (Arrow wraps NumPy and pandas columns without
+    # a copy), which it may reuse after the insert; and a slice would hold its whole batch.
+    written = {field_name(c.id): pa.concat_arrays([arr if arr.type == c.arrow_type else arr.cast(c.arrow_type)])
                for c, arr in zip(columns, arrays)}
+    nbytes = sum(a.nbytes for a in written.values())
     FILE_CACHE.put(storage, path + "#written", written, nbytes, size, first_out=True)
 
 

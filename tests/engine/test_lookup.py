@@ -381,3 +381,17 @@ def test_a_loads_cached_columns_leave_the_cache_first(tmp_path):
     assert cache.get(t.storage, "written") is None and cache._bytes == 80
     cache.put(t.storage, "rg2", "row group", 40)              # then least recently used, as before
     assert cache.get(t.storage, "pk") is None and cache.get(t.storage, "rg2") == "row group"
+
+
+def test_a_loads_cached_columns_do_not_share_the_callers_memory(tmp_path):
+    """Arrow wraps NumPy (and pandas) columns without a copy: the columns a load leaves in the
+    block cache must be the engine's own, or a caller reusing its array after the insert changes
+    what lookups return (the base file, and a scan, hold the inserted values)."""
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True)],
+                                                       primary_key="k"))
+    FILE_CACHE.clear()
+    v = np.arange(1000, dtype=np.float64)
+    t.insert(pa.table({"k": np.arange(1000), "v": v}))
+    v[:] = -1.0                                  # the caller reuses its buffer for the next batch
+    assert t.lookup({"k": [5, 999]}).column("v").to_pylist() == [5.0, 999.0]
+    assert t.scan().to_arrow().column("v").to_pylist()[5] == 5.0

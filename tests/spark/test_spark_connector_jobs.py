@@ -83,3 +83,48 @@ def test_s3_reads_through_s3a_without_fallback(tmp_path, s3_table_root):
     aws = [j for j in out["jars"] if "awssdk" in j or "hadoop-aws" in j]
     assert any("hadoop-aws-" in j for j in aws) and any("awssdk_s3-" in j for j in aws), out["jars"]
     assert not [j for j in aws if "awssdk_bundle" in j], aws   # the S3 client's modules, not the 600 MB bundle
+
+
+class _Builder:
+    """SparkSession.builder's calls, recorded: the settings a session would start with, no JVM."""
+    def __init__(self):
+        self.conf = {}
+
+    def appName(self, _):
+        return self
+
+    def master(self, _):
+        return self
+
+    def config(self, k, v):
+        self.conf[k] = v
+        return self
+
+    def getOrCreate(self):
+        return self
+
+
+@pytest.mark.parametrize("hadoop", ["3.4.1", "9.9.9"])
+def test_s3a_excludes_only_what_the_sdk_modules_replace(monkeypatch, hadoop):
+    """With the AWS SDK's S3 modules, the 600 MB bundle hadoop-aws declares is excluded; where
+    they are not asked for (a Hadoop whose SDK version is unknown, or hadoop-aws given alone),
+    the bundle is the only AWS SDK on the classpath and stays. A user's excludes are kept."""
+    from pyspark.sql import SparkSession
+
+    from spark_jobs import session
+    b = _Builder()
+    monkeypatch.setattr(SparkSession, "builder", b)
+    monkeypatch.setattr(session, "register", lambda spark: None)
+    monkeypatch.setattr(session, "hadoop_version", lambda: hadoop)
+    monkeypatch.setenv("TABLEFORMAT_CONNECTOR", "0")
+    monkeypatch.delenv("TABLEFORMAT_S3A", raising=False)
+    session.get_spark(packages=session.s3a_packages(), conf={"spark.jars.excludes": "a:b"})
+    excludes = b.conf["spark.jars.excludes"].split(",")
+    assert excludes[0] == "a:b"
+    assert ("software.amazon.awssdk:bundle" in excludes) == (hadoop in session.AWS_SDK_FOR_HADOOP)
+    b.conf.clear()
+    session.get_spark(packages=["org.apache.hadoop:hadoop-aws:3.4.1"])
+    assert "software.amazon.awssdk:bundle" not in b.conf.get("spark.jars.excludes", "")
+    b.conf.clear()
+    session.get_spark()
+    assert "spark.jars.excludes" not in b.conf                     # no s3a, no excludes
