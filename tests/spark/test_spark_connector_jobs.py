@@ -50,7 +50,13 @@ JOB = textwrap.dedent('''
     got = df.toArrow()
     assert_same_rows(got.cast(expect.schema), expect)
     execs = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
-    jars = [str(j) for j in spark.sparkContext._jsc.sc().listJars().toList()]
+    jars = []                     # where the JVM found the S3 client and s3a classes
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    for cls in ("software.amazon.awssdk.services.s3.S3Client", "org.apache.hadoop.fs.s3a.S3AFileSystem"):
+        try:
+            jars.append(str(loader.loadClass(cls).getProtectionDomain().getCodeSource().getLocation().toString()))
+        except Exception:
+            pass
     print(json.dumps({{"rows": got.num_rows, "executors": execs, "jars": jars,
                        "sum": read_table(spark, uri, storage_options=opts).selectExpr("sum(value)").first()[0]}}))
     spark.stop()
