@@ -171,10 +171,8 @@ def test_empty_keys_and_empty_table(metrics_table, loaded):
     assert metrics_table.lookup(metrics_rows(5).select(KEY), as_of=0).num_rows == 0
 
 
-def test_lookup_reads_only_the_row_groups_holding_hits(tmp_path, monkeypatch):
-    t = kv(tmp_path / "t", row_group_rows=128)
-    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(5000)], "val": list(range(5000))}))
-    FILE_CACHE.clear()
+def _row_group_reads(monkeypatch) -> list:
+    """The row groups every ParquetFile.read_row_groups call decodes from now on, in order."""
     import pyarrow.parquet as pq
     read = []
     orig = pq.ParquetFile.read_row_groups
@@ -183,6 +181,14 @@ def test_lookup_reads_only_the_row_groups_holding_hits(tmp_path, monkeypatch):
         read.extend(row_groups)
         return orig(self, row_groups, *a, **kw)
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    return read
+
+
+def test_lookup_reads_only_the_row_groups_holding_hits(tmp_path, monkeypatch):
+    t = kv(tmp_path / "t", row_group_rows=128)
+    t.insert(pa.table({"key": [f"k{i:05d}" for i in range(5000)], "val": list(range(5000))}))
+    FILE_CACHE.clear()
+    read = _row_group_reads(monkeypatch)
     got = t.lookup({"key": ["k00007", "k04000", "k00009"]})
     assert got.column("val").to_pylist() == [7, 4000, 9]
     assert sorted(read) == [0, 4000 // 128]
@@ -272,19 +278,12 @@ def test_a_load_leaves_its_row_groups_as_a_lookup_reads_them(tmp_path, monkeypat
     """The insert leaves each rowset's non-key row groups in the block cache, equal to what
     decoding the base file gives, so the first lookup after a load decodes nothing; a rowset
     larger than its share of the cache is left out (it would push the PK indexes out)."""
-    import pyarrow.parquet as pq
     t = kv(tmp_path / "t", row_group_rows=128)
     FILE_CACHE.clear()
     data = pa.table({"key": [f"k{i:05d}" for i in range(1000)], "val": list(range(1000)),
                      "s": [None if i % 7 == 0 else f"s{i}" for i in range(1000)]})
     t.insert(data)
-    read = []
-    orig = pq.ParquetFile.read_row_groups
-
-    def spy(self, row_groups, *a, **kw):
-        read.extend(row_groups)
-        return orig(self, row_groups, *a, **kw)
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    read = _row_group_reads(monkeypatch)
     keys = {"key": ["k00999", "k00000", "k00500", "k00130"]}
     warm = t.lookup(keys)
     assert read == []
