@@ -19,6 +19,18 @@ final class DeleteCompactor {
     long lo = rowIndex.getLong(0), hi = rowIndex.getLong(n - 1);
     int next = deleted.nextSetBit((int) lo);
     if (next < 0 || next > hi) return null;
+    if (hi - lo == n - 1) {             // positions ascend, so these are rows lo..hi: skip each deleted bit
+      int dead = 0;
+      for (int d = next; d >= 0 && d <= hi; d = deleted.nextSetBit(d + 1)) dead++;
+      int[] live = new int[n - dead];
+      int m = 0, i = 0;
+      for (int d = next; d >= 0 && d <= hi; d = deleted.nextSetBit(d + 1)) {
+        for (int end = (int) (d - lo); i < end; i++) live[m++] = i;
+        i++;
+      }
+      while (i < n) live[m++] = i++;
+      return live;
+    }
     int[] live = new int[n];
     int m = 0;
     for (int i = 0; i < n; i++) {

@@ -1,6 +1,8 @@
 package tableformat.connector;
 
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -13,12 +15,15 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetReadSupport;
 import org.apache.spark.sql.execution.datasources.parquet.VectorizedParquetRecordReader;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.internal.SQLConf$;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
  * Opening base and delta files with Spark's own vectorized Parquet reader, the way Spark's
@@ -85,19 +90,93 @@ final class ParquetFiles {
       }
     }
     if (own) return new ParquetColumnsReader(base, path, requested, start, length, capacity);
+    int n = requested.fields().length;
+    if (filter == null && n > 0 && requested.fields()[n - 1].name().equals(ROW_INDEX.name())) {
+      return positioned(base, path, new StructType(java.util.Arrays.copyOf(requested.fields(), n - 1)), start, length,
+          capacity);
+    }
     VectorizedParquetRecordReader v = vectorized(base, path, requested, start, length, capacity, filter);
     return new BatchSource() {
-      @Override public org.apache.spark.sql.vectorized.ColumnarBatch next() throws IOException {
-        return v.nextKeyValue() ? (org.apache.spark.sql.vectorized.ColumnarBatch) v.getCurrentValue() : null;
+      @Override public ColumnarBatch next() throws IOException {
+        return v.nextKeyValue() ? (ColumnarBatch) v.getCurrentValue() : null;
       }
       @Override public void close() throws IOException { v.close(); }
     };
   }
 
-  static VectorizedParquetRecordReader vectorized(Configuration base, String path, StructType requested, long start,
-                                                  long length, int capacity,
-                                                  org.apache.parquet.filter2.predicate.FilterPredicate filter)
-      throws IOException {
+  /** Spark's vectorized reader with the row index filled here, not by Spark: Spark generates it
+   *  through a boxed Scala range, a third of a scan's CPU with pending deltas. Without a filter
+   *  every row of the split's row groups is read, in order, and a batch never spans row groups,
+   *  so positions follow from the footer's row-group offsets (read once and handed to Spark). */
+  private static BatchSource positioned(Configuration base, String path, StructType requested, long start,
+                                        long length, int capacity) throws IOException {
+    Configuration conf = readerConf(base, requested, null);
+    Path p = new Path(path);
+    org.apache.parquet.hadoop.util.HadoopInputFile in = org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, conf);
+    org.apache.parquet.io.SeekableInputStream stream = in.newStream();
+    VectorizedParquetRecordReader r =
+        new VectorizedParquetRecordReader(null, "CORRECTED", "UTC", "CORRECTED", "UTC", false, capacity);
+    long[] offsets, counts;
+    try {
+      org.apache.parquet.hadoop.metadata.ParquetMetadata footer = org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+          in, org.apache.parquet.HadoopReadOptions.builder(conf, p).withRange(start, start + length).build(), stream);
+      List<org.apache.parquet.hadoop.metadata.BlockMetaData> blocks = new ArrayList<>();
+      for (org.apache.parquet.hadoop.metadata.BlockMetaData b : footer.getBlocks()) if (b.getRowCount() > 0) blocks.add(b);
+      offsets = new long[blocks.size()];
+      counts = new long[blocks.size()];
+      for (int i = 0; i < offsets.length; i++) {
+        offsets[i] = blocks.get(i).getRowIndexOffset();
+        counts[i] = blocks.get(i).getRowCount();
+        if (offsets[i] < 0) throw new IOException("tableformat: " + path + " has no row-group row offsets");
+      }
+      r.initialize(new FileSplit(p, start, length, new String[0]), new TaskAttemptContextImpl(conf, new TaskAttemptID()),
+          scala.Option.apply(in), scala.Option.apply(stream), scala.Option.apply(footer));
+      r.initBatch(new StructType(), new GenericInternalRow(0));
+      r.enableReturningBatches();
+    } catch (InterruptedException e) {
+      r.close();
+      stream.close();
+      throw new IOException(e);
+    } catch (IOException | RuntimeException e) {
+      r.close();
+      stream.close();
+      throw e;
+    }
+    OnHeapColumnVector index = new OnHeapColumnVector(capacity, DataTypes.LongType);
+    return new BatchSource() {
+      private int group;
+      private long done;          // rows of row group `group` already returned
+
+      @Override public ColumnarBatch next() throws IOException {
+        if (!r.nextKeyValue()) return null;
+        ColumnarBatch b = (ColumnarBatch) r.getCurrentValue();
+        int rows = b.numRows();
+        while (group < counts.length && done >= counts[group]) {
+          group++;
+          done = 0;
+        }
+        if (rows > 0 && (group >= counts.length || done + rows > counts[group])) {
+          throw new IOException("tableformat CorruptFileError: " + path + " returned rows past its row groups");
+        }
+        long first = rows == 0 ? 0 : offsets[group] + done;
+        for (int i = 0; i < rows; i++) index.putLong(i, first + i);
+        done += rows;
+        ColumnVector[] cols = new ColumnVector[b.numCols() + 1];
+        for (int j = 0; j < b.numCols(); j++) cols[j] = b.column(j);
+        cols[cols.length - 1] = index;
+        return new ColumnarBatch(cols, rows);
+      }
+
+      @Override public void close() throws IOException {
+        index.close();
+        r.close();
+      }
+    };
+  }
+
+  /** The Hadoop conf of one reader: the requested schema and, when given, the pushed filter. */
+  private static Configuration readerConf(Configuration base, StructType requested,
+                                          org.apache.parquet.filter2.predicate.FilterPredicate filter) {
     Configuration conf = new Configuration(base);
     conf.set("parquet.read.support.class", ParquetReadSupport.class.getName());
     conf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA(), requested.json());
@@ -106,6 +185,14 @@ final class ParquetFiles {
       org.apache.parquet.hadoop.ParquetInputFormat.setFilterPredicate(conf, filter);
       conf.setBoolean("parquet.filter.record-level.enabled", false);   // rows stay by row index
     }
+    return conf;
+  }
+
+  static VectorizedParquetRecordReader vectorized(Configuration base, String path, StructType requested, long start,
+                                                  long length, int capacity,
+                                                  org.apache.parquet.filter2.predicate.FilterPredicate filter)
+      throws IOException {
+    Configuration conf = readerConf(base, requested, filter);
     VectorizedParquetRecordReader r =
         new VectorizedParquetRecordReader(null, "CORRECTED", "UTC", "CORRECTED", "UTC", false, capacity);
     try {
