@@ -72,8 +72,8 @@ public final class ByteStreamSplitProbe {
       }
       StructType requested = new StructType(new StructField[] {
           new StructField("x", DataTypes.DoubleType, true, Metadata.empty())});
-      long length = new File(dir, "p.parquet").length();
-      VectorizedParquetRecordReader v = ParquetFiles.vectorized(conf, p.toString(), requested, 0, length, 16, null);
+      org.apache.hadoop.fs.FileStatus st = p.getFileSystem(conf).getFileStatus(p);
+      VectorizedParquetRecordReader v = ParquetFiles.vectorized(conf, st, requested, 0, st.getLen(), 16, null).reader;
       try {
         if (!v.nextKeyValue()) return false;
         ColumnarBatch b = (ColumnarBatch) v.getCurrentValue();

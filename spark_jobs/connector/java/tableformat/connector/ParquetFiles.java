@@ -2,6 +2,7 @@ package tableformat.connector;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -9,6 +10,13 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapred.FileSplit;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
+import org.apache.parquet.HadoopReadOptions;
+import org.apache.parquet.filter2.predicate.FilterPredicate;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+import org.apache.parquet.io.SeekableInputStream;
 import org.apache.spark.internal.config.ConfigEntry;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -63,39 +71,39 @@ final class ParquetFiles {
     return conf;
   }
 
-  /** The file's length, checked against the size the log recorded (§8.2, §9.4 rule 8). */
-  static long checkedLength(Configuration conf, String path, long recorded) throws IOException {
+  /** The file's status, its length checked against the size the log recorded (§8.2, §9.4 rule 8):
+   *  the one metadata request a read makes of a file, which is then opened from this status. */
+  static FileStatus checkedStatus(Configuration conf, String path, long recorded) throws IOException {
     Path p = new Path(path);
     FileStatus st = p.getFileSystem(conf).getFileStatus(p);
     if (recorded >= 0 && st.getLen() != recorded) {
       throw new IOException("tableformat CorruptFileError: " + path + " does not have the size the table log recorded ("
           + st.getLen() + " bytes, the log says " + recorded + "): it was replaced or is corrupt");
     }
-    return st.getLen();
+    return st;
   }
 
   /** A batch reader of {@code requested} fields over bytes [start, start + length) of the file:
    *  the row groups whose midpoint lies in the range (Parquet's rule, so splits never overlap).
    *  Spark's vectorized reader where it decodes every page of those fields (always on a Spark
    *  that decodes BYTE_STREAM_SPLIT: {@link ByteStreamSplitProbe}), else {@link ParquetColumnsReader}. */
-  static BatchSource open(Configuration base, String path, StructType requested, long start, long length,
-                          int capacity, org.apache.parquet.filter2.predicate.FilterPredicate filter) throws IOException {
+  static BatchSource open(Configuration base, FileStatus file, StructType requested, long start, long length,
+                          int capacity, FilterPredicate filter) throws IOException {
+    String path = file.getPath().toString();
     boolean own = false;
     if (!ByteStreamSplitProbe.sparkDecodes(base)) {    // Spark 4.2: look for pages it cannot decode
-      Path p = new Path(path);
-      try (org.apache.parquet.hadoop.ParquetFileReader r = org.apache.parquet.hadoop.ParquetFileReader.open(
-          org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, base),
-          org.apache.parquet.HadoopReadOptions.builder(base, p).withRange(start, start + length).build())) {
+      try (ParquetFileReader r = ParquetFileReader.open(HadoopInputFile.fromStatus(file, base),
+          HadoopReadOptions.builder(base, file.getPath()).withRange(start, start + length).build())) {
         own = ParquetColumnsReader.needed(r, requested);
       }
     }
     if (own) return new ParquetColumnsReader(base, path, requested, start, length, capacity);
     int n = requested.fields().length;
     if (filter == null && n > 0 && requested.fields()[n - 1].name().equals(ROW_INDEX.name())) {
-      return positioned(base, path, new StructType(java.util.Arrays.copyOf(requested.fields(), n - 1)), start, length,
+      return positioned(base, file, new StructType(Arrays.copyOf(requested.fields(), n - 1)), start, length,
           capacity);
     }
-    VectorizedParquetRecordReader v = vectorized(base, path, requested, start, length, capacity, filter);
+    VectorizedParquetRecordReader v = vectorized(base, file, requested, start, length, capacity, filter).reader;
     return new BatchSource() {
       @Override public ColumnarBatch next() throws IOException {
         return v.nextKeyValue() ? (ColumnarBatch) v.getCurrentValue() : null;
@@ -107,40 +115,22 @@ final class ParquetFiles {
   /** Spark's vectorized reader with the row index filled here, not by Spark: Spark generates it
    *  through a boxed Scala range, a third of a scan's CPU with pending deltas. Without a filter
    *  every row of the split's row groups is read, in order, and a batch never spans row groups,
-   *  so positions follow from the footer's row-group offsets (read once and handed to Spark). */
-  private static BatchSource positioned(Configuration base, String path, StructType requested, long start,
+   *  so positions follow from the footer's row-group offsets. */
+  private static BatchSource positioned(Configuration base, FileStatus file, StructType requested, long start,
                                         long length, int capacity) throws IOException {
-    Configuration conf = readerConf(base, requested, null);
-    Path p = new Path(path);
-    org.apache.parquet.hadoop.util.HadoopInputFile in = org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, conf);
-    org.apache.parquet.io.SeekableInputStream stream = in.newStream();
-    VectorizedParquetRecordReader r =
-        new VectorizedParquetRecordReader(null, "CORRECTED", "UTC", "CORRECTED", "UTC", false, capacity);
-    long[] offsets, counts;
-    try {
-      org.apache.parquet.hadoop.metadata.ParquetMetadata footer = org.apache.parquet.hadoop.ParquetFileReader.readFooter(
-          in, org.apache.parquet.HadoopReadOptions.builder(conf, p).withRange(start, start + length).build(), stream);
-      List<org.apache.parquet.hadoop.metadata.BlockMetaData> blocks = new ArrayList<>();
-      for (org.apache.parquet.hadoop.metadata.BlockMetaData b : footer.getBlocks()) if (b.getRowCount() > 0) blocks.add(b);
-      offsets = new long[blocks.size()];
-      counts = new long[blocks.size()];
-      for (int i = 0; i < offsets.length; i++) {
-        offsets[i] = blocks.get(i).getRowIndexOffset();
-        counts[i] = blocks.get(i).getRowCount();
-        if (offsets[i] < 0) throw new IOException("tableformat: " + path + " has no row-group row offsets");
+    String path = file.getPath().toString();
+    Opened o = vectorized(base, file, requested, start, length, capacity, null);
+    VectorizedParquetRecordReader r = o.reader;
+    List<BlockMetaData> blocks = new ArrayList<>();
+    for (BlockMetaData b : o.blocks) if (b.getRowCount() > 0) blocks.add(b);
+    long[] offsets = new long[blocks.size()], counts = new long[blocks.size()];
+    for (int i = 0; i < offsets.length; i++) {
+      offsets[i] = blocks.get(i).getRowIndexOffset();
+      counts[i] = blocks.get(i).getRowCount();
+      if (offsets[i] < 0) {
+        r.close();
+        throw new IOException("tableformat: " + path + " has no row-group row offsets");
       }
-      r.initialize(new FileSplit(p, start, length, new String[0]), new TaskAttemptContextImpl(conf, new TaskAttemptID()),
-          scala.Option.apply(in), scala.Option.apply(stream), scala.Option.apply(footer));
-      r.initBatch(new StructType(), new GenericInternalRow(0));
-      r.enableReturningBatches();
-    } catch (InterruptedException e) {
-      r.close();
-      stream.close();
-      throw new IOException(e);
-    } catch (IOException | RuntimeException e) {
-      r.close();
-      stream.close();
-      throw e;
     }
     OnHeapColumnVector index = new OnHeapColumnVector(capacity, DataTypes.LongType);
     return new BatchSource() {
@@ -176,7 +166,7 @@ final class ParquetFiles {
 
   /** The Hadoop conf of one reader: the requested schema and, when given, the pushed filter. */
   private static Configuration readerConf(Configuration base, StructType requested,
-                                          org.apache.parquet.filter2.predicate.FilterPredicate filter) {
+                                          FilterPredicate filter) {
     Configuration conf = new Configuration(base);
     conf.set("parquet.read.support.class", ParquetReadSupport.class.getName());
     conf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA(), requested.json());
@@ -188,25 +178,44 @@ final class ParquetFiles {
     return conf;
   }
 
-  static VectorizedParquetRecordReader vectorized(Configuration base, String path, StructType requested, long start,
-                                                  long length, int capacity,
-                                                  org.apache.parquet.filter2.predicate.FilterPredicate filter)
-      throws IOException {
+  /** An initialized vectorized reader and the row groups of its range (before any filter). */
+  static final class Opened {
+    final VectorizedParquetRecordReader reader;
+    final List<BlockMetaData> blocks;
+
+    Opened(VectorizedParquetRecordReader reader, List<BlockMetaData> blocks) {
+      this.reader = reader;
+      this.blocks = blocks;
+    }
+  }
+
+  /** Spark's vectorized reader over the file's range, opened from its status (no second metadata
+   *  request) with the footer read here and handed to Spark, which then filters row groups by
+   *  the pushed filter as it would have. */
+  static Opened vectorized(Configuration base, FileStatus file, StructType requested, long start, long length,
+                           int capacity, FilterPredicate filter) throws IOException {
     Configuration conf = readerConf(base, requested, filter);
+    HadoopInputFile in = HadoopInputFile.fromStatus(file, conf);
+    SeekableInputStream stream = in.newStream();
     VectorizedParquetRecordReader r =
         new VectorizedParquetRecordReader(null, "CORRECTED", "UTC", "CORRECTED", "UTC", false, capacity);
     try {
-      r.initialize(new FileSplit(new Path(path), start, length, new String[0]),
-          new TaskAttemptContextImpl(conf, new TaskAttemptID()));
+      ParquetMetadata footer = ParquetFileReader.readFooter(
+          in, HadoopReadOptions.builder(conf, file.getPath()).withRange(start, start + length).build(), stream);
+      r.initialize(new FileSplit(file.getPath(), start, length, new String[0]),
+          new TaskAttemptContextImpl(conf, new TaskAttemptID()),
+          scala.Option.apply(in), scala.Option.apply(stream), scala.Option.apply(footer));
       r.initBatch(new StructType(), new GenericInternalRow(0));
       r.enableReturningBatches();
+      return new Opened(r, footer.getBlocks());
     } catch (InterruptedException e) {
       r.close();
+      stream.close();
       throw new IOException(e);
     } catch (IOException | RuntimeException e) {
       r.close();
+      stream.close();
       throw e;
     }
-    return r;
   }
 }

@@ -130,9 +130,9 @@ final class RedoLoader {
     RowSetDeltas.Collector[] colls = new RowSetDeltas.Collector[changed.size()];
     for (int j = 0; j < colls.length; j++) colls[j] = collector(out, changed.get(j).type, changed.get(j).id);
     int tsAt = f.hasTs ? 2 : -1, first = f.hasTs ? 3 : 2;
-    long length = ParquetFiles.checkedLength(conf, f.path, f.size);
-    try (BatchSource r = ParquetFiles.open(conf, f.path, new StructType(fields.toArray(new StructField[0])),
-        0, length, 4096, null)) {
+    org.apache.hadoop.fs.FileStatus st = ParquetFiles.checkedStatus(conf, f.path, f.size);
+    try (BatchSource r = ParquetFiles.open(conf, st, new StructType(fields.toArray(new StructField[0])),
+        0, st.getLen(), 4096, null)) {
       ColumnarBatch b;
       while ((b = r.next()) != null) {
         int n = b.numRows();

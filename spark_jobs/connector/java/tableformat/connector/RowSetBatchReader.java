@@ -129,10 +129,11 @@ final class RowSetBatchReader implements PartitionReader<ColumnarBatch> {
           types[j] = gc.get(j).type;
         }
         if (indexed) fields[gc.size()] = ParquetFiles.ROW_INDEX;
-        long length = ParquetFiles.checkedLength(conf, f.path, f.size);
+        org.apache.hadoop.fs.FileStatus st = ParquetFiles.checkedStatus(conf, f.path, f.size);
+        long length = st.getLen();
         boolean split = g == 0 && s.length >= 0;
         FilterPredicate filter = files.size() == 1 ? ParquetPushdown.predicate(pushed, rs, cols) : null;
-        groups[g] = new ColumnGroupCursor(ParquetFiles.open(conf, f.path, new StructType(fields),
+        groups[g] = new ColumnGroupCursor(ParquetFiles.open(conf, st, new StructType(fields),
             split ? s.start : 0, split ? s.length : length, capacity, filter), types, f.path, indexed);
       }
     } catch (IOException | RuntimeException e) {
