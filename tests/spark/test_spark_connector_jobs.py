@@ -4,7 +4,8 @@ master and jars are fixed when it starts):
 - on `local-cluster[2,1,1024]`, Spark's multi-JVM master: the jar ships to two executor JVMs,
   and an insert, a merge and a read through the connector agree with the engine;
 - on S3 through s3a (hadoop-aws at pyspark's Hadoop version, from Maven Central) against the
-  loopback S3 server: the same rows as the engine, and no rowset falls back.
+  loopback S3 server: the same rows as the engine, no rowset falls back, and one HEAD request
+  per base file a read opens.
 """
 import json
 import os
@@ -57,8 +58,17 @@ JOB = textwrap.dedent('''
             jars.append(str(loader.loadClass(cls).getProtectionDomain().getCodeSource().getLocation().toString()))
         except Exception:
             pass
-    print(json.dumps({{"rows": got.num_rows, "executors": execs, "jars": jars,
-                       "sum": read_table(spark, uri, storage_options=opts).selectExpr("sum(value)").first()[0]}}))
+    total = read_table(spark, uri, storage_options=opts).selectExpr("sum(value)").first()[0]
+    heads = None                  # s3a HEAD requests of a warm read (its REDO records cached)
+    if uri.startswith("s3://"):
+        jvm = spark._jvm
+        fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("s3a" + uri[2:]),
+                                                     spark._jsc.hadoopConfiguration())
+        before = fs.getStorageStatistics().getLong("action_http_head_request")
+        read_table(spark, uri, storage_options=opts).selectExpr("sum(value)").collect()
+        heads = fs.getStorageStatistics().getLong("action_http_head_request") - before
+    print(json.dumps({{"rows": got.num_rows, "executors": execs, "jars": jars, "sum": total, "heads": heads,
+                       "base_files": sum(len(r.base) for r in t.state.rowsets.values())}}))
     spark.stop()
 ''')
 
@@ -89,6 +99,8 @@ def test_s3_reads_through_s3a_without_fallback(tmp_path, s3_table_root):
     aws = [j for j in out["jars"] if "awssdk" in j or "hadoop-aws" in j]
     assert any("hadoop-aws-" in j for j in aws) and any("awssdk_s3-" in j for j in aws), out["jars"]
     assert not [j for j in aws if "awssdk_bundle" in j], aws   # the S3 client's modules, not the 600 MB bundle
+    # each base file is opened from the status its size check fetched: one HEAD per file, not two
+    assert out["heads"] == out["base_files"] > 0, out
 
 
 class _Builder:

@@ -209,13 +209,25 @@ final class ParquetFiles {
       r.enableReturningBatches();
       return new Opened(r, footer.getBlocks());
     } catch (InterruptedException e) {
-      r.close();
-      stream.close();
+      closeAfterFailure(r, stream, e);
       throw new IOException(e);
     } catch (IOException | RuntimeException e) {
-      r.close();
-      stream.close();
+      closeAfterFailure(r, stream, e);
       throw e;
+    }
+  }
+
+  /** Both closed whatever either throws; the open's own failure stays the one reported. */
+  private static void closeAfterFailure(VectorizedParquetRecordReader r, SeekableInputStream stream, Exception cause) {
+    try {
+      r.close();
+    } catch (IOException | RuntimeException e) {
+      cause.addSuppressed(e);
+    }
+    try {
+      stream.close();
+    } catch (IOException | RuntimeException e) {
+      cause.addSuppressed(e);
     }
   }
 }
