@@ -64,9 +64,11 @@ JOB = textwrap.dedent('''
         jvm = spark._jvm
         fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("s3a" + uri[2:]),
                                                      spark._jsc.hadoopConfiguration())
-        before = fs.getStorageStatistics().getLong("action_http_head_request")
+        # the instance's own counters: getStorageStatistics() is the JVM-wide one of the first
+        # S3AFileSystem initialised, which may be one the FileSystem cache discarded
+        before = fs.getIOStatistics().counters().get("action_http_head_request")
         read_table(spark, uri, storage_options=opts).selectExpr("sum(value)").collect()
-        heads = fs.getStorageStatistics().getLong("action_http_head_request") - before
+        heads = fs.getIOStatistics().counters().get("action_http_head_request") - before
     print(json.dumps({{"rows": got.num_rows, "executors": execs, "jars": jars, "sum": total, "heads": heads,
                        "base_files": sum(len(r.base) for r in t.state.rowsets.values())}}))
     spark.stop()
