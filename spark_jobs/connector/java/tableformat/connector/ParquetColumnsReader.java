@@ -5,7 +5,7 @@ import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.parquet.HadoopReadOptions;
 import org.apache.parquet.column.ColumnDescriptor;
 import org.apache.parquet.column.ColumnReader;
@@ -46,12 +46,11 @@ final class ParquetColumnsReader implements BatchSource {
   private ColumnReader[] readers;
   private long groupStart, groupRows, consumed;
 
-  ParquetColumnsReader(Configuration conf, String path, StructType requested, long start, long length, int capacity)
-      throws IOException {
-    Path p = new Path(path);
-    HadoopReadOptions.Builder opts = HadoopReadOptions.builder(conf, p);
+  ParquetColumnsReader(Configuration conf, FileStatus file, StructType requested, long start, long length,
+                       int capacity) throws IOException {
+    HadoopReadOptions.Builder opts = HadoopReadOptions.builder(conf, file.getPath());
     opts.withRange(start, start + length);
-    reader = ParquetFileReader.open(HadoopInputFile.fromPath(p, conf), opts.build());
+    reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf), opts.build());   // no second HEAD
     fileSchema = reader.getFooter().getFileMetaData().getSchema();
     this.requested = requested;
     this.capacity = capacity;

@@ -97,7 +97,7 @@ final class ParquetFiles {
         own = ParquetColumnsReader.needed(r, requested);
       }
     }
-    if (own) return new ParquetColumnsReader(base, path, requested, start, length, capacity);
+    if (own) return new ParquetColumnsReader(base, file, requested, start, length, capacity);
     int n = requested.fields().length;
     if (filter == null && n > 0 && requested.fields()[n - 1].name().equals(ROW_INDEX.name())) {
       return positioned(base, file, new StructType(Arrays.copyOf(requested.fields(), n - 1)), start, length,
