@@ -137,11 +137,19 @@ class FileCache:
     Files never change once written (unique names), so entries never go stale. An entry is keyed
     by the file's path and, where the log records it, its size: a key probe reads a rowset's
     bloom filter and PK index once per process.
+
+    Two tiers, as RocksDB's high-priority pool keeps index and filter blocks: key files (PK
+    indexes, blooms, footers: `index=True`) leave only when no data entry (decoded row groups,
+    delta files) is left to evict. A lookup's row groups then never push out the PK indexes
+    every later lookup needs (issue 26: at 16M rows they did, and each lookup re-read and
+    re-checked every index whole).
     """
 
     def __init__(self, max_bytes: int = 512 * 1024 * 1024):
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self._items: dict[tuple, tuple[Any, int]] = {}
+        self._data: OrderedDict[tuple, None] = OrderedDict()     # LRU order of data entries
+        self._index: OrderedDict[tuple, None] = OrderedDict()    # LRU order of key-file entries
         self._first_out: dict[tuple, None] = {}        # evicted before any other entry, oldest first
         self._bytes = 0
         self._lock = threading.Lock()
@@ -152,29 +160,39 @@ class FileCache:
             item = self._items.get(key)
             if item is None:
                 return None
-            self._items.move_to_end(key)
+            (self._index if key in self._index else self._data).move_to_end(key)
             return item[0]
 
     def put(self, storage: Storage, path: str, value: Any, nbytes: int, size: int | None = None,
-            first_out: bool = False) -> None:
+            first_out: bool = False, index: bool = False) -> None:
         """first_out: an entry nobody asked for yet (a load's columns), evicted before every other
-        entry however recently used, so it never costs a PK index or a decoded row group its place."""
+        entry however recently used, so it never costs a PK index or a decoded row group its place.
+        index: a key file's entry, evicted only after every data entry."""
         key = (storage.protocol, storage.path(path), size)
         with self._lock:
             if key in self._items:
                 return
             self._items[key] = (value, nbytes)
+            (self._index if index else self._data)[key] = None
             self._bytes += nbytes
             if first_out:
                 self._first_out[key] = None
-            while self._bytes > self.max_bytes and len(self._items) > 1:
+            while self._bytes > self.max_bytes:
                 if self._first_out:
                     victim = next(iter(self._first_out))
-                    del self._first_out[victim]
-                    self._bytes -= self._items.pop(victim)[1]
+                elif self._data and (not index or len(self._items) > 1):
+                    victim = next(iter(self._data))       # may be the new entry: data never evicts a key file
+                elif len(self._index) > 1:
+                    victim = next(iter(self._index))
                 else:
-                    _, (_, b) = self._items.popitem(last=False)
-                    self._bytes -= b
+                    break                                  # one key file larger than the cache: kept alone
+                self._evict(victim)
+
+    def _evict(self, key: tuple) -> None:
+        self._bytes -= self._items.pop(key)[1]
+        self._data.pop(key, None)
+        self._index.pop(key, None)
+        self._first_out.pop(key, None)
 
     @property
     def free_bytes(self) -> int:
@@ -186,12 +204,13 @@ class FileCache:
         starts = tuple(storage.path(p) for p in prefixes)
         with self._lock:
             for key in [k for k in self._items if k[0] == storage.protocol and k[1].startswith(starts)]:
-                self._bytes -= self._items.pop(key)[1]
-                self._first_out.pop(key, None)
+                self._evict(key)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._data.clear()
+            self._index.clear()
             self._first_out.clear()
             self._bytes = 0
 
@@ -235,7 +254,7 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.Parqu
         pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
-    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size)
+    FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size, index=True)
     return pf
 
 
@@ -351,7 +370,7 @@ def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     if meta is None:
-        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size)
+        FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size, index=True)
     return pf
 
 

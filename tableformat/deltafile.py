@@ -113,7 +113,7 @@ def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] 
         # Delta files are small and mostly read whole: verify every byte once per process
         # (page CRCs miss page headers and the footer), then reads use the page CRCs.
         pf = verified_parquet_file(storage, ref, "delta file")
-        FILE_CACHE.put(storage, meta.path + "#verified", True, 16, ref.size)
+        FILE_CACHE.put(storage, meta.path + "#verified", True, 16, ref.size, index=True)
     else:
         pf = parquet_file(storage, ref)
     names = set(pf.schema_arrow.names)

@@ -165,9 +165,10 @@ def write_pk_index(storage: Storage, rowset_dir: str, keys: pa.Array, properties
     # The keys just written are the index a lookup reads whole (as the bloom filter is cached
     # below): the first lookup after a load then costs what a warm one does, not a read, a
     # checksum and a decode of the index.
-    FILE_CACHE.put(storage, f"{idx_path}#all", keys, keys.nbytes, idx_size)
+    FILE_CACHE.put(storage, f"{idx_path}#all", keys, keys.nbytes, idx_size, index=True)
     layout = (first_keys, min(block, len(keys)) or 1)        # as _block_layout reads it back
-    FILE_CACHE.put(storage, f"{idx_path}#layout", layout, sum(len(k) for k in first_keys) + 64, idx_size)
+    FILE_CACHE.put(storage, f"{idx_path}#layout", layout, sum(len(k) for k in first_keys) + 64, idx_size, index=True)
+    FILE_CACHE.put(storage, f"{idx_path}#verified", True, 16, idx_size, index=True)
     return FileRef(idx_path, idx_size, crc32=zlib.crc32(idx_buf))
 
 
@@ -178,7 +179,7 @@ def write_bloom(storage: Storage, rowset_dir: str, keys: pa.Array, written: list
     bloom_bytes = bloom.to_bytes()
     storage.write(bloom_path, bloom_bytes)
     written.append(bloom_path)
-    FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes, len(bloom_bytes))
+    FILE_CACHE.put(storage, bloom_path, bloom, bloom.nbytes, len(bloom_bytes), index=True)
     return FileRef(bloom_path, len(bloom_bytes), crc32=zlib.crc32(bloom_bytes))
 
 
@@ -199,7 +200,7 @@ def load_bloom(storage: Storage, rowset: RowSetMeta) -> BloomFilter | SplitBlock
             raise wrap_read_error(rowset.bloom.path, e) from None
         verify_file_bytes(rowset.bloom, data, "bloom filter file")
         b = read_bloom(data, rowset.bloom.path)
-        FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes, rowset.bloom.size)
+        FILE_CACHE.put(storage, rowset.bloom.path, b, b.nbytes, rowset.bloom.size, index=True)
     return b
 
 
@@ -215,8 +216,9 @@ def _load_verified_pk_index(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Ar
         raise wrap_read_error(ref.path, e) from None
     if len(full) != rowset.num_rows:
         raise CorruptFileError(f"PK index {ref.path} has {len(full)} keys, the rowset has {rowset.num_rows} rows")
-    FILE_CACHE.put(storage, f"{ref.path}#all", full, full.nbytes, ref.size)
-    FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64, ref.size)
+    FILE_CACHE.put(storage, f"{ref.path}#all", full, full.nbytes, ref.size, index=True)
+    FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64, ref.size, index=True)
+    FILE_CACHE.put(storage, f"{ref.path}#verified", True, 16, ref.size, index=True)
     return full, layout
 
 
@@ -239,21 +241,34 @@ def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[byte
 def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) -> pa.Array:
     """Encoded keys of the given PK index blocks, concatenated in block order.
 
-    A format-3 index is verified whole on first use (then cached), so blocks come from it.
+    A format-3 index is verified whole on first use (its block first keys sit in the footer,
+    which no page CRC covers); once it has been, a block is read alone (a ranged read of its
+    row group) and cached alone, so an index pushed out of the block cache costs a lookup the
+    blocks it hits, not a read and a check of the whole file.
     """
-    key = f"{rowset.pk_index.path}#all"
-    full = FILE_CACHE.get(storage, key, rowset.pk_index.size)
-    if full is None and rowset.pk_index.crc32 is not None:
+    ref = rowset.pk_index
+    full = FILE_CACHE.get(storage, f"{ref.path}#all", ref.size)
+    if full is None and ref.crc32 is not None and FILE_CACHE.get(storage, f"{ref.path}#verified", ref.size) is None:
         full = read_pk_index(storage, rowset)
     if full is not None:
         firsts, block = pk_block_first_keys(storage, rowset)
         return pa.concat_arrays([full.slice(b * block, block) for b in blocks]) if blocks else full.slice(0, 0)
-    pf = parquet_file(storage, rowset.pk_index)
-    try:
-        t = pf.read_row_groups(list(blocks), columns=["key"], use_threads=False)
-    except (OSError, pa.ArrowException) as e:
-        raise wrap_read_error(rowset.pk_index.path, e) from None
-    return t.column(0).combine_chunks()
+    got = {b: FILE_CACHE.get(storage, f"{ref.path}#blk{b}", ref.size) for b in blocks}
+    missing = sorted(b for b, v in got.items() if v is None)
+    if missing:
+        pf = parquet_file(storage, ref)
+        try:
+            t = pf.read_row_groups(missing, columns=["key"], use_threads=False)
+        except (OSError, pa.ArrowException) as e:
+            raise wrap_read_error(ref.path, e) from None
+        md, col, offset = pf.metadata, t.column(0), 0
+        for b in missing:
+            n = md.row_group(b).num_rows
+            got[b] = one_array(col.slice(offset, n))
+            offset += n
+            FILE_CACHE.put(storage, f"{ref.path}#blk{b}", got[b], got[b].nbytes, ref.size, index=True)
+    parts = [got[b] for b in blocks]
+    return pa.concat_arrays(parts) if parts else pa.array([], pa.binary())
 
 
 def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
@@ -271,7 +286,7 @@ def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
         if len(full) != rowset.num_rows:
             raise CorruptFileError(f"PK index {rowset.pk_index.path} has {len(full)} keys, "
                                    f"the rowset has {rowset.num_rows} rows")
-        FILE_CACHE.put(storage, key, full, full.nbytes, rowset.pk_index.size)
+        FILE_CACHE.put(storage, key, full, full.nbytes, rowset.pk_index.size, index=True)
     return full
 
 
@@ -369,7 +384,7 @@ def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Colum
             pf = parquet_file(storage, ref)
             md = pf.metadata
             bounds = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
-            FILE_CACHE.put(storage, ref.path + "#rg_bounds", bounds, bounds.nbytes, ref.size)
+            FILE_CACHE.put(storage, ref.path + "#rg_bounds", bounds, bounds.nbytes, ref.size, index=True)
         if bounds[-1] < rowset.num_rows:
             raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
         rg = np.searchsorted(bounds, rowids, side="right") - 1

@@ -52,7 +52,7 @@ def _first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Array, list[by
     if cached is None:
         firsts, block = pk_block_first_keys(storage, rowset)
         cached = (pa.array(firsts, pa.binary()), firsts, block)
-        FILE_CACHE.put(storage, key, cached, sum(len(f) for f in firsts) * 2 + 64, rowset.pk_index.size)
+        FILE_CACHE.put(storage, key, cached, sum(len(f) for f in firsts) * 2 + 64, rowset.pk_index.size, index=True)
     return cached
 
 

@@ -294,7 +294,7 @@ def test_a_load_leaves_its_row_groups_as_a_lookup_reads_them(tmp_path, monkeypat
     monkeypatch.setattr(FILE_CACHE, "max_bytes", 16)       # the rowset's data is over its share
     put = FILE_CACHE.put
     cached = []
-    monkeypatch.setattr(FILE_CACHE, "put", lambda s, path, *a: (cached.append(path), put(s, path, *a)))
+    monkeypatch.setattr(FILE_CACHE, "put", lambda s, path, *a, **k: (cached.append(path), put(s, path, *a, **k)))
     t.insert(pa.table({"key": ["z1", "z2"], "val": [1, 2], "s": ["a", "b"]}))
     assert cached and not [p for p in cached if "#written" in p or "#rg" in p]
     read.clear()
@@ -394,3 +394,69 @@ def test_a_loads_cached_columns_do_not_share_the_callers_memory(tmp_path):
     v[:] = -1.0                                  # the caller reuses its buffer for the next batch
     assert t.lookup({"k": [5, 999]}).column("v").to_pylist() == [5.0, 999.0]
     assert t.scan().to_arrow().column("v").to_pylist()[5] == 5.0
+
+
+def test_decoded_row_groups_never_push_a_pk_index_out(tmp_path, monkeypatch):
+    """Key files outrank data in the block cache: lookups whose row groups overflow it evict
+    other row groups, never a PK index or a bloom filter, so the next lookup reads no index
+    (issue 26: at 16M rows row groups pushed the indexes out and every lookup re-read them)."""
+    t = kv(tmp_path / "t", row_group_rows=128, pk_index_block_rows=64)
+    FILE_CACHE.clear()
+    keys = [f"k{i:05d}" for i in range(2000)]
+    t.insert(pa.table({"key": keys, "val": list(range(2000))}))
+    FILE_CACHE.drop(t.storage, [f.path + "#written" for rs in t.state.rowsets.values() for f in rs.base])
+    assert t.lookup({"key": ["k00001"]}).column("val").to_pylist() == [1]     # reads the footer once
+    index = {k for k in FILE_CACHE._items if "#rg" not in k[1] or "#rg_bounds" in k[1]}
+    assert any("#all" in k[1] for k in index) and any(k[1].endswith("bloom.bin") for k in index)
+    room = sum(FILE_CACHE._items[k][1] for k in index) + 4096                 # and ~2 row groups
+    monkeypatch.setattr(FILE_CACHE, "max_bytes", room)
+    read = _row_group_reads(monkeypatch)
+    for lo in list(range(0, 2000, 250)) * 2:                       # every row group, twice over
+        got = t.lookup({"key": keys[lo:lo + 250:7]})
+        assert got.column("val").to_pylist() == list(range(lo, min(lo + 250, 2000), 7))
+        assert index <= set(FILE_CACHE._items)
+    assert len(read) > 2000 // 128          # row groups did overflow the cache and were read again
+
+
+def test_file_cache_evicts_data_before_key_files(tmp_path):
+    """A data entry (a decoded row group) never evicts a key file's entry; a key file's entry
+    evicts data first, then the least recently used key file."""
+    from tableformat.cfile_set import FileCache
+    t = kv(tmp_path / "t")
+    cache = FileCache(max_bytes=100)
+    cache.put(t.storage, "pk", "index", 40, index=True)
+    cache.put(t.storage, "bloom", "filter", 40, index=True)
+    cache.put(t.storage, "rg0", "row group", 40)              # no room: it goes, not a key file
+    assert cache.get(t.storage, "rg0") is None and cache._bytes == 80
+    assert cache.get(t.storage, "pk") == "index" and cache.get(t.storage, "bloom") == "filter"
+    cache.put(t.storage, "rg1", "row group", 10)
+    cache.put(t.storage, "pk2", "index", 40, index=True)      # evicts the row group, then the oldest key file
+    assert cache.get(t.storage, "rg1") is None and cache.get(t.storage, "pk") is None
+    assert cache.get(t.storage, "bloom") == "filter" and cache.get(t.storage, "pk2") == "index"
+    assert cache._bytes == 80
+    cache.put(t.storage, "huge", "index", 500, index=True)    # larger than the cache: kept alone
+    assert cache.get(t.storage, "huge") == "index" and cache._bytes == 500
+
+
+def test_a_verified_pk_index_is_read_by_block_once_out_of_the_cache(tmp_path, monkeypatch):
+    """A format-3 PK index is checked whole once; after its keys leave the cache a lookup
+    reads only the index blocks it needs (one row group each), with no second whole read."""
+    import tableformat.diskrowset as drs
+    t = kv(tmp_path / "t", row_group_rows=128, pk_index_block_rows=64)
+    keys = [f"k{i:05d}" for i in range(2000)]
+    t.insert(pa.table({"key": keys, "val": list(range(2000))}))
+    (rs,) = t.state.rowsets.values()
+    assert rs.pk_index.crc32 is not None
+    FILE_CACHE.clear()
+    whole = []
+    orig = drs.verified_parquet_file
+    monkeypatch.setattr(drs, "verified_parquet_file", lambda s, ref, kind: (whole.append(ref.path), orig(s, ref, kind))[1])
+    assert t.lookup({"key": keys[::50]}).column("val").to_pylist() == list(range(0, 2000, 50))
+    assert whole == [rs.pk_index.path]                          # checked whole, once
+    FILE_CACHE.drop(t.storage, [rs.pk_index.path + "#all"])     # the index's keys leave the cache
+    read = _row_group_reads(monkeypatch)
+    assert t.lookup({"key": ["k01000", "k01999", "k00003"]}).column("val").to_pylist() == [1000, 1999, 3]
+    assert whole == [rs.pk_index.path]                          # no second whole read
+    assert read == [3 // 64, 1000 // 64, 1999 // 64]            # three index blocks (the rows are cached)
+    assert t.lookup({"key": ["k01000", "k01999"]}).column("val").to_pylist() == [1000, 1999]
+    assert read == [0, 15, 31]                                  # the blocks stayed cached
