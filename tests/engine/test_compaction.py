@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import tableformat as tf
@@ -416,3 +417,25 @@ def test_a_merge_leaves_no_blocks_of_its_inputs_or_outputs_in_the_cache(tmp_path
     assert not cached_of(inputs)
     assert not [k for k in cached_of(set(t.state.rowsets)) if "#written" in k[1] or "#rg" in k[1]]
     assert_same_rows(t.lookup(keys), expect)
+
+
+def test_merge_order_is_the_stable_sort_of_the_runs():
+    """A merge places its small inputs into the largest by binary search: the order is exactly a
+    stable sort of every key (equal keys in input order, before and after the large run), for
+    runs on either side of it; None when no run holds most rows."""
+    from tableformat.compaction import merge_order
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        big = int(rng.integers(0, 400))
+        sizes = [int(rng.integers(0, 40)) for _ in range(int(rng.integers(1, 4)))]
+        where = int(rng.integers(0, len(sizes) + 1))
+        sizes.insert(where, big)
+        runs = [np.unique(rng.integers(0, 500, s)) for s in sizes]       # each run sorted, no key twice
+        keys = pa.array([int(v).to_bytes(2, "big") + bytes(int(v) % 3) for r in runs for v in r], pa.binary())
+        lens = [len(r) for r in runs]
+        got = merge_order(keys, lens)
+        if sum(lens) - max(lens, default=0) > 0.25 * sum(lens) or len(lens) < 2:
+            assert got is None
+            continue
+        want = pc.array_sort_indices(keys).to_numpy()
+        assert got.tolist() == want.tolist(), (trial, lens)

@@ -50,12 +50,14 @@ def test_merge_keeps_deleted_and_reinserted_keys_apart(tmp_path):
         if i < 2:
             t.delete(pa.table({"key": ["a", "b"]}))
     before = every_version(t)
+    oldest = min(r.created_ts for r in t.state.rowsets.values())
+    assert oldest > 0
     merge_all(t)
     st = t.state
     assert sum(r.num_rows for r in st.rowsets.values()) == 9          # 4 ghost rows kept for history
     assert len(st.rowsets) == 3                                        # the newest rows, then two ghost layers
     assert t.check().ok                                                # each rowset's keys strictly sorted
-    assert all(r.created_ts == 0 for r in st.rowsets.values())
+    assert all(r.created_ts == oldest for r in st.rowsets.values())   # the oldest input's (specs §8.2)
     t.vacuum(retain_seconds=0, grace_seconds=0)
     assert every_version(t, before) == before
     assert not t.compaction_plan().actions                             # ghost layers are not merged again
@@ -180,11 +182,13 @@ def test_history_max_age_garbage_collects_undo_and_deleted_rows(tmp_path):
     t.delete(pa.table({"key": ["k2"]}))
     old = t.version
     (rs,) = t.state.rowsets
+    rs_created = t.state.rowsets[rs].created_ts
     force(t, "merge", [rs])                                    # within the history: all is kept
     st = t.state
     assert sum(r.num_rows for r in st.rowsets.values()) == 10
     undo = [d for ds in st.deltas.values() for d in ds if d.kind == "undo"]
-    assert sum(d.num_records for d in undo) == 10 + 1         # an UNDO DELETE per insert, the update's before-image
+    assert sum(d.num_records for d in undo) == 1              # the update's before-image; the insert's time is
+    assert {r.created_ts for r in st.rowsets.values()} == {rs_created}     # the outputs' created_ts, not a record a row
     redo = [d for ds in st.deltas.values() for d in ds if d.kind == "redo"]
     assert sum(d.delete_count for d in redo) == 1              # the deleted row stays, deleted by a REDO
     assert t.scan(as_of=old - 2, ordered=True).to_arrow().column("val").to_pylist()[1] == 1
@@ -606,3 +610,38 @@ def test_table_compacted_by_format_version_1_reads_old_versions_after_vacuum(tmp
         except tf.HistoryExpiredError:
             continue
         assert got == want, v
+
+
+def test_a_merge_keeps_the_oldest_inputs_insert_time_as_its_created_ts(tmp_path):
+    """A merge's outputs carry the oldest input's created_ts, so only rows of inputs inserted
+    later get an UNDO DELETE each (issue 26: an upsert's few rows merged into a load's many
+    wrote an UNDO DELETE, with its key, for every row). Every version reads as before, the one
+    between the two inserts included, before and after vacuum; merging that output with a newer
+    insert keeps it again and adds the new row's DELETE alone."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": [f"k{i:03d}" for i in range(200)], "val": list(range(200))}))
+    first = next(iter(t.state.rowsets.values())).created_ts
+    t.update(pa.table({"key": ["k005"], "val": [-5]}))
+    t.insert(pa.table({"key": ["k0055", "k150x", "zz"], "val": [1, 2, 3]}))    # keys across the first's range
+    t.update(pa.table({"key": ["k0055"], "val": [-1]}))
+    before = every_version(t)
+    assert len(before[2]) == 200 and len(before[3]) == 203                       # between and after the inserts
+    merge_all(t)
+    (out,) = t.state.rowsets.values()
+    assert out.created_ts == first
+    undo = [d for d in t.state.deltas_of(out.id) if d.kind == "undo"]
+    assert sum(d.delete_count for d in undo) == 3                                # the later insert's rows only
+    assert sum(d.num_records for d in undo) == 3 + 2                             # and the two before-images
+    assert every_version(t, before) == before
+    vacuum0(t)
+    assert every_version(t, before) == before
+    t.insert(pa.table({"key": ["k0999"], "val": [9]}))
+    created = {r.id: r.created_ts for r in t.state.rowsets.values()}
+    assert sorted(created.values()) == [first, max(created.values())]
+    merge_all(t)
+    (out2,) = t.state.rowsets.values()
+    assert out2.created_ts == first                       # the oldest again: only the new row's DELETE added
+    undo = [d for d in t.state.deltas_of(out2.id) if d.kind == "undo"]
+    assert sum(d.delete_count for d in undo) == 3 + 1
+    after = every_version(t)
+    assert {v: after[v] for v in before} == before and len(after[t.version]) == 204
