@@ -216,7 +216,7 @@ def _load_verified_pk_index(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Ar
         raise wrap_read_error(ref.path, e) from None
     if len(full) != rowset.num_rows:
         raise CorruptFileError(f"PK index {ref.path} has {len(full)} keys, the rowset has {rowset.num_rows} rows")
-    FILE_CACHE.put(storage, f"{ref.path}#all", full, full.nbytes, ref.size, index=True)
+    _cache_whole_index(storage, ref, full)
     FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64, ref.size, index=True)
     FILE_CACHE.put(storage, f"{ref.path}#verified", True, 16, ref.size, index=True)
     return full, layout
@@ -236,6 +236,14 @@ def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[byte
         return layout if layout is not None else _load_verified_pk_index(storage, rowset)[1]
     pf = parquet_file(storage, rowset.pk_index)
     return _block_layout(pf)
+
+
+def own_piece(col: pa.ChunkedArray, offset: int, n: int, groups: int) -> pa.Array:
+    """Rows [offset, offset + n) of a column read from `groups` row groups, to cache alone: a
+    copy when several were read (pyarrow returns them as one chunk, and a slice would keep all
+    of it alive while the cache counts the slice)."""
+    piece = col.slice(offset, n)
+    return one_array(piece) if groups == 1 else pa.concat_arrays(piece.chunks or [pa.array([], col.type)])
 
 
 def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) -> pa.Array:
@@ -264,7 +272,7 @@ def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) 
         md, col, offset = pf.metadata, t.column(0), 0
         for b in missing:
             n = md.row_group(b).num_rows
-            got[b] = one_array(col.slice(offset, n))
+            got[b] = own_piece(col, offset, n, len(missing))
             offset += n
             FILE_CACHE.put(storage, f"{ref.path}#blk{b}", got[b], got[b].nbytes, ref.size, index=True)
     parts = [got[b] for b in blocks]
@@ -286,8 +294,14 @@ def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
         if len(full) != rowset.num_rows:
             raise CorruptFileError(f"PK index {rowset.pk_index.path} has {len(full)} keys, "
                                    f"the rowset has {rowset.num_rows} rows")
-        FILE_CACHE.put(storage, key, full, full.nbytes, rowset.pk_index.size, index=True)
+        _cache_whole_index(storage, rowset.pk_index, full)
     return full
+
+
+def _cache_whole_index(storage: Storage, ref: FileRef, keys: pa.Array) -> None:
+    """The index's keys, cached whole: its blocks cached alone go (the same keys twice)."""
+    FILE_CACHE.drop(storage, [f"{ref.path}#blk"])
+    FILE_CACHE.put(storage, f"{ref.path}#all", keys, keys.nbytes, ref.size, index=True)
 
 
 def _columns_by_file(rowset: RowSetMeta, columns: Sequence[Column],
@@ -406,7 +420,7 @@ def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Colum
                 arr, offset = t.column(nm), 0
                 for g in missing:
                     size = int(bounds[g + 1] - bounds[g])
-                    piece = one_array(arr.slice(offset, size))     # a row group is one chunk: no copy
+                    piece = own_piece(arr, offset, size, len(missing))
                     if piece.type != c.arrow_type:
                         piece = piece.cast(c.arrow_type)
                     offset += size

@@ -67,7 +67,13 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
     blk = searchsorted_binary(firsts_arr, keys, side="right") - 1
     valid = blk >= 0
     blocks = np.unique(blk[valid])
-    if len(blocks) * 4 >= nblocks or FILE_CACHE.get(storage, rowset.pk_index.path + "#all", rowset.pk_index.size) is not None:
+    # The index whole when it is cached, or when most blocks are needed; a verified format-3
+    # index (checked whole once) is read by block up to 3/4 of them: cached by block, it holds
+    # the keys lookups hit, where the whole index of every rowset may not fit the cache.
+    ref = rowset.pk_index
+    verified = ref.crc32 is not None and FILE_CACHE.get(storage, ref.path + "#verified", ref.size) is not None
+    if len(blocks) * 4 >= nblocks * (3 if verified else 1) or \
+            FILE_CACHE.get(storage, ref.path + "#all", ref.size) is not None:
         idx = read_pk_index(storage, rowset)
         if n * 8 < len(idx):
             # Hash the few probe keys and stream the index past them.
@@ -83,9 +89,14 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
     block_lens = np.minimum(block, rowset.num_rows - blocks * block)
     rowid_of = np.repeat(blocks * block - np.concatenate([[0], np.cumsum(block_lens)[:-1]]), block_lens) \
         + np.arange(int(block_lens.sum()))
-    pos = _index_in(keys, block_keys)
-    found = pos >= 0
-    result[found] = rowid_of[pos[found]]
+    # the blocks are in key order, so their keys are one sorted array: bisected, not hashed
+    # (a hash of every block key cost more than the probe once blocks were cached, issue 26)
+    pos = bisect_left(block_keys, keys)
+    inside = np.flatnonzero(pos < len(block_keys))
+    if len(inside):
+        eq = pc.equal(block_keys.take(pa.array(pos[inside])), keys.take(pa.array(inside))).to_numpy(
+            zero_copy_only=False)
+        result[inside[eq]] = rowid_of[pos[inside[eq]]]
     return result
 
 

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
+from tableformat import cfile_set
 from tableformat.cfile_set import FILE_CACHE
 
 from helpers import kv, merge_all, metrics_partitioning, metrics_rows, metrics_schema, norm_value
@@ -410,6 +411,7 @@ def test_decoded_row_groups_never_push_a_pk_index_out(tmp_path, monkeypatch):
     assert any("#all" in k[1] for k in index) and any(k[1].endswith("bloom.bin") for k in index)
     room = sum(FILE_CACHE._items[k][1] for k in index) + 4096                 # and ~2 row groups
     monkeypatch.setattr(FILE_CACHE, "max_bytes", room)
+    monkeypatch.setattr(cfile_set, "INDEX_SHARE", 1.0)        # the key files' share: all they hold
     read = _row_group_reads(monkeypatch)
     for lo in list(range(0, 2000, 250)) * 2:                       # every row group, twice over
         got = t.lookup({"key": keys[lo:lo + 250:7]})
@@ -418,10 +420,12 @@ def test_decoded_row_groups_never_push_a_pk_index_out(tmp_path, monkeypatch):
     assert len(read) > 2000 // 128          # row groups did overflow the cache and were read again
 
 
-def test_file_cache_evicts_data_before_key_files(tmp_path):
+def test_file_cache_evicts_data_before_key_files(tmp_path, monkeypatch):
     """A data entry (a decoded row group) never evicts a key file's entry; a key file's entry
-    evicts data first, then the least recently used key file."""
+    evicts data first, then the least recently used key file. Past their share of the cache
+    the least recently used key files become data entries."""
     from tableformat.cfile_set import FileCache
+    monkeypatch.setattr(cfile_set, "INDEX_SHARE", 1.0)
     t = kv(tmp_path / "t")
     cache = FileCache(max_bytes=100)
     cache.put(t.storage, "pk", "index", 40, index=True)
@@ -436,6 +440,14 @@ def test_file_cache_evicts_data_before_key_files(tmp_path):
     assert cache._bytes == 80
     cache.put(t.storage, "huge", "index", 500, index=True)    # larger than the cache: kept alone
     assert cache.get(t.storage, "huge") == "index" and cache._bytes == 500
+    monkeypatch.setattr(cfile_set, "INDEX_SHARE", 0.5)
+    cache = FileCache(max_bytes=100)
+    cache.put(t.storage, "pk", "index", 30, index=True)
+    cache.put(t.storage, "bloom", "filter", 30, index=True)   # 60 > 50: the oldest key file is data now
+    assert list(cache._index) == [(t.storage.protocol, t.storage.path("bloom"), None)]
+    cache.put(t.storage, "rg", "row group", 45)                # so a row group may evict it
+    assert cache.get(t.storage, "pk") is None and cache.get(t.storage, "rg") == "row group"
+    assert cache.get(t.storage, "bloom") == "filter" and cache._bytes == 75
 
 
 def test_a_verified_pk_index_is_read_by_block_once_out_of_the_cache(tmp_path, monkeypatch):
