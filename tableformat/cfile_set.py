@@ -159,6 +159,7 @@ class FileCache:
         self._data: OrderedDict[tuple, None] = OrderedDict()     # LRU order of data entries
         self._index: OrderedDict[tuple, None] = OrderedDict()    # LRU order of key-file entries
         self._first_out: dict[tuple, None] = {}        # evicted before any other entry, oldest first
+        self._key_files: set[tuple] = set()            # key-file entries, in either tier
         self._bytes = 0
         self._index_bytes = 0
         self._lock = threading.Lock()
@@ -169,7 +170,15 @@ class FileCache:
             item = self._items.get(key)
             if item is None:
                 return None
-            (self._index if key in self._index else self._data).move_to_end(key)
+            if key in self._index:
+                self._index.move_to_end(key)
+            elif key in self._key_files:       # a demoted key file read again: back in its tier
+                del self._data[key]
+                self._index[key] = None
+                self._index_bytes += item[1]
+                self._demote()
+            else:
+                self._data.move_to_end(key)
             return item[0]
 
     def put(self, storage: Storage, path: str, value: Any, nbytes: int, size: int | None = None,
@@ -187,6 +196,7 @@ class FileCache:
             self._items[key] = (value, nbytes)
             self._bytes += nbytes
             if index:
+                self._key_files.add(key)
                 self._index[key] = None
                 self._index_bytes += nbytes
                 self._demote()
@@ -219,6 +229,7 @@ class FileCache:
             self._index_bytes -= nbytes
         self._data.pop(key, None)
         self._first_out.pop(key, None)
+        self._key_files.discard(key)
 
     @property
     def free_bytes(self) -> int:
@@ -238,6 +249,7 @@ class FileCache:
             self._data.clear()
             self._index.clear()
             self._first_out.clear()
+            self._key_files.clear()
             self._bytes = 0
             self._index_bytes = 0
 

@@ -232,8 +232,15 @@ def _block_layout(pf: pq.ParquetFile) -> tuple[list[bytes], int]:
 def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[bytes], int]:
     """First key of each PK index block, and the block size in rows."""
     if rowset.pk_index.crc32 is not None:
-        layout = FILE_CACHE.get(storage, f"{rowset.pk_index.path}#layout", rowset.pk_index.size)
-        return layout if layout is not None else _load_verified_pk_index(storage, rowset)[1]
+        ref = rowset.pk_index
+        layout = FILE_CACHE.get(storage, f"{ref.path}#layout", ref.size)
+        if layout is not None:
+            return layout
+        if FILE_CACHE.get(storage, f"{ref.path}#verified", ref.size) is None:
+            return _load_verified_pk_index(storage, rowset)[1]
+        layout = _block_layout(parquet_file(storage, ref))     # verified once: its footer will do
+        FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64, ref.size, index=True)
+        return layout
     pf = parquet_file(storage, rowset.pk_index)
     return _block_layout(pf)
 
@@ -275,6 +282,8 @@ def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) 
             got[b] = own_piece(col, offset, n, len(missing))
             offset += n
             FILE_CACHE.put(storage, f"{ref.path}#blk{b}", got[b], got[b].nbytes, ref.size, index=True)
+        if FILE_CACHE.get(storage, f"{ref.path}#all", ref.size) is not None:
+            FILE_CACHE.drop(storage, [f"{ref.path}#blk"])     # cached whole meanwhile (another thread)
     parts = [got[b] for b in blocks]
     return pa.concat_arrays(parts) if parts else pa.array([], pa.binary())
 
@@ -300,8 +309,8 @@ def read_pk_index(storage: Storage, rowset: RowSetMeta) -> pa.Array:
 
 def _cache_whole_index(storage: Storage, ref: FileRef, keys: pa.Array) -> None:
     """The index's keys, cached whole: its blocks cached alone go (the same keys twice)."""
-    FILE_CACHE.drop(storage, [f"{ref.path}#blk"])
     FILE_CACHE.put(storage, f"{ref.path}#all", keys, keys.nbytes, ref.size, index=True)
+    FILE_CACHE.drop(storage, [f"{ref.path}#blk"])       # after the put: read_pk_blocks checks #all after its own
 
 
 def _columns_by_file(rowset: RowSetMeta, columns: Sequence[Column],
