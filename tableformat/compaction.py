@@ -224,8 +224,7 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     del_ts = np.concatenate([x.delete_ts for x in loaded])
     written: list[str] = []
     outputs, placed, out_idx, new_rowid = _write_outputs(storage, st, inputs[0].tablet, data, keys, del_ts,
-                                                         written, [len(x.keys) for x in loaded])
-    outputs = [replace(o, created_ts=created_ts) for o in outputs]
+                                                         written, [len(x.keys) for x in loaded], created_ts)
     outputs = _mark_history_only(outputs, out_idx, del_ts[placed])
     # Ghost rows: their DELETE stays a REDO record; the rest of the history goes to UNDO files.
     ghosts = np.flatnonzero(del_ts[placed] >= 0)
@@ -240,9 +239,9 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
 
 
 def _write_outputs(storage: Storage, st: TableState, tablet: str, data: pa.Table, keys: pa.Array,
-                   del_ts: np.ndarray, written: list[str], runs: Sequence[int] = ()) \
+                   del_ts: np.ndarray, written: list[str], runs: Sequence[int] = (), created_ts: int = 0) \
         -> tuple[list[RowSetMeta], np.ndarray, np.ndarray, np.ndarray]:
-    """The kept rows written as key-ordered outputs (`_layers`).
+    """The kept rows written as key-ordered outputs (`_layers`), carrying `created_ts`.
 
     Returns (outputs, placed, out_idx, new_rowid): per output row, in output order, the row of
     `data` it holds, its output and its rowid there.
@@ -250,7 +249,7 @@ def _write_outputs(storage: Storage, st: TableState, tablet: str, data: pa.Table
     from .insert import InsertPlan, key_tail_width, write_plan
     batches = _layers(tablet, keys, del_ts, key_tail_width([c.type for c in st.schema.key_columns]), runs)
     outputs = write_plan(storage, st, InsertPlan(data, batches, 0), written, warm=False) if batches else []
-    outputs = [replace(o, created_ts=0) for o in outputs]      # prepare_merge sets the merge's own
+    outputs = [replace(o, created_ts=created_ts) for o in outputs]
     placed = np.concatenate([b.rows for b in batches]) if batches else np.zeros(0, np.int64)
     sizes = [o.num_rows for o in outputs]
     out_idx = np.repeat(np.arange(len(outputs)), sizes) if outputs else np.zeros(0, np.int64)

@@ -167,8 +167,7 @@ def write_pk_index(storage: Storage, rowset_dir: str, keys: pa.Array, properties
     # checksum and a decode of the index.
     FILE_CACHE.put(storage, f"{idx_path}#all", keys, keys.nbytes, idx_size, index=True)
     layout = (first_keys, min(block, len(keys)) or 1)        # as _block_layout reads it back
-    FILE_CACHE.put(storage, f"{idx_path}#layout", layout, sum(len(k) for k in first_keys) + 64, idx_size, index=True)
-    FILE_CACHE.put(storage, f"{idx_path}#verified", True, 16, idx_size, index=True)
+    _cache_layout(storage, idx_path, idx_size, layout, verified=True)
     return FileRef(idx_path, idx_size, crc32=zlib.crc32(idx_buf))
 
 
@@ -217,9 +216,23 @@ def _load_verified_pk_index(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Ar
     if len(full) != rowset.num_rows:
         raise CorruptFileError(f"PK index {ref.path} has {len(full)} keys, the rowset has {rowset.num_rows} rows")
     _cache_whole_index(storage, ref, full)
-    FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64, ref.size, index=True)
-    FILE_CACHE.put(storage, f"{ref.path}#verified", True, 16, ref.size, index=True)
+    _cache_layout(storage, ref.path, ref.size, layout, verified=True)
     return full, layout
+
+
+def _cache_layout(storage: Storage, path: str, size: int, layout: tuple[list[bytes], int],
+                  verified: bool = False) -> None:
+    """A PK index's block layout, and (`verified`) the mark that its bytes matched the log's CRC-32."""
+    FILE_CACHE.put(storage, f"{path}#layout", layout, sum(len(k) for k in layout[0]) + 64, size, index=True)
+    if verified:
+        FILE_CACHE.put(storage, f"{path}#verified", True, 16, size, index=True)
+
+
+def pk_index_verified(storage: Storage, rowset: RowSetMeta) -> bool:
+    """Was this format-3 PK index checked whole against its CRC-32 in this process (its blocks
+    may then be read alone)?"""
+    ref = rowset.pk_index
+    return ref.crc32 is not None and FILE_CACHE.get(storage, f"{ref.path}#verified", ref.size) is not None
 
 
 def _block_layout(pf: pq.ParquetFile) -> tuple[list[bytes], int]:
@@ -236,10 +249,10 @@ def pk_block_first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[list[byte
         layout = FILE_CACHE.get(storage, f"{ref.path}#layout", ref.size)
         if layout is not None:
             return layout
-        if FILE_CACHE.get(storage, f"{ref.path}#verified", ref.size) is None:
+        if not pk_index_verified(storage, rowset):
             return _load_verified_pk_index(storage, rowset)[1]
         layout = _block_layout(parquet_file(storage, ref))     # verified once: its footer will do
-        FILE_CACHE.put(storage, f"{ref.path}#layout", layout, sum(len(k) for k in layout[0]) + 64, ref.size, index=True)
+        _cache_layout(storage, ref.path, ref.size, layout)
         return layout
     pf = parquet_file(storage, rowset.pk_index)
     return _block_layout(pf)
@@ -263,7 +276,7 @@ def read_pk_blocks(storage: Storage, rowset: RowSetMeta, blocks: Sequence[int]) 
     """
     ref = rowset.pk_index
     full = FILE_CACHE.get(storage, f"{ref.path}#all", ref.size)
-    if full is None and ref.crc32 is not None and FILE_CACHE.get(storage, f"{ref.path}#verified", ref.size) is None:
+    if full is None and ref.crc32 is not None and not pk_index_verified(storage, rowset):
         full = read_pk_index(storage, rowset)
     if full is not None:
         firsts, block = pk_block_first_keys(storage, rowset)

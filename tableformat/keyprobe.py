@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from .cfile_set import FILE_CACHE
 from .delta_tracker import deleted_mask
-from .diskrowset import load_bloom, pk_block_first_keys, read_pk_blocks, read_pk_index
+from .diskrowset import load_bloom, pk_block_first_keys, pk_index_verified, read_pk_blocks, read_pk_index
 from .metadata import RowSetMeta, TableState
 from .parallel import pmap
 from .storage import Storage
@@ -70,10 +70,8 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
     # The index whole when it is cached, or when most blocks are needed; a verified format-3
     # index (checked whole once) is read by block up to 3/4 of them: cached by block, it holds
     # the keys lookups hit, where the whole index of every rowset may not fit the cache.
-    ref = rowset.pk_index
-    verified = ref.crc32 is not None and FILE_CACHE.get(storage, ref.path + "#verified", ref.size) is not None
-    if len(blocks) * 4 >= nblocks * (3 if verified else 1) or \
-            FILE_CACHE.get(storage, ref.path + "#all", ref.size) is not None:
+    if len(blocks) * 4 >= nblocks * (3 if pk_index_verified(storage, rowset) else 1) or \
+            pk_index_cached(storage, rowset):
         idx = read_pk_index(storage, rowset)
         if n * 8 < len(idx):
             # Hash the few probe keys and stream the index past them.
@@ -91,12 +89,9 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
         + np.arange(int(block_lens.sum()))
     # the blocks are in key order, so their keys are one sorted array: bisected, not hashed
     # (a hash of every block key cost more than the probe once blocks were cached, issue 26)
-    pos = bisect_left(block_keys, keys)
-    inside = np.flatnonzero(pos < len(block_keys))
-    if len(inside):
-        eq = pc.equal(block_keys.take(pa.array(pos[inside])), keys.take(pa.array(inside))).to_numpy(
-            zero_copy_only=False)
-        result[inside[eq]] = rowid_of[pos[inside[eq]]]
+    pos = position_in_sorted(block_keys, keys)
+    found = pos >= 0
+    result[found] = rowid_of[pos[found]]
     return result
 
 
@@ -134,6 +129,18 @@ def bisect_left(haystack: pa.Array, needles: pa.Array) -> np.ndarray:
         hi = np.where(active & ~less, mid, hi)
 
 
+def position_in_sorted(haystack: pa.Array, needles: pa.Array) -> np.ndarray:
+    """Position of each needle in a sorted array holding no value twice, -1 where absent."""
+    pos = bisect_left(haystack, needles)
+    out = np.full(len(needles), -1, dtype=np.int64)
+    inside = np.flatnonzero(pos < len(haystack))
+    if len(inside):
+        eq = pc.equal(haystack.take(pa.array(pos[inside])), needles.take(pa.array(inside))).to_numpy(
+            zero_copy_only=False)
+        out[inside[eq]] = pos[inside[eq]]
+    return out
+
+
 def pk_index_cached(storage: Storage, rowset: RowSetMeta) -> bool:
     return FILE_CACHE.get(storage, rowset.pk_index.path + "#all", rowset.pk_index.size) is not None
 
@@ -148,13 +155,7 @@ def rowids_by_bisection(storage: Storage, rowset: RowSetMeta, keys: pa.Array) ->
         return result
     if not pk_index_cached(storage, rowset):
         return rowids_in_rowset(storage, rowset, keys)     # reads the blocks it needs (or all)
-    full = read_pk_index(storage, rowset)
-    pos = bisect_left(full, keys)
-    inside = np.flatnonzero(pos < len(full))
-    if len(inside):
-        eq = pc.equal(full.take(pa.array(pos[inside])), keys.take(pa.array(inside))).to_numpy(zero_copy_only=False)
-        result[inside[eq]] = pos[inside[eq]]
-    return result
+    return position_in_sorted(read_pk_index(storage, rowset), keys)
 
 
 def probe(storage: Storage, rowsets: Sequence[RowSetMeta], keys: pa.Array,

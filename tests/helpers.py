@@ -232,3 +232,24 @@ def replaced_base_file_table(root):
     path = os.path.join(str(root), rs.base[0].path)
     pq.write_table(pq.read_table(path), path, compression="none")
     return t
+
+
+def int_keyed(path, composite: bool, partitioned: bool, props: dict):
+    """A table keyed by an int64 `k` (after a string `h` of 0-3 "x"s derived from it when
+    `composite`, so byte order differs from number order) with an int64 `a`, 2 hash buckets on
+    `k` when `partitioned`; and the function building its rows from keys (and values of `a`)."""
+    cols = [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)]
+    pk = ["k"]
+    if composite:
+        cols = [tf.Column("h", "string")] + cols
+        pk = ["h", "k"]
+    part = tf.PartitionSchema(hash=[tf.HashPartition(["k"], buckets=2)]) if partitioned else None
+    t = tf.create_table(str(path), tf.Schema(cols, primary_key=pk), partitioning=part, properties=props)
+
+    def rows(ks, vs=None):
+        c = {"h": pa.array(["x" * (k % 4) for k in ks], pa.string())} if composite else {}
+        c["k"] = pa.array(ks, pa.int64())
+        if vs is not None:
+            c["a"] = pa.array(vs, pa.int64())
+        return pa.table(c)
+    return t, rows

@@ -1,10 +1,26 @@
-"""The block cache (cfile_set.FileCache) and the PK index blocks it holds: what an adversarial
-review of the two-tier cache (issue 26) found wrong, each fixed."""
+"""The block cache (cfile_set.FileCache) and the PK index blocks it holds: what two adversarial
+reviews of the two-tier cache (issue 26) found wrong, each fixed."""
 import pyarrow as pa
 
+from tableformat import cfile_set
 from tableformat.cfile_set import FILE_CACHE, FileCache
 
 from helpers import kv
+
+KEYS = [f"k{i:05d}" for i in range(2000)]
+
+
+def _index_out_of_cache(tmp_path, drop=("#all",), first=KEYS[:1]):
+    """A 2,000-key rowset (blocks of 64 keys, row groups of 128 rows) whose PK index was read and
+    verified whole once, by a lookup of `first`, then left the cache (`drop`: its entries gone,
+    by suffix)."""
+    t = kv(tmp_path / "t", row_group_rows=128, pk_index_block_rows=64)
+    t.insert(pa.table({"key": KEYS, "val": list(range(2000))}))
+    (rs,) = t.state.rowsets.values()
+    FILE_CACHE.clear()
+    assert t.lookup({"key": first}).column("val").to_pylist() == [int(k[1:]) for k in first]
+    FILE_CACHE.drop(t.storage, [rs.pk_index.path + d for d in drop])
+    return t, rs
 
 
 def _row_group_reads(monkeypatch) -> list:
@@ -62,13 +78,8 @@ def test_cold_key_files_of_a_table_no_longer_read_starve_the_row_groups_of_the_o
 def test_a_pk_index_is_not_cached_twice_by_blocks_and_whole(tmp_path):
     """An index cached whole (`#all`) after some of its blocks were cached alone (`#blk`) drops
     them: the same keys are never cached twice."""
-    t = kv(tmp_path / "t", row_group_rows=128, pk_index_block_rows=64)
-    keys = [f"k{i:05d}" for i in range(2000)]
-    t.insert(pa.table({"key": keys, "val": list(range(2000))}))
-    (rs,) = t.state.rowsets.values()
-    FILE_CACHE.clear()
-    assert t.lookup({"key": keys[::50]}).column("val").to_pylist() == list(range(0, 2000, 50))
-    FILE_CACHE.drop(t.storage, [rs.pk_index.path + "#all"])
+    keys = KEYS
+    t, rs = _index_out_of_cache(tmp_path, first=keys[::50])
     assert t.lookup({"key": ["k01000", "k00003"]}).column("val").to_pylist() == [1000, 3]   # by block
     assert t.lookup({"key": keys[::20]}).column("val").to_pylist() == list(range(0, 2000, 20))  # whole
     cached = [k[1] for k in FILE_CACHE._items if rs.pk_index.path in k[1]]
@@ -81,13 +92,7 @@ def test_a_cached_pk_block_holds_only_its_own_keys(tmp_path):
     """Blocks read together (read_row_groups returns them as one chunk, pyarrow 26) are cached
     as copies of their own: a zero-copy slice kept the whole read alive while the cache counted
     the slice."""
-    t = kv(tmp_path / "t", row_group_rows=128, pk_index_block_rows=64)
-    keys = [f"k{i:05d}" for i in range(2000)]
-    t.insert(pa.table({"key": keys, "val": list(range(2000))}))
-    (rs,) = t.state.rowsets.values()
-    FILE_CACHE.clear()
-    t.lookup({"key": keys[:1]})                                           # verified once
-    FILE_CACHE.drop(t.storage, [rs.pk_index.path + "#all"])
+    t, rs = _index_out_of_cache(tmp_path)
     t.lookup({"key": ["k00003", "k00700", "k01400", "k01999"]})           # four blocks, one read
     blk = {k: v for k, v in FILE_CACHE._items.items() if "#blk" in k[1]}
     assert len(blk) == 4
@@ -108,3 +113,64 @@ def test_row_groups_decoded_together_are_cached_as_their_own_copies(tmp_path):
     assert len(rg) == 6                                           # 3 row groups x 2 columns
     for k, (arr, nbytes) in rg.items():
         assert arr.get_total_buffer_size() <= 2 * nbytes, k[1]
+
+
+def test_a_demoted_key_file_that_is_read_again_is_not_evicted_before_a_cold_one(tmp_path, monkeypatch):
+    """A key file demoted by INDEX_SHARE and read again goes back to its tier, as RocksDB
+    re-inserts a high-priority entry on a hit: B's index, read by every lookup, is never evicted
+    by B's own row groups while A's, never read again, stays protected (it stayed a data entry
+    for good: get() only moved it within the data tier)."""
+    monkeypatch.setattr(cfile_set, "INDEX_SHARE", 0.9)
+    t = kv(tmp_path / "t")
+    c = FileCache(max_bytes=100)
+    c.put(t.storage, "b/pkindex", "B's index", 45, index=True)
+    c.put(t.storage, "a/pkindex", "A's index", 46, index=True)     # 91 > 90: B's (the LRU) demoted
+    rereads = 0
+    for i in range(3):                                             # from now on only B is read
+        if c.get(t.storage, "b/pkindex") is None:                  # a lookup re-reads it whole
+            rereads += 1
+            c.put(t.storage, "b/pkindex", "B's index", 45, index=True)
+        c.put(t.storage, f"b/rg{i}", "B's row group", 10)          # fits beside the key files (54)
+    assert rereads == 0, "B's index, read by every lookup, was evicted by B's row group " \
+                         "while A's, never read again, stayed in the key-file tier"
+
+
+def test_blocks_read_while_another_thread_caches_the_index_whole_are_not_cached_beside_it(tmp_path, monkeypatch):
+    """An index cached whole while another lookup reads its blocks ends with #all alone, never
+    the same keys twice (both stayed: _cache_whole_index dropped #blk before caching #all, and
+    read_pk_blocks checked #all only before its read). Run deterministically: the whole index
+    is loaded while the blocks' row groups are being decoded."""
+    import pyarrow.parquet as pq
+    from tableformat import diskrowset
+    t, rs = _index_out_of_cache(tmp_path)
+    orig = pq.ParquetFile.read_row_groups
+    fired = []
+
+    def racing(self, row_groups, *a, **kw):
+        out = orig(self, row_groups, *a, **kw)
+        if not fired:
+            fired.append(1)
+            diskrowset.read_pk_index(t.storage, rs)                # the other thread: index whole
+        return out
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", racing)
+    got = diskrowset.read_pk_blocks(t.storage, rs, [3, 7])
+    assert len(got) == 128
+    cached = [k[1] for k in FILE_CACHE._items if rs.pk_index.path in k[1]]
+    assert any(p.endswith("#all") for p in cached)
+    dup = [p for p in cached if "#blk" in p]
+    assert not dup, f"PK index keys cached twice: #all and {dup}"
+
+
+def test_a_verified_index_whose_layout_entries_left_is_not_read_whole_again(tmp_path, monkeypatch):
+    """Once verified, an index out of the cache costs a lookup the blocks it hits, even when its
+    block layout entries (`#firsts`, `#layout`, the first key files demoted) left too: the
+    layout comes from the footer, not a whole read and CRC check of the index."""
+    from tableformat import diskrowset
+    t, rs = _index_out_of_cache(tmp_path, drop=("#all", "#firsts", "#layout"))
+    p = rs.pk_index.path
+    assert FILE_CACHE.get(t.storage, p + "#verified", rs.pk_index.size) is True
+    whole = []
+    orig = diskrowset._load_verified_pk_index
+    monkeypatch.setattr(diskrowset, "_load_verified_pk_index", lambda s, r: whole.append(r.id) or orig(s, r))
+    assert t.lookup({"key": ["k01000"]}).column("val").to_pylist() == [1000]
+    assert not whole, "a verified PK index read and checked whole again for one key's block layout"

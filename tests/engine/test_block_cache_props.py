@@ -9,7 +9,7 @@ import pytest
 from tableformat import cfile_set
 from tableformat.cfile_set import FILE_CACHE, FileCache
 
-from helpers import kv
+from helpers import int_keyed, kv
 
 
 def _invariants(c: FileCache):
@@ -115,25 +115,11 @@ def test_random_lookups_under_a_tiny_block_cache_match_a_model(tmp_path, seed, m
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_lookups_of_int_and_composite_keys_through_merges_match_a_model(tmp_path, seed, monkeypatch):
-    import tableformat as tf
     from helpers import merge_all
     rng = random.Random(1000 + seed)
     composite = seed % 2 == 1
-    cols = [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)]
-    pk = ["k"]
-    if composite:
-        cols = [tf.Column("h", "string")] + cols
-        pk = ["h", "k"]
-    part = tf.PartitionSchema(hash=[tf.HashPartition(["k"], buckets=2)]) if seed % 3 == 0 else None
-    t = tf.create_table(str(tmp_path / "t"), tf.Schema(cols, primary_key=pk), partitioning=part,
-                        properties={"pk_index_block_rows": 16, "row_group_rows": 128})
-
-    def tbl(ks, vs=None):
-        c = {"h": pa.array(["x" * (k % 4) for k in ks], pa.string())} if composite else {}
-        c["k"] = pa.array(ks, pa.int64())
-        if vs is not None:
-            c["a"] = pa.array(vs, pa.int64())
-        return pa.table(c)
+    t, tbl = int_keyed(tmp_path / "t", composite, seed % 3 == 0,
+                       {"pk_index_block_rows": 16, "row_group_rows": 128})
 
     universe = list(range(-300, 1200))
     model = {}

@@ -9,34 +9,21 @@ changes: merged_created_ts, merge_order, _remapped_undo.)"""
 import random
 import time
 
-import pyarrow as pa
 import pytest
 
 import tableformat as tf
 
-from helpers import during_next_commit, force, merge_all, vacuum0
+from helpers import during_next_commit, force, int_keyed, merge_all, vacuum0
 
 
 def _run(tmp_path, seed, steps, age=None, composite=False, nkeys=40):
     rng = random.Random(seed)
-    cols = [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)]
-    pk = ["k"]
-    if composite:                       # a variable-width key part before the number
-        cols = [tf.Column("h", "string")] + cols
-        pk = ["h", "k"]
     props = {"rowset_target_bytes": 1 << 16, "pk_index_block_rows": 16, "row_group_rows": 128}
     if age is not None:
         props["history_max_age"] = age
-    part = tf.PartitionSchema(hash=[tf.HashPartition(["k"], buckets=2)]) if seed % 3 == 0 else None
+    # a variable-width key part before the number when composite
+    t, tbl = int_keyed(tmp_path / "t", composite, seed % 3 == 0, props)
     uri = str(tmp_path / "t")
-    t = tf.create_table(uri, tf.Schema(cols, primary_key=pk), partitioning=part, properties=props)
-
-    def tbl(ks, vs=None):
-        c = {"h": pa.array(["x" * (k % 4) for k in ks], pa.string())} if composite else {}
-        c["k"] = pa.array(ks, pa.int64())
-        if vs is not None:
-            c["a"] = pa.array(vs, pa.int64())
-        return pa.table(c)
 
     def order(r):
         return (r.get("h", ""), r["k"])
