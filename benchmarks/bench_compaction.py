@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import tableformat as tf
-from tableformat.compaction import CompactionPlan
+from tableformat.maintenance.compaction import CompactionPlan
 
 from .bench_core import generate, metrics_partitioning, metrics_schema
 from .bench_core import best as _best

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import tableformat as tf
-from tableformat.diskrowset import FILE_CACHE
+from tableformat.format.diskrowset import FILE_CACHE
 
 METRICS = ["cpu", "mem", "disk_io", "net_in", "net_out", "load1", "load5", "swap", "iops", "latency"]
 T0 = 1_700_000_000_000_000  # 2023-11-14, microseconds

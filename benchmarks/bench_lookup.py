@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import tableformat as tf
-from tableformat.cfile_set import FILE_CACHE
+from tableformat.format.cfile_set import FILE_CACHE
 
 from .bench_core import generate, metrics_partitioning, metrics_schema
 

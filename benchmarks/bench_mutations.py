@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 import tableformat as tf
-from tableformat.diskrowset import FILE_CACHE
+from tableformat.format.diskrowset import FILE_CACHE
 
 from .bench_core import generate, metrics_partitioning, metrics_schema, timed
 

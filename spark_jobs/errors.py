@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import tableformat as tf
 
-_NAMED = re.compile(r"tableformat\.errors\.(\w+): (.*)")
+_NAMED = re.compile(r"tableformat\.(?:format\.)?errors\.(\w+): (.*)")   # the error's module: tableformat.format.errors
 _COUNT = re.compile(r"^(\d+) key\(s\)")
 
 

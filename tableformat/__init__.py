@@ -6,26 +6,26 @@ scan and plan writes into WriteFragments, and the values those use. Jobs that
 run elsewhere (spark_jobs/, airflow/) use only these names; every other module
 is internal. specs/format.md is the on-disk contract.
 """
-from .errors import *  # noqa: F401,F403  (the error classes are public)
-from .delta_mirror import MirrorResult
-from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
+from .format.errors import *  # noqa: F401,F403  (the error classes are public)
+from .interop.delta_mirror import MirrorResult
+from .maintenance.compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from . import format
-from .format import DeltaOp
-from .fragment import WriteFragment
-from .metadata import FORMAT_VERSION, CommitInfo
-from .mvcc import Timestamp, parse_as_of
-from .rolling_writer import RollingRowSetWriter
-from .partition import HashPartition, PartitionSchema, RangePartition
-from .predicate import Predicate
-from .rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
-from .scan import Scanner, ScanTask
-from .schema import Column, Schema
-from .storage import Storage
-from .result import WriteResult
+from .format.constants import DeltaOp
+from .log.fragment import WriteFragment
+from .format.metadata import FORMAT_VERSION, CommitInfo
+from .log.mvcc import Timestamp, parse_as_of
+from .write.rolling_writer import RollingRowSetWriter
+from .format.partition import HashPartition, PartitionSchema, RangePartition
+from .read.predicate import Predicate
+from .read.rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
+from .read.scan import Scanner, ScanTask
+from .format.schema import Column, Schema
+from .format.storage import Storage
+from .write.result import WriteResult
 from .snapshot import Snapshot
 from .table import Table, create_table, open_table
-from .transaction import CommitProperties
-from .vacuum import VacuumPlan, VacuumResult
+from .log.transaction import CommitProperties
+from .maintenance.vacuum import VacuumPlan, VacuumResult
 
 __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSchema", "Table", "Snapshot",
            "Timestamp", "WriteResult", "CommitInfo", "create_table", "open_table", "FORMAT_VERSION",

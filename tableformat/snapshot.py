@@ -12,23 +12,24 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import arguments as arg, mvcc
-from .alter import AlterTable, write_alter
-from .batch import to_arrow_table
-from .compaction import write_compaction
-from .compaction_policy import KINDS as COMPACTION_KINDS, CompactionAction
-from .errors import InvalidOptionError, MissingColumnError
-from .fragment import WriteFragment
-from .insert import describe_keys, encoded_keys, write_insert
-from .lookup import key_table, lookup
-from .metadata import TableState
-from .mvcc import Timestamp
-from .rolling_writer import RollingRowSetWriter
-from .row_ops import OP_NAMES, write_mutation
-from .rowset_plan import ReadPlan, read_plan
-from .scan import Scanner
-from .schema import Schema
-from .storage import Storage
+from .format import arguments as arg
+from .log import mvcc
+from .write.alter import AlterTable, write_alter
+from .format.batch import to_arrow_table
+from .maintenance.compaction import write_compaction
+from .maintenance.compaction_policy import KINDS as COMPACTION_KINDS, CompactionAction
+from .format.errors import InvalidOptionError, MissingColumnError
+from .log.fragment import WriteFragment
+from .write.insert import describe_keys, encoded_keys, write_insert
+from .read.lookup import key_table, lookup
+from .format.metadata import TableState
+from .log.mvcc import Timestamp
+from .write.rolling_writer import RollingRowSetWriter
+from .write.row_ops import OP_NAMES, write_mutation
+from .read.rowset_plan import ReadPlan, read_plan
+from .read.scan import Scanner
+from .format.schema import Schema
+from .format.storage import Storage
 
 __all__ = ["Snapshot"]
 

@@ -11,29 +11,31 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from . import arguments as arg, changes as change_feed, maintenance, mvcc, tags as tagging, vacuum as vacuuming
-from .actions import CreateTable, apply_commit
-from .alter import AlterTable
-from .batch import to_arrow_table
-from .check import CheckReport, check
-from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy
-from .delta_mirror import MirrorResult, check_mirror_path, mirror_delta
-from .errors import SchemaError, TableExistsError
-from .fragment import WriteFragment
-from .handle import TableHandle
-from .inspect import KINDS as INSPECT_KINDS, inspect
-from .metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
-from .partition import PartitionSchema, resolve
-from .restore import plan_restore
-from .result import WriteResult, write_result
-from .scan import Scanner
-from .schema import Schema, validate_identifier
-from .sequence import check_sequence_column
+from .format import arguments as arg
+from .log import changes as change_feed, mvcc
+from .maintenance import maintenance, tags as tagging, vacuum as vacuuming
+from .log.actions import CreateTable, apply_commit
+from .write.alter import AlterTable
+from .format.batch import to_arrow_table
+from .maintenance.check import CheckReport, check
+from .maintenance.compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy
+from .interop.delta_mirror import MirrorResult, check_mirror_path, mirror_delta
+from .format.errors import SchemaError, TableExistsError
+from .log.fragment import WriteFragment
+from .log.handle import TableHandle
+from .read.inspect import KINDS as INSPECT_KINDS, inspect
+from .format.metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
+from .format.partition import PartitionSchema, resolve
+from .maintenance.restore import plan_restore
+from .write.result import WriteResult, write_result
+from .read.scan import Scanner
+from .format.schema import Schema, validate_identifier
+from .log.sequence import check_sequence_column
 from .snapshot import Snapshot
-from .storage import Storage
-from .transaction import CommitProperties, Transaction, run
-from .txlog import TransactionLog
-from .vacuum import VacuumPlan, VacuumResult
+from .format.storage import Storage
+from .log.transaction import CommitProperties, Transaction, run
+from .log.txlog import TransactionLog
+from .maintenance.vacuum import VacuumPlan, VacuumResult
 
 __all__ = ["Table", "create_table", "open_table"]
 BUDGET = maintenance.DEFAULT_BUDGET_BYTES
@@ -109,7 +111,7 @@ class Table:
 
     def inspect(self, kind: str, as_of: Any = None) -> pa.Table:
         """A metadata table of the snapshot, from the log alone: `kind` is history, tablets,
-        rowsets, deltas, files or tags (one row per item; see tableformat/inspect.py)."""
+        rowsets, deltas, files or tags (one row per item; see tableformat/read/inspect.py)."""
         arg.choice(kind, "kind", list(INSPECT_KINDS))
         return inspect(self.snapshot(as_of).state, self.handle.history, kind)
 

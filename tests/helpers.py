@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import tableformat as tf
-from tableformat.compaction import CompactionAction, CompactionPlan
+from tableformat.maintenance.compaction import CompactionAction, CompactionPlan
 
 TESTS = Path(__file__).resolve().parent      # tests/: helpers.py lives here
 ROOT = TESTS.parent                            # the repository

@@ -10,10 +10,10 @@ from typing import Any
 
 import tableformat as tf
 
-from ..alter import AlterTable
-from ..errors import InvalidOptionError, PartitionSchemaError, SchemaError
-from ..metadata import TableState
-from ..types import COMPRESSIONS, ENCODINGS, parse_type
+from ..write.alter import AlterTable
+from ..format.errors import InvalidOptionError, PartitionSchemaError, SchemaError
+from ..format.metadata import TableState
+from ..format.types import COMPRESSIONS, ENCODINGS, parse_type
 from .display import show, show_bound
 from .values import typed, typed_bound
 from .where import tokens

@@ -11,7 +11,7 @@ import sys
 
 import tableformat as tf
 
-from ..errors import InvalidOptionError
+from ..format.errors import InvalidOptionError
 from .alter import apply_steps
 from .describe import describe, render
 from .display import grid, iso

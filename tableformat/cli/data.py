@@ -21,8 +21,8 @@ import pyarrow as pa
 
 import tableformat as tf
 
-from ..errors import InvalidOptionError, SchemaMismatchError
-from ..transaction import committed
+from ..format.errors import InvalidOptionError, SchemaMismatchError
+from ..log.transaction import committed
 from .display import fitted_grid
 from .options import options_for, safe_uri
 from .output import emit
@@ -346,7 +346,7 @@ def _cell(v) -> str:
 
 def add_commands(cmd, output_options) -> None:
     """Register the data commands and `inspect` on the parser (`parser.build_parser`)."""
-    from ..inspect import KINDS
+    from ..read.inspect import KINDS
     for name, (_op, _ignoring) in OPS.items():
         s = cmd(name, cmd_write, f"{name} rows from a Parquet, CSV or JSON Lines file, in one commit",
                 "\n\nColumns are matched by name and parsed with the table's types. A bad file changes "

@@ -11,10 +11,10 @@ from typing import Any
 
 import tableformat as tf
 
-from ..keyencoder import decode_key
-from ..metadata import TableState
-from ..schema import value_from_json, value_to_json
-from ..types import ColumnType
+from ..format.keyencoder import decode_key
+from ..format.metadata import TableState
+from ..format.schema import value_from_json, value_to_json
+from ..format.types import ColumnType
 from .display import grid, iso, show, show_bound, size
 from .options import safe_uri
 

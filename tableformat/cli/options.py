@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InvalidOptionError
+from ..format.errors import InvalidOptionError
 
 _CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential")
 

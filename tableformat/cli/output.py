@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
-from ..errors import InvalidOptionError
+from ..format.errors import InvalidOptionError
 from .celltext import escape_controls, json_lines, plain_text, text_batch
 from .display import grid
 from .options import safe_uri

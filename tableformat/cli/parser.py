@@ -24,7 +24,7 @@ and --storage-options-json FILE, before or after the command name
 (`options.py`).
 
 Exit status: 0 success, 1 error (one line on stderr, `error: <ErrorClass>:
-<message>`, the classes of `tableformat/errors.py`; --debug adds the
+<message>`, the classes of `tableformat/format/errors.py`; --debug adds the
 traceback), 2 bad usage, 3 `check` found violations.
 """
 from __future__ import annotations

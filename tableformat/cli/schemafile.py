@@ -31,8 +31,8 @@ from typing import Any
 
 import tableformat as tf
 
-from ..errors import InvalidOptionError, PartitionSchemaError, SchemaError
-from ..types import parse_type
+from ..format.errors import InvalidOptionError, PartitionSchemaError, SchemaError
+from ..format.types import parse_type
 from .values import typed, typed_bound
 
 

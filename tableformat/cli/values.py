@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 
 import tableformat as tf
 
-from ..errors import PartitionSchemaError
-from ..types import ColumnType
+from ..format.errors import PartitionSchemaError
+from ..format.types import ColumnType
 
 _INT_KINDS = ("int8", "int16", "int32", "int64")
 _BOOLS = {"true": True, "t": True, "yes": True, "1": True, "false": False, "f": False, "no": False, "0": False}

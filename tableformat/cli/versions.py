@@ -14,8 +14,8 @@ import pyarrow as pa
 
 import tableformat as tf
 
-from ..batch import python_array
-from ..errors import InvalidDataError, InvalidOptionError
+from ..format.batch import python_array
+from ..format.errors import InvalidDataError, InvalidOptionError
 from .display import grid, iso
 from .options import options_for
 from .output import emit

@@ -15,7 +15,7 @@ from typing import Any
 
 import tableformat as tf
 
-from ..errors import InvalidFilterError, UnknownScanColumnError
+from ..format.errors import InvalidFilterError, UnknownScanColumnError
 from .values import typed
 
 _TOKEN = re.compile(r"""\s*(?:

@@ -186,7 +186,7 @@ def test_a_failed_commit_removes_the_rejects_file_it_wrote(t, tmp_path, monkeypa
     """#24.7: the rejects are written before the commit; a commit that then fails leaves no
     rejects file behind (and, exit 1, no version)."""
     from tableformat.cli.run import main
-    from tableformat.storage import Storage
+    from tableformat.format.storage import Storage
     t.insert(rows(3))
     before = content(t)
     ins = write(tmp_path, rows(2, start=2), "jsonl")
@@ -262,7 +262,7 @@ def test_a_file_already_at_the_collect_path_is_never_overwritten_then_removed(t,
     the collect path before the run (an earlier run's rejects, or the input itself) was
     overwritten and then deleted by a run that committed nothing. The path must be new."""
     from tableformat.cli.run import main
-    from tableformat.storage import Storage
+    from tableformat.format.storage import Storage
     t.insert(rows(3))
     ins = write(tmp_path, rows(2, start=2), "parquet")      # key 2 exists: rejected; key 3 is new
     rej = ins if target == "the input file" else tmp_path / "rejects.parquet"

@@ -1,4 +1,4 @@
-"""Every cell of the conflict matrix, which the code reads to decide (tableformat.matrix.MATRIX).
+"""Every cell of the conflict matrix, which the code reads to decide (tableformat.log.matrix.MATRIX).
 
 For each pair (later, earlier): the later writer plans its write on a snapshot, the earlier
 one commits, then the later one commits. Both touch the same data: key 1..5 live in one
@@ -21,9 +21,9 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.matrix import MATRIX, OPERATIONS, WINNERS, Outcome, winner_kind
-from tableformat.restore import plan_restore
-from tableformat.tags import plan_tag, plan_untag
+from tableformat.log.matrix import MATRIX, OPERATIONS, WINNERS, Outcome, winner_kind
+from tableformat.maintenance.restore import plan_restore
+from tableformat.maintenance.tags import plan_tag, plan_untag
 
 pytest.importorskip("pyspark")
 from spark_jobs.merge import merge_task  # noqa: E402
@@ -218,9 +218,9 @@ def test_data_writes_share_one_column():
 def test_vacuum_history_gc_is_decided_by_the_matrix(later, template, tmp_path):
     """A vacuum that drops history (SetHistory with gc_before_ts) against a tag that needs it,
     either way round: the requirement finds the clash, the matrix's cell decides (FAIL)."""
-    from tableformat.actions import AddTag, Commit, SetHistory
-    from tableformat.conflicts import Context, check_all
-    from tableformat.retention import HistoryKept, TagsRetained
+    from tableformat.log.actions import AddTag, Commit, SetHistory
+    from tableformat.log.conflicts import Context, check_all
+    from tableformat.log.retention import HistoryKept, TagsRetained
     uri = str(tmp_path / "t")
     shutil.copytree(template, uri)
     t = tf.open_table(uri)

@@ -151,7 +151,7 @@ def test_truncated_or_corrupted_data_files_are_detected(tmp_path):
     path = tmp_path / "t" / rs.base[0].path
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2])
-    from tableformat.diskrowset import FILE_CACHE
+    from tableformat.format.diskrowset import FILE_CACHE
     FILE_CACHE.clear()
     with pytest.raises(tf.CorruptFileError, match=rs.base[0].path.split("/")[-1]):
         tf.open_table(str(tmp_path / "t")).scan().to_arrow()

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat import txlog
-from tableformat.txlog import TransactionLog, checkpoint_path, commit_path
+from tableformat.log import txlog
+from tableformat.log.txlog import TransactionLog, checkpoint_path, commit_path
 
 from helpers import metrics_rows, metrics_schema
 

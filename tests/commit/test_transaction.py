@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.actions import action_from_json, decode_commit
-from tableformat.conflicts import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets,
+from tableformat.log.actions import action_from_json, decode_commit
+from tableformat.log.conflicts import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets,
                                    Requirement, RowSetsUnchanged, RowsLive, SkippedKeysStillLive)
 
 
@@ -256,7 +256,7 @@ def test_a_stale_handle_writes_after_its_files_were_compacted_and_vacuumed(tmp_p
     t.compact_action(tf.CompactionAction("merge", t.state.rowsets[ids[0]].tablet, ids, 1.0, "test", 0))
     assert not set(ids) & set(t.state.rowsets)
     t.vacuum(retain_seconds=0, grace_seconds=0)        # the files of stale's snapshot are gone
-    from tableformat.cfile_set import FILE_CACHE
+    from tableformat.format.cfile_set import FILE_CACHE
     FILE_CACHE.clear()                                  # as in another process
     stale.update(pa.table({"key": ["a"], "val": [3]}))
     assert rows(t) == [{"key": "a", "val": 3}, {"key": "b", "val": 2}]
@@ -278,7 +278,7 @@ def test_a_stale_handle_writes_after_the_winners_deltas_were_vacuumed(tmp_path):
     for rid in list(t.state.rowsets):
         t.compact_action(tf.CompactionAction("minor_delta", t.state.rowsets[rid].tablet, (rid,), 1.0, "test", 0))
     t.vacuum(retain_seconds=0, grace_seconds=0)
-    from tableformat.cfile_set import FILE_CACHE
+    from tableformat.format.cfile_set import FILE_CACHE
     FILE_CACHE.clear()
     assert stale.update(pa.table({"key": ["a"], "val": [10]})).updated == 1
     assert rows(t) == [{"key": "a", "val": 10}, {"key": "c", "val": 30}]
@@ -385,8 +385,8 @@ def test_rowslive_of_two_fragments_on_one_rowset_keeps_both(tmp_path):
 
 def test_requirement_merge_unit(tmp_path):
     import numpy as np
-    from tableformat.conflicts import RowsLive
-    from tableformat.fragment import _merged
+    from tableformat.log.conflicts import RowsLive
+    from tableformat.log.fragment import _merged
     m = _merged([RowsLive({"rs1": np.array([0])}), RowsLive({"rs1": np.array([1])})])
     (r,) = m
     assert sorted(r.rows["rs1"].tolist()) == [0, 1]

@@ -205,7 +205,7 @@ def test_insert_racing_a_drop_column_revalidates(tmp_path):
 
 @pytest.mark.parametrize("kind", ["minor_delta", "major_delta", "merge"])
 def test_drop_then_readd_under_every_compaction(tmp_path, kind):
-    from tableformat.compaction import CompactionAction, CompactionPlan
+    from tableformat.maintenance.compaction import CompactionAction, CompactionPlan
     t = ab_table(tmp_path)
     t.insert(pa.table({"col_a": i32(*range(10)), "col_b": i32(*range(10))}))
     t.update(pa.table({"col_a": i32(1, 2), "col_b": i32(100, 200)}))

@@ -2,8 +2,8 @@
 reviews of the two-tier cache (issue 26) found wrong, each fixed."""
 import pyarrow as pa
 
-from tableformat import cfile_set
-from tableformat.cfile_set import FILE_CACHE, FileCache
+from tableformat.format import cfile_set
+from tableformat.format.cfile_set import FILE_CACHE, FileCache
 
 from helpers import kv
 
@@ -141,7 +141,7 @@ def test_blocks_read_while_another_thread_caches_the_index_whole_are_not_cached_
     read_pk_blocks checked #all only before its read). Run deterministically: the whole index
     is loaded while the blocks' row groups are being decoded."""
     import pyarrow.parquet as pq
-    from tableformat import diskrowset
+    from tableformat.format import diskrowset
     t, rs = _index_out_of_cache(tmp_path)
     orig = pq.ParquetFile.read_row_groups
     fired = []
@@ -165,7 +165,7 @@ def test_a_verified_index_whose_layout_entries_left_is_not_read_whole_again(tmp_
     """Once verified, an index out of the cache costs a lookup the blocks it hits, even when its
     block layout entries (`#firsts`, `#layout`, the first key files demoted) left too: the
     layout comes from the footer, not a whole read and CRC check of the index."""
-    from tableformat import diskrowset
+    from tableformat.format import diskrowset
     t, rs = _index_out_of_cache(tmp_path, drop=("#all", "#firsts", "#layout"))
     p = rs.pk_index.path
     assert FILE_CACHE.get(t.storage, p + "#verified", rs.pk_index.size) is True

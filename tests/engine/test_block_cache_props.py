@@ -6,8 +6,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from tableformat import cfile_set
-from tableformat.cfile_set import FILE_CACHE, FileCache
+from tableformat.format import cfile_set
+from tableformat.format.cfile_set import FILE_CACHE, FileCache
 
 from helpers import int_keyed, kv
 

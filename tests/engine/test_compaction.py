@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 import tableformat as tf
-from tableformat.compaction import CompactionAction, CompactionPlan
+from tableformat.maintenance.compaction import CompactionAction, CompactionPlan
 
 from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
@@ -399,7 +399,7 @@ def test_a_merge_leaves_no_blocks_of_its_inputs_or_outputs_in_the_cache(tmp_path
     """A merge's inputs, read and about to be replaced, leave the block cache (their decoded
     data would sit beside the merge's own), and its outputs are not put there (a load's are:
     they stay in memory until evicted); lookups then read the outputs' row groups."""
-    from tableformat.cfile_set import FILE_CACHE
+    from tableformat.format.cfile_set import FILE_CACHE
     t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning())
     data = metrics_rows(2000)
     for i in range(2):
@@ -423,7 +423,7 @@ def test_merge_order_is_the_stable_sort_of_the_runs():
     """A merge places its small inputs into the largest by binary search: the order is exactly a
     stable sort of every key (equal keys in input order, before and after the large run), for
     runs on either side of it; None when no run holds most rows."""
-    from tableformat.compaction import merge_order
+    from tableformat.maintenance.compaction import merge_order
     rng = np.random.default_rng(7)
     for trial in range(60):
         big = int(rng.integers(0, 400))

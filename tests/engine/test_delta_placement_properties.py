@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tableformat.cfile_set import bool_array
-from tableformat.delta_tracker import _Drop, _place
+from tableformat.format.cfile_set import bool_array
+from tableformat.read.delta_tracker import _Drop, _place
 
 TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.decimal128(9, 2), pa.decimal128(18, 2),
          pa.decimal128(38, 5), pa.date32(), pa.timestamp("us", tz="UTC"), pa.bool_(), pa.string(), pa.binary()]

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.cfile_set import arrow_owned, bool_array
-from tableformat.delta_tracker import _Drop, apply_deltas, column_changes
-from tableformat.diskrowset import read_base_columns
+from tableformat.format.cfile_set import arrow_owned, bool_array
+from tableformat.read.delta_tracker import _Drop, apply_deltas, column_changes
+from tableformat.format.diskrowset import read_base_columns
 
 N = 1000
 UTC = dt.timezone.utc
@@ -195,8 +195,8 @@ def test_placing_changes_and_dropping_deleted_rows_matches_the_plain_way(typ):
     every type of the metrics schema and more, NULLs in the base and in the changes, a sliced
     base, changes on deleted rows."""
     import decimal
-    from tableformat.cfile_set import bool_array
-    from tableformat.delta_tracker import _Drop, _place
+    from tableformat.format.cfile_set import bool_array
+    from tableformat.read.delta_tracker import _Drop, _place
     rng = np.random.default_rng(abs(hash(str(typ))) % 1000)
 
     def make(m, nulls):

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tableformat as tf
-from tableformat.bloom import BloomFilter
-from tableformat.hashing import murmur2_64, murmur2_64_bytes
+from tableformat.format.bloom import BloomFilter
+from tableformat.format.hashing import murmur2_64, murmur2_64_bytes
 
 
 def test_kudu_test_vectors():
@@ -77,7 +77,7 @@ def test_bloom_round_trip_and_corruption():
 
 # --- split-block bloom filter (format version 4, spec §7) -------------------------------------
 
-from tableformat.bloom import (SBBF_SALT, SEED, SplitBlockBloomFilter, read_bloom,  # noqa: E402
+from tableformat.format.bloom import (SBBF_SALT, SEED, SplitBlockBloomFilter, read_bloom,  # noqa: E402
                                sbbf_expected_fp_rate)
 
 
@@ -159,8 +159,8 @@ def test_tables_write_split_block_filters(tmp_path):
 
 def test_version_3_classic_blooms_still_read(tmp_path, monkeypatch):
     """Rowsets written by the classic (format 1-3) filter keep answering key checks and check()."""
-    import tableformat.diskrowset as drs
-    from tableformat.cfile_set import FILE_CACHE
+    import tableformat.format.diskrowset as drs
+    from tableformat.format.cfile_set import FILE_CACHE
     root = tmp_path / "t"
     t = _kv(root)
     class Classic:                                                # the version-3 writer's filter

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
-from tableformat.diskrowset import read_pk_index, load_bloom
+from tableformat.format.diskrowset import read_pk_index, load_bloom
 
 from helpers import T0, metrics_partitioning, assert_same_rows, metrics_rows, metrics_schema, sort_rows, table_files
 
@@ -215,7 +215,7 @@ def test_rowset_files_are_plain_parquet_with_field_ids_and_kudu_encodings(tmp_pa
 
 def test_pk_index_and_bloom_describe_the_rowset(metrics_table):
     metrics_table.insert(metrics_rows(2000))
-    from tableformat.keyencoder import encode_keys
+    from tableformat.format.keyencoder import encode_keys
     st = metrics_table.state
     for rs in st.rowsets.values():
         idx = read_pk_index(metrics_table.storage, rs)
@@ -340,7 +340,7 @@ def test_decimal_digit_check_agrees_with_the_exact_comparison(precision):
     """The int64 check of decimal(p <= 18) values agrees with comparing |value| to 10^p - 1,
     at the bounds, beyond int64, behind NULLs (whose bytes are anything), in a slice and in
     a later block of a long array."""
-    from tableformat.batch import _decimal_digits_fit, _max_decimal
+    from tableformat.format.batch import _decimal_digits_fit, _max_decimal
     col = tf.Column("d", f"decimal({precision},0)", nullable=True)
     top = 10 ** precision - 1
     edge = [top, -top, top + 1, -top - 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64, -2 ** 64, 2 ** 100, -2 ** 100, 0, -1]
@@ -361,7 +361,7 @@ def test_decimal_digit_check_agrees_with_the_exact_comparison(precision):
 def test_a_batch_whose_chunks_differ_in_series_order_loads_like_any_other(tmp_path, monkeypatch):
     """Routing numbers series chunk by chunk; a chunk whose rows interleave series gets none,
     and then its tablets have none: their rows are still sorted exactly."""
-    from tableformat import insert as insert_module
+    from tableformat.write import insert as insert_module
     monkeypatch.setattr(insert_module, "_ROUTE_CHUNK", 9000)
     orders = _load_orders(n_hosts=50, per_series=60)                    # 9000 rows each
     shifted = pc.add(orders["time"]["time"], pa.scalar(10**9, pa.duration("us")))

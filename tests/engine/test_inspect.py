@@ -109,7 +109,7 @@ def test_empty_table_has_typed_empty_tables(table_uri):
 def test_tags_read_whatever_the_state_holds(t):
     """Tags live in the state (issue 15 §3): a name -> version map, or records with a version."""
     from types import SimpleNamespace
-    from tableformat.inspect import tags
+    from tableformat.read.inspect import tags
     hist = t.history()
     for held in ({"b": 2, "a": 1}, {"b": {"version": 2}, "a": SimpleNamespace(version=1, timestamp=None)}):
         got = tags(SimpleNamespace(tags=held), hist).to_pylist()

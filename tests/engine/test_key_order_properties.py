@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tableformat.keyencoder import encode_keys
-from tableformat.keyprobe import bisect_left
-from tableformat.types import parse_type
-from tableformat.insert import key_tail_width, sorted_tablet_keys, tail_order
+from tableformat.format.keyencoder import encode_keys
+from tableformat.read.keyprobe import bisect_left
+from tableformat.format.types import parse_type
+from tableformat.write.insert import key_tail_width, sorted_tablet_keys, tail_order
 
 KEY_TYPES = ["int8", "int16", "int32", "int64", "string", "varchar(3)", "binary", "decimal(38,3)", "decimal(9,2)",
              "decimal(18,0)", "date", "unixtime_micros"]

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tableformat.keyencoder import decode_key, encode_key, encode_keys, prefix_successor
-from tableformat.types import parse_type
+from tableformat.format.keyencoder import decode_key, encode_key, encode_keys, prefix_successor
+from tableformat.format.types import parse_type
 
 I64 = st.integers(-(2**63), 2**63 - 1)
 I8 = st.integers(-128, 127)
@@ -169,7 +169,7 @@ def test_every_column_layout_encodes_as_the_spec_says(kinds, terminal, data):
 def test_prefix_lengths_give_the_encoding_of_a_key_prefix(kinds, count):
     """The first prefix_lengths[i] bytes of key i are the encoding of its first `count` columns
     as a list of their own (the last of them raw): what a hash level on them hashes."""
-    from tableformat.keyencoder import prefix_lengths
+    from tableformat.format.keyencoder import prefix_lengths
     vals = {"string": ["", "a", "host-1", "zz\u00e9"], "binary": [b"", b"\x01", b"ab\xff", b"q"],
             "int8": [-128, 0, 5, 127], "int32": [-7, 0, 1, 2**31 - 1], "int64": [-(2**63), 3, 0, 9]}
     rows = [[vals[k][(i * (j + 1)) % 4] for j, k in enumerate(kinds)] for i in range(12)]
@@ -183,7 +183,7 @@ def test_prefix_lengths_give_the_encoding_of_a_key_prefix(kinds, count):
 
 def test_prefix_lengths_refuse_a_string_with_a_nul_before_the_last_column():
     """A 00 byte is escaped in the key but raw in the prefix's own encoding: no prefix then."""
-    from tableformat.keyencoder import prefix_lengths
+    from tableformat.format.keyencoder import prefix_lengths
     ctypes = [parse_type("string"), parse_type("string")]
     cols = [pa.array(["a", "b\x00c"]), pa.array(["x\x00", "y"])]
     assert prefix_lengths(cols, ctypes, 1) is None

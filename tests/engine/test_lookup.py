@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat import cfile_set
-from tableformat.cfile_set import FILE_CACHE
+from tableformat.format import cfile_set
+from tableformat.format.cfile_set import FILE_CACHE
 
 from helpers import kv, merge_all, metrics_partitioning, metrics_rows, metrics_schema, norm_value
 
@@ -210,8 +210,8 @@ def test_snapshot_lookup_is_fixed(loaded):
 
 
 def test_pk_index_search_agrees_with_the_pk_index(tmp_path):
-    from tableformat.keyprobe import rowids_by_bisection, rowids_in_rowset
-    from tableformat.keyencoder import encode_keys
+    from tableformat.read.keyprobe import rowids_by_bisection, rowids_in_rowset
+    from tableformat.format.keyencoder import encode_keys
     t = kv(tmp_path / "t", pk_index_block_rows=64)
     t.insert(pa.table({"key": [f"k{i:05d}" for i in range(0, 6000, 2)], "val": list(range(3000))}))
     (rs,) = t.state.rowsets.values()
@@ -248,7 +248,7 @@ def test_lookup_of_no_columns_counts_the_keys_found(loaded):
 def test_bisect_left_is_searchsorted_for_binary_keys():
     """The vectorized binary search of a sorted binary array gives numpy's left insertion point
     for every needle: below, between, equal to and above the haystack's keys, repeats, empty."""
-    from tableformat.keyprobe import bisect_left
+    from tableformat.read.keyprobe import bisect_left
     rng = np.random.default_rng(4)
     for n in (0, 1, 2, 7, 300):
         hay = sorted({bytes(rng.integers(0, 4, int(rng.integers(0, 4))).astype(np.uint8)) for _ in range(n)})
@@ -261,8 +261,8 @@ def test_bisect_left_is_searchsorted_for_binary_keys():
 def test_a_load_leaves_its_pk_index_as_a_lookup_reads_it(tmp_path):
     """The insert leaves each rowset's PK index in the process cache, equal to what reading the
     file gives (keys and block layout), so the first lookup after a load reads no index."""
-    from tableformat.diskrowset import _block_layout, pk_block_first_keys, read_pk_index
-    from tableformat.cfile_set import parquet_file
+    from tableformat.format.diskrowset import _block_layout, pk_block_first_keys, read_pk_index
+    from tableformat.format.cfile_set import parquet_file
     t = kv(tmp_path / "t", pk_index_block_rows=64)
     FILE_CACHE.clear()
     t.insert(pa.table({"key": [f"k{i:05d}" for i in range(1000)], "val": list(range(1000))}))
@@ -370,7 +370,7 @@ def test_a_loads_cached_columns_leave_the_cache_first(tmp_path):
     """Past the cache's size a load's columns go before any other entry, even one used less
     recently (a PK index, a decoded row group): at sizes past the cache, caching them never
     costs lookups what they read."""
-    from tableformat.cfile_set import FileCache
+    from tableformat.format.cfile_set import FileCache
     t = kv(tmp_path / "t")
     cache = FileCache(max_bytes=100)
     cache.put(t.storage, "pk", "index", 40)
@@ -424,7 +424,7 @@ def test_file_cache_evicts_data_before_key_files(tmp_path, monkeypatch):
     """A data entry (a decoded row group) never evicts a key file's entry; a key file's entry
     evicts data first, then the least recently used key file. Past their share of the cache
     the least recently used key files become data entries."""
-    from tableformat.cfile_set import FileCache
+    from tableformat.format.cfile_set import FileCache
     monkeypatch.setattr(cfile_set, "INDEX_SHARE", 1.0)
     t = kv(tmp_path / "t")
     cache = FileCache(max_bytes=100)
@@ -453,7 +453,7 @@ def test_file_cache_evicts_data_before_key_files(tmp_path, monkeypatch):
 def test_a_verified_pk_index_is_read_by_block_once_out_of_the_cache(tmp_path, monkeypatch):
     """A format-3 PK index is checked whole once; after its keys leave the cache a lookup
     reads only the index blocks it needs (one row group each), with no second whole read."""
-    import tableformat.diskrowset as drs
+    import tableformat.format.diskrowset as drs
     t = kv(tmp_path / "t", row_group_rows=128, pk_index_block_rows=64)
     keys = [f"k{i:05d}" for i in range(2000)]
     t.insert(pa.table({"key": keys, "val": list(range(2000))}))

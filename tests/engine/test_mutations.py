@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
-from tableformat import deltafile
+from tableformat.format import deltafile
 
 from helpers import metrics_partitioning, metrics_rows, metrics_schema, table_files
 
@@ -249,7 +249,7 @@ def test_changes_every_and_net(kv):
 
 
 def test_change_history_reads_only_deltas_and_new_rowsets(tmp_path, monkeypatch):
-    from tableformat import changes as ch
+    from tableformat.log import changes as ch
     t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning())
     data = metrics_rows(3000)
     v = t.insert(data).version

@@ -4,9 +4,9 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.hashing import murmur2_64_bytes
-from tableformat.keyencoder import encode_key
-from tableformat.partition import resolve
+from tableformat.format.hashing import murmur2_64_bytes
+from tableformat.format.keyencoder import encode_key
+from tableformat.format.partition import resolve
 
 from helpers import metrics_rows
 
@@ -120,7 +120,7 @@ def test_buckets_from_encoded_keys_match_the_scalar_hash(hash_cols, a_values):
     """Given the rows' encoded keys, a level on a key prefix hashes a prefix of each key (no
     second encoding); a level on other columns, or a string with a 00 byte, encodes its own.
     Either way every bucket is the spec's: MurmurHash2_64 of the level's own encoding."""
-    from tableformat.keyencoder import encode_keys
+    from tableformat.format.keyencoder import encode_keys
     s = schema()
     p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(hash_cols, 5, seed=11)],
                                    range=tf.RangePartition(["a", "b", "c"], splits=[("k2", 0, 0)])), s)
@@ -144,7 +144,7 @@ def test_buckets_from_encoded_keys_match_the_scalar_hash(hash_cols, a_values):
 def test_buckets_of_rows_in_runs_match_the_scalar_hash(run):
     """Rows in runs of equal hash-column values (a time series' rows together) hash each run
     once; short runs hash every row. The buckets are the spec's either way."""
-    from tableformat.keyencoder import encode_keys
+    from tableformat.format.keyencoder import encode_keys
     s = schema()
     p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a", "b"], 7, seed=3)]), s)
     rng = np.random.default_rng(6)
@@ -155,7 +155,7 @@ def test_buckets_of_rows_in_runs_match_the_scalar_hash(run):
     kc = s.key_columns
     keys = encode_keys([t.column(c.name) for c in kc], [c.type for c in kc])
     got = p.bucket_of(s, t, p.hash_levels[0], keys)
-    from tableformat.partition import _run_starts
+    from tableformat.format.partition import _run_starts
     assert (_run_starts([t["a"], t["b"]]) is None) == (run < 4)        # which way it went
     at, bt = s.column("a").type, s.column("b").type
     pairs = set(zip(t["a"].to_pylist(), t["b"].to_pylist()))
@@ -197,9 +197,9 @@ def test_buckets_from_the_key_prefix_runs_match_the_scalar_hash(run, hash_cols, 
     """A level on a key prefix hashes each run of the key's leading columns once when insert
     routing has numbered those runs (writer.series_ids): the same buckets as hashing every row.
     Many rows whose first rows come in short runs get no numbers (and hash as before)."""
-    from tableformat.keyencoder import encode_keys
-    from tableformat.partition import _series_starts
-    from tableformat.insert import series_ids
+    from tableformat.format.keyencoder import encode_keys
+    from tableformat.format.partition import _series_starts
+    from tableformat.write.insert import series_ids
     s = schema()
     p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(hash_cols, 7, seed=3)]), s)
     rng = np.random.default_rng(8)
@@ -222,8 +222,8 @@ def test_buckets_from_the_key_prefix_runs_match_the_scalar_hash(run, hash_cols, 
 def test_interleaved_series_are_hashed_once_per_value_combination():
     """Series interleaved row by row (metrics in time order) have no runs, but their hash-column
     values repeat: one row per combination is hashed, the same buckets as every row hashed."""
-    from tableformat.keyencoder import encode_keys
-    from tableformat.partition import _run_starts, _value_combinations
+    from tableformat.format.keyencoder import encode_keys
+    from tableformat.format.partition import _run_starts, _value_combinations
     s = schema()
     p = resolve(tf.PartitionSchema(hash=[tf.HashPartition(["a", "b"], 7, seed=3)]), s)
     n = 40_000

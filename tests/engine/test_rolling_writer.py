@@ -159,7 +159,7 @@ def test_rows_stream_to_storage_row_group_by_row_group(tmp_path):
     ref.insert(rows)
     assert_same_rows(t.to_arrow(), rows, keys=("key",))
     assert t.check().ok
-    from tableformat.diskrowset import pk_block_first_keys, read_pk_index
+    from tableformat.format.diskrowset import pk_block_first_keys, read_pk_index
     mine = sorted(t.state.rowsets.values(), key=lambda r: r.tablet)
     theirs = sorted(ref.state.rowsets.values(), key=lambda r: r.tablet)
     assert len(mine) == len(theirs) == 2

@@ -6,9 +6,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
-from tableformat.cfile_set import _footer_min_max, column_stats, footer_chunks
-from tableformat.diskrowset import write_base_file
-from tableformat.storage import Storage
+from tableformat.format.cfile_set import _footer_min_max, column_stats, footer_chunks
+from tableformat.format.diskrowset import write_base_file
+from tableformat.format.storage import Storage
 
 
 def _strings(rng, n, alphabet):
@@ -147,7 +147,7 @@ def _runs(rng, shape):
 def test_tablet_keys_in_order_match_a_stable_sort(shape):
     """Whatever the input order (already sorted, a few sorted runs, anything), a tablet's rows
     come out as a stable sort by key puts them, repeats marked after their first."""
-    from tableformat.insert import sorted_tablet_keys
+    from tableformat.write.insert import sorted_tablet_keys
     rng = np.random.default_rng(len(shape))
     keys = _runs(rng, shape)
     rows = np.arange(len(keys)) * 3 + 7                     # ascending batch row numbers
@@ -196,7 +196,7 @@ def _series_keys(shape):
 def test_series_laid_out_by_first_key_match_a_stable_sort(shape, laid_out):
     """Series one after another are laid out by first key without a sort when their ranges do not
     interleave, else sorted; either way the result is a stable sort's, repeats marked after the first."""
-    from tableformat.insert import run_order, series_breaks, series_ids, sorted_tablet_keys
+    from tableformat.write.insert import run_order, series_breaks, series_ids, sorted_tablet_keys
     keys, series_col = _series_keys(shape)
     series = series_ids([series_col], 100)
     assert series[0] == 100 and (np.diff(series) == [a != b for a, b in zip(series_col.to_pylist()[1:],
@@ -218,7 +218,7 @@ def test_series_laid_out_by_first_key_match_a_stable_sort(shape, laid_out):
 def test_equal_keys_where_pieces_meet_keep_batch_order(earlier_first):
     """Two pieces meeting at an equal key: laid out only when the earlier piece in the batch comes
     first, so the first occurrence stays first (and is the one kept); else a stable sort."""
-    from tableformat.insert import run_order, sorted_tablet_keys
+    from tableformat.write.insert import run_order, sorted_tablet_keys
     low, high = [b"k%04d" % i for i in range(0, 101)], [b"k%04d" % i for i in range(100, 200)]
     keys = low + high if earlier_first else high + low
     breaks = np.arange(len(keys)) == (101 if earlier_first else 100)     # the second piece's first row
@@ -234,7 +234,7 @@ def test_equal_keys_where_pieces_meet_keep_batch_order(earlier_first):
 def test_consecutive_rows_of_a_batch_are_a_slice_not_a_copy():
     """A rowset's rows that are a run of consecutive batch rows (sorted input into one tablet)
     are written from a slice of the batch; any other rows are gathered, in their order."""
-    from tableformat.insert import batch_rows
+    from tableformat.write.insert import batch_rows
     batch = pa.table({"k": pa.array(np.arange(100)), "s": [f"v{i}" for i in range(100)]})
     run = batch_rows(batch, np.arange(20, 60))
     assert run.column("k").chunk(0).buffers()[1].address == \
@@ -254,9 +254,9 @@ def test_tail_order_matches_a_stable_sort_of_the_keys(types):
     as a stable sort of the encoded keys: strings with NUL bytes, repeats, negative numbers, a
     sliced array; time-major input goes this way in a load."""
     import pyarrow.compute as pc
-    from tableformat.keyencoder import encode_keys
-    from tableformat.types import parse_type
-    from tableformat.insert import key_tail_width, sorted_tablet_keys, tail_order
+    from tableformat.format.keyencoder import encode_keys
+    from tableformat.format.types import parse_type
+    from tableformat.write.insert import key_tail_width, sorted_tablet_keys, tail_order
     rng = np.random.default_rng(len("".join(types)))
     n = 3000
     ctypes = [parse_type(t) for t in types]

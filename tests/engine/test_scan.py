@@ -110,8 +110,8 @@ def test_point_lookup_reads_one_rowset_and_few_rows(loaded):
 
 
 def _tablets(table, flt):
-    from tableformat.predicate import column_bounds, parse_filter
-    from tableformat.scan import prune_tablets
+    from tableformat.read.predicate import column_bounds, parse_filter
+    from tableformat.read.scan import prune_tablets
     st = table.state
     return set(prune_tablets(st, column_bounds(parse_filter(st.schema, flt))))
 

@@ -2,7 +2,7 @@
 import pytest
 
 import tableformat as tf
-from tableformat.types import parse_type
+from tableformat.format.types import parse_type
 
 
 @pytest.mark.parametrize("spec,name,arrow", [
@@ -30,7 +30,7 @@ def test_bad_types(spec, msg):
 
 
 def test_decimal_storage_width():
-    from tableformat.types import decimal_storage_bytes
+    from tableformat.format.types import decimal_storage_bytes
     assert [decimal_storage_bytes(p) for p in (1, 9, 10, 18, 19, 38)] == [4, 4, 8, 8, 16, 16]
 
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
-from tableformat.deltafile import read_delta, record_order
+from tableformat.format.deltafile import read_delta, record_order
 
 UTC = dt.timezone.utc
 KEYS = [("s", "string"), ("i8", "int8"), ("i32", "int32"), ("d", "date"), ("ts", "unixtime_micros"),

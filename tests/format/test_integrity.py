@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.diskrowset import FILE_CACHE
-from tableformat.txlog import TransactionLog, checkpoint_path, commit_path
+from tableformat.format.diskrowset import FILE_CACHE
+from tableformat.log.txlog import TransactionLog, checkpoint_path, commit_path
 import glob
 import os
 import shutil
-from tableformat.txlog import canonical_json
+from tableformat.log.txlog import canonical_json
 
 
 def kv(root, **props):

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
-from tableformat.types import COMPRESSIONS, parse_type
+from tableformat.format.types import COMPRESSIONS, parse_type
 
 duckdb = pytest.importorskip("duckdb")
 pl = pytest.importorskip("polars")

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.compaction_policy import DELETE_MASK_COST, CompactionAction, CompactionPlan
-from tableformat.metadata import RowSetMeta
+from tableformat.maintenance.compaction_policy import DELETE_MASK_COST, CompactionAction, CompactionPlan
+from tableformat.format.metadata import RowSetMeta
 
 from helpers import (during_next_commit as _during_next_commit, every_version, kt, kv, merge_all,
                      metrics_partitioning, metrics_rows, metrics_schema, model_rows, vacuum0)
@@ -162,7 +162,7 @@ def test_check_reports_a_history_only_rowset_with_live_rows(tmp_path):
     from dataclasses import replace
     from types import MappingProxyType
     bad = replace(st, rowsets=MappingProxyType({rs.id: replace(rs, live_until=st.timestamp)}))
-    from tableformat.check import check
+    from tableformat.maintenance.check import check
     rep = check(t.storage, t.log, bad)
     assert any("history-only" in v and "2 row(s)" in v for v in rep.violations)
 
@@ -287,9 +287,9 @@ def test_a_task_built_without_its_delta_list_applies_every_delta(tmp_path):
 
 def test_a_format_3_table_reads_and_upgrades_at_its_compaction(tmp_path, monkeypatch):
     import json
-    import tableformat.metadata as md
+    import tableformat.format.metadata as md
     import tableformat.table as tb
-    import tableformat.txlog as tl
+    import tableformat.log.txlog as tl
     for mod in (md, tb, tl):
         monkeypatch.setattr(mod, "FORMAT_VERSION", 3)
     t = kv(tmp_path / "t")

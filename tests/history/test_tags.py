@@ -51,7 +51,7 @@ def test_tag_actions_in_the_log(tmp_path):
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.tag("nightly")
     t.untag("nightly")
-    from tableformat.txlog import commit_path
+    from tableformat.log.txlog import commit_path
     tag = json.loads(t.storage.read(commit_path(2)))
     untag = json.loads(t.storage.read(commit_path(3)))
     assert tag["format_version"] == tf.FORMAT_VERSION >= 4 and tag["data_change"] is False
@@ -228,8 +228,8 @@ def test_spark_as_of_option_reads_a_tag(spark, tmp_path):
 
 def test_check_reports_a_tag_that_does_not_match_the_log(tmp_path):
     """A tag whose recorded timestamp is not its version's (a hand-edited log) is a violation."""
-    from tableformat.actions import AddTag
-    from tableformat.fragment import WriteFragment
+    from tableformat.log.actions import AddTag
+    from tableformat.log.fragment import WriteFragment
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.tag("good")
@@ -243,8 +243,8 @@ def test_check_reports_a_tag_that_does_not_match_the_log(tmp_path):
 def test_tag_races_are_judged_by_where_the_winners_leave_the_tag(tmp_path):
     """An untag racing a move of the tag (untag + tag) still finds it; a tag racing a tag of the
     name created and removed again finds none: the requirements read the winners in order."""
-    from tableformat.conflicts import Context, Outcome
-    from tableformat.retention import TagAbsent, TagPresent
+    from tableformat.log.conflicts import Context, Outcome
+    from tableformat.log.retention import TagAbsent, TagPresent
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.tag("release")

@@ -11,7 +11,7 @@ import pytest
 s3fs = pytest.importorskip("s3fs")
 
 import tableformat as tf  # noqa: E402
-from tableformat.cfile_set import FILE_CACHE  # noqa: E402
+from tableformat.format.cfile_set import FILE_CACHE  # noqa: E402
 
 from helpers import assert_same_rows, metrics_rows, metrics_schema  # noqa: E402
 
@@ -184,8 +184,8 @@ def test_a_replaced_file_is_refused_without_head(s3_table_root):
 
 def test_file_cache_is_keyed_by_path_and_size(tmp_path):
     """A cached immutable file is found again only under the size the log records for it."""
-    from tableformat.cfile_set import FileCache
-    from tableformat.storage import Storage
+    from tableformat.format.cfile_set import FileCache
+    from tableformat.format.storage import Storage
     st = Storage(str(tmp_path))
     cache = FileCache(max_bytes=100)
     cache.put(st, "a/bloom.bin", "A", 40, 123)

@@ -168,16 +168,16 @@ def test_our_vacuum_keeps_what_the_latest_mirror_references(tmp_path):
 def test_a_mirrored_table_is_format_5_and_an_older_engine_refuses_it(tmp_path, monkeypatch):
     """`_mirrors/` came with format 5 (spec §15): an engine of format 4 does not know it, so its
     vacuum would delete the files a mirror reads; it must refuse the table instead."""
-    from tableformat.txlog import commit_path
+    from tableformat.log.txlog import commit_path
     t = tf.create_table(str(tmp_path / "t"), small_schema())
     t.insert(small_rows(range(50)))
     t.mirror_delta(str(tmp_path / "m"))
     assert os.listdir(tmp_path / "t" / "_mirrors")
     assert tf.FORMAT_VERSION == 5
     assert {json.loads(t.storage.read(commit_path(v)))["format_version"] for v in range(t.version + 1)} == {5}
-    import tableformat.metadata as md
+    import tableformat.format.metadata as md
     import tableformat.table as tb
-    import tableformat.txlog as tl
+    import tableformat.log.txlog as tl
     for mod in (md, tb, tl):
         monkeypatch.setattr(mod, "FORMAT_VERSION", 4)
     with pytest.raises(tf.UnsupportedFormatVersionError, match="format version 5"):

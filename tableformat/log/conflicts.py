@@ -1,0 +1,424 @@
+"""Requirements: what a write relies on, checked against exactly the commits that won.
+
+A writer plans on a snapshot. If another commit lands first, each requirement
+of the loser finds whether a winner touched what it relies on (keys, rows,
+rowsets, the definition, a tag, the history); if one did, the conflict matrix
+(`matrix.decide`, specs/format.md §10) gives the outcome: REBASE, RESTART or
+FAIL. Requirements are plain data (to_json / from_json through one registry,
+`registry`), so a Spark executor can make them and a driver can check them.
+A rebase that must rewrite REDO files onto a compaction's outputs uses `remap`.
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_deltas
+from ..read.delta_tracker import deleted_mask
+from ..format.deltafile import DELETE, read_delta
+from ..format.diskrowset import read_pk_index
+from ..format.errors import CommitConflictError, DuplicateKeyError
+from ..format.keyencoder import decode_key
+from ..read.keyprobe import probe
+from .matrix import Outcome, decide, fallback
+from ..format.metadata import TableState
+from .registry import Registry
+from .remap import remap_by_key
+from ..format.storage import Storage
+
+
+@dataclass
+class Verdict:
+    outcome: Outcome
+    reason: str = ""
+    error: Exception | None = None
+    extra: list[Action] = field(default_factory=list)      # remapped actions, on REBASE
+    dropped: list[Action] = field(default_factory=list)    # own actions the remapped ones replace
+
+
+@dataclass
+class Context:
+    """What a requirement may look at: the snapshot the write planned on, the state the winners
+    start from, the winners, and this transaction's own actions."""
+
+    storage: Storage
+    snapshot: TableState
+    base: TableState
+    winners: list[Commit]
+    own: list[Action]
+    written: list[str]                  # a requirement that writes files (remapping) appends them
+    kind: str                           # the write's row of the matrix (WriteFragment.kind)
+
+    def decide(self, winner: Commit) -> Outcome:
+        """The matrix's outcome for this write against a winner that touched its data."""
+        return decide(self.kind, winner)
+
+    def fallback(self) -> Outcome:
+        """The outcome when the matrix says REBASE but this write cannot be carried over."""
+        return fallback(self.kind)
+
+    @property
+    def winner_actions(self) -> list[Action]:
+        return [a for c in self.winners for a in c.actions]
+
+
+REBASE = Verdict(Outcome.REBASE)
+REQUIREMENTS = Registry("requirement")
+LEGACY = ("on_clash", "on_change")
+
+
+def strictest(verdicts) -> Verdict:
+    """FAIL over RESTART over REBASE; REBASE when there are none."""
+    order = {Outcome.FAIL: 0, Outcome.RESTART: 1, Outcome.REBASE: 2}
+    return min(verdicts, key=lambda v: order[v.outcome], default=REBASE)
+
+
+class Requirement:
+    """A condition a write relies on. `check` answers REBASE, RESTART or FAIL."""
+
+    kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        REQUIREMENTS.register(cls.kind, cls)
+
+    def check(self, ctx: Context) -> Verdict:
+        raise NotImplementedError
+
+    def precheck(self, ctx: Context) -> Verdict:
+        """Checked once before the first commit attempt, on the write itself."""
+        return REBASE
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, **self._body()}
+
+    def _body(self) -> dict:
+        """Plain JSON of the fields: tuples as lists."""
+        return {f.name: (list(v) if isinstance(v, tuple) else v) for f in fields(self) for v in [getattr(self, f.name)]}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Requirement":
+        d = dict(d)
+        return REQUIREMENTS.lookup(d.pop("kind")).from_body(d)
+
+    @classmethod
+    def from_body(cls, d: dict) -> "Requirement":
+        # on_clash / on_change: outcomes a fragment carried before the matrix decided them
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k not in LEGACY})
+
+
+@dataclass(frozen=True)
+class DefinitionUnchanged(Requirement):
+    """The schema, partitioning and properties the plan used still hold."""
+
+    kind: ClassVar[str] = "definition_unchanged"
+
+    def check(self, ctx: Context) -> Verdict:
+        return strictest(Verdict(ctx.decide(c), "the table definition changed (ALTER TABLE)",
+                                 CommitConflictError("the table definition changed concurrently; run it again"))
+                         for c in ctx.winners if c.changes_definition)
+
+
+def pack_rowids(a: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(a, np.int64).tobytes()).decode()
+
+
+def unpack_rowids(s: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(s), np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class KeysAbsent(Requirement):
+    """Keys the write found absent (and inserts, or skipped as missing) are still absent: no
+    winner added a live row with one of them. `keys` maps tablet -> encoded keys; with
+    `own_rowsets`, the keys are those of the rowsets this transaction adds (a distributed insert,
+    whose keys the driver never holds)."""
+
+    keys: Mapping[str, pa.Array] = field(default_factory=dict)
+    own_rowsets: bool = False
+    kind: ClassVar[str] = "keys_absent"
+
+    def check(self, ctx: Context) -> Verdict:
+        deltas_of = added_deltas(ctx.winners)    # ghost rows (format 3 merges) carry their DELETE: not live
+        verdicts = []
+        for c in ctx.winners:
+            hit = self._clashes(ctx, new_rowsets(ctx, [c]), deltas_of)
+            if hit:
+                verdicts.append(Verdict(ctx.decide(c), f"{len(hit)} key(s) were inserted concurrently"))
+        if not verdicts:
+            return REBASE
+        # the error counts each key once: a key an insert added and a merge then rewrote is in both
+        clashes = self._clashes(ctx, new_rowsets(ctx), deltas_of)
+        schema = ctx.base.schema
+        first = ", ".join(repr(_decoded(k, schema)) for k in sorted(clashes)[:3])
+        err = DuplicateKeyError(f"{len(clashes)} key(s) were inserted concurrently in table {schema_name(ctx)!r} "
+                                f"(first: {first}); use insert_ignore or upsert", len(clashes))
+        v = strictest(verdicts)
+        return Verdict(v.outcome, v.reason, err)
+
+    def _clashes(self, ctx: Context, added: list, deltas_of) -> list[bytes]:
+        """The keys this write relies on being absent that live rows of `added` hold."""
+        clashes: list[bytes] = []
+        if self.own_rowsets:
+            mine = [a.rowset for a in ctx.own if isinstance(a, AddRowSet)]
+            for r in added:
+                if r.history_only:
+                    continue                      # every row deleted: no key of it is live
+                ours = [o for o in mine if o.tablet == r.tablet and not (o.max_key < r.min_key or o.min_key > r.max_key)]
+                if not ours:
+                    continue
+                keys = read_pk_index(ctx.storage, r)
+                dead = deleted_mask(ctx.storage, r, deltas_of(r.id))
+                if dead is not None:
+                    keys = keys.filter(pa.array(~dead))
+                hit = probe(ctx.storage, ours, keys)[0] >= 0
+                clashes += keys.filter(pa.array(hit)).to_pylist()
+        else:
+            for tablet, keys in self.keys.items():
+                theirs = [r for r in added if r.tablet == tablet]
+                if theirs and len(keys):
+                    hit = probe(ctx.storage, theirs, keys, deltas_of)[0] >= 0
+                    clashes += keys.filter(pa.array(hit)).to_pylist()
+        return clashes
+
+    def precheck(self, ctx: Context) -> Verdict:
+        """A distributed insert: tasks not split by tablet and key can hold one key twice (a
+        plain df.write); two rowsets of this write must not share a key."""
+        return RowSetsDisjoint().precheck(ctx) if self.own_rowsets else REBASE
+
+    def _body(self) -> dict:
+        return {"keys": {t: [k.hex() for k in v.to_pylist()] for t, v in self.keys.items()},
+                "own_rowsets": self.own_rowsets}
+
+    @classmethod
+    def from_body(cls, d: dict) -> "KeysAbsent":
+        keys = {t: pa.array([bytes.fromhex(k) for k in v], pa.binary()) for t, v in d["keys"].items()}
+        return cls(keys, d["own_rowsets"])
+
+
+def schema_name(ctx: Context) -> str:
+    return ctx.base.name
+
+
+def _decoded(key: bytes, schema) -> Any:
+    try:
+        t = decode_key(key, [c.type for c in schema.key_columns])
+        return t[0] if len(t) == 1 else t
+    except ValueError:
+        return key.hex()
+
+
+def new_rowsets(ctx: Context, winners: list[Commit] | None = None) -> list:
+    """Rowsets the winners (all, or those given) added that hold rows new to the table: a major
+    delta compaction re-adds a rowset under its id with a new column group, and that is no new row."""
+    return [a.rowset for c in (ctx.winners if winners is None else winners) for a in c.actions
+            if isinstance(a, AddRowSet) and a.rowset.id not in ctx.base.rowsets]
+
+
+@dataclass(frozen=True)
+class RowSetsDisjoint(Requirement):
+    """The rowsets one commit adds share no key: fragments made apart (Spark tasks not split by
+    tablet and key, or several fragments inserting one new key) are checked before committing."""
+
+    kind: ClassVar[str] = "rowsets_disjoint"
+
+    def check(self, ctx: Context) -> Verdict:
+        return REBASE
+
+    def precheck(self, ctx: Context) -> Verdict:
+        by_tablet: dict[str, list] = {}
+        for a in ctx.own:
+            if isinstance(a, AddRowSet):
+                by_tablet.setdefault(a.rowset.tablet, []).append(a.rowset)
+        n = 0
+        for lst in by_tablet.values():
+            for i in range(1, len(lst)):
+                r = lst[i]
+                mine = [o for o in lst[:i] if not (o.max_key < r.min_key or o.min_key > r.max_key)]
+                if mine:
+                    n += int((probe(ctx.storage, mine, read_pk_index(ctx.storage, r))[0] >= 0).sum())
+        if not n:
+            return REBASE
+        return Verdict(Outcome.FAIL, "duplicate keys across fragments", DuplicateKeyError(
+            f"{n} key(s) appear more than once in the input of table {ctx.base.name!r}; use insert_ignore "
+            "semantics or deduplicate", n))
+
+
+@dataclass(frozen=True)
+class SkippedKeysStillLive(Requirement):
+    """insert_ignore skipped keys as existing: a concurrent delete may have removed one, and
+    then the key must be inserted after all."""
+
+    kind: ClassVar[str] = "skipped_keys_still_live"
+
+    def check(self, ctx: Context) -> Verdict:
+        return strictest(Verdict(ctx.decide(c), "rows were deleted concurrently: a skipped key may be gone")
+                         for c in ctx.winners if c.data_change and any(a.delta.delete_count for a in c.of(AddDelta)))
+
+
+@dataclass(frozen=True, eq=False)
+class RowsLive(Requirement):
+    """The rows a mutation changes (rowset -> rowids) are still live. A merging compaction that
+    rewrote their rowset is rebased over: the mutation's REDO records carry their keys, so they
+    are remapped by key onto the compaction's outputs (rowids change, timestamps are the commit's).
+    A row it read but did not change (an insert that found its key) in a rewritten rowset, or a
+    row deleted meanwhile, makes it plan again."""
+
+    rows: Mapping[str, np.ndarray] = field(default_factory=dict)
+    kind: ClassVar[str] = "rows_live"
+
+    def check(self, ctx: Context) -> Verdict:
+        own = {}
+        for a in ctx.own:
+            if isinstance(a, AddDelta):
+                own.setdefault(a.delta.rowset, []).append(a)
+        changed: dict[str, np.ndarray] = {}
+
+        def changed_rows(rid: str) -> np.ndarray:
+            if rid not in changed:
+                changed[rid] = np.concatenate([read_delta(ctx.storage, a.delta).column("rowid").to_numpy()
+                                               for a in own.get(rid, ())] or [np.zeros(0, np.int64)])
+            return changed[rid]
+
+        def guarded(rid: str) -> np.ndarray | None:
+            """Rowids this write relies on in rowset `rid` (its own remapped REDO rows included)."""
+            if rid in self.rows:
+                return self.rows[rid]
+            return changed_rows(rid) if rid in own else None
+
+        removed: list[str] = []
+        for c in ctx.winners:
+            for a in c.actions:
+                if isinstance(a, RemoveRowSet) and guarded(a.rowset_id) is not None:
+                    outcome = ctx.decide(c)
+                    if outcome is not Outcome.REBASE:
+                        return Verdict(outcome, f"rowset {a.rowset_id} was removed")
+                    if not np.isin(guarded(a.rowset_id), changed_rows(a.rowset_id)).all():
+                        # a row it only read moved: no REDO record of its own carries it over
+                        return Verdict(ctx.fallback(), f"rowset {a.rowset_id} was rewritten")
+                    removed.append(a.rowset_id)
+                elif isinstance(a, AddDelta) and guarded(a.delta.rowset) is not None and \
+                        (a.delta.delete_count or a.delta.reinsert_count):
+                    t = read_delta(ctx.storage, a.delta)
+                    deleted = t.column("rowid").to_numpy()[t.column("op").to_numpy() == DELETE]
+                    if np.isin(guarded(a.delta.rowset), deleted).any():
+                        return Verdict(no_rebase(ctx, c), "a row it changes was deleted concurrently")
+        if not removed:
+            return REBASE
+        mine = [a for rid in removed for a in own.get(rid, ())]
+        gone = {a.rowset_id for a in ctx.winner_actions if isinstance(a, RemoveRowSet)}
+        outputs = [a for a in ctx.winner_actions if isinstance(a, AddRowSet) and a.rowset.id not in gone
+                   and a.rowset.id not in ctx.base.rowsets]
+        try:
+            extra = remap_by_key(ctx.storage, ctx.snapshot, outputs + [a for a in ctx.winner_actions
+                                                                      if isinstance(a, AddDelta)],
+                                 [(None, a.delta) for a in mine], ctx.written, commit_ts=True)
+        except CommitConflictError as e:
+            return Verdict(ctx.fallback(), str(e))
+        return Verdict(Outcome.REBASE, "REDO records remapped by key onto a compaction's outputs",
+                       extra=extra, dropped=mine)
+
+    def _body(self) -> dict:
+        return {"rows": {r: pack_rowids(v) for r, v in self.rows.items()}}
+
+    @classmethod
+    def from_body(cls, d: dict) -> "RowsLive":
+        return cls({r: unpack_rowids(v) for r, v in d["rows"].items()})
+
+
+@dataclass(frozen=True)
+class NoRowsInTablets(Requirement):
+    """No winner added rows to these tablets (an ALTER dropping their range partitions)."""
+
+    tablets: tuple[str, ...] = ()
+    kind: ClassVar[str] = "no_rows_in_tablets"
+
+    def check(self, ctx: Context) -> Verdict:
+        return strictest(Verdict(ctx.decide(c), "rows landed in a range being dropped")
+                         for c in ctx.winners if any(r.tablet in self.tablets for r in new_rowsets(ctx, [c])))
+
+
+def no_rebase(ctx: Context, winner: Commit) -> Outcome:
+    """The matrix's outcome for a clash this requirement can never rebase over."""
+    outcome = ctx.decide(winner)
+    return ctx.fallback() if outcome is Outcome.REBASE else outcome
+
+
+def _touches(a: Action, rowsets: Sequence[str]) -> bool:
+    rid = a.rowset.id if isinstance(a, AddRowSet) else getattr(a, "rowset_id", None)
+    return rid in rowsets and not isinstance(a, AddDelta)
+
+
+@dataclass(frozen=True)
+class RowSetsUnchanged(Requirement):
+    """A delta compaction's input rowset was not rewritten (new REDO files on it are fine:
+    rowids do not change, so they apply on top of the compaction's output)."""
+
+    rowsets: tuple[str, ...] = ()
+    kind: ClassVar[str] = "rowsets_unchanged"
+
+    def check(self, ctx: Context) -> Verdict:
+        return strictest(Verdict(ctx.decide(c), "the rowset changed under the compaction",
+                                 CommitConflictError("the rowset changed under the compaction"))
+                         for c in ctx.winners
+                         if c.changes_definition or any(_touches(a, self.rowsets) for a in c.actions))
+
+
+@dataclass(frozen=True)
+class MergeInputsRemappable(Requirement):
+    """A merging compaction's inputs were not rewritten by another compaction; REDO records
+    committed to them meanwhile are remapped, by the keys they carry, onto the outputs."""
+
+    inputs: tuple[str, ...] = ()
+    kind: ClassVar[str] = "merge_inputs_remappable"
+
+    def check(self, ctx: Context) -> Verdict:
+        for c in ctx.winners:
+            if c.changes_definition:
+                return Verdict(ctx.decide(c), "the table definition changed during the compaction",
+                               CommitConflictError("the table definition changed during the compaction"))
+            if any(_touches(a, self.inputs) for a in c.actions):
+                # another compaction rewrote an input (its base, REDO or UNDO files): remapping its
+                # files would apply history twice, so this merge gives up and is planned again
+                return Verdict(no_rebase(ctx, c), "another compaction rewrote the same rowsets",
+                               CommitConflictError("another compaction rewrote the same rowsets"))
+        late = [(c, a.delta) for c in ctx.winners for a in c.of(AddDelta) if a.delta.rowset in self.inputs]
+        if not late:
+            return REBASE
+        try:
+            extra = remap_by_key(ctx.storage, ctx.snapshot, ctx.own, late, ctx.written)
+        except CommitConflictError as e:
+            return Verdict(ctx.fallback(), str(e), e)
+        return Verdict(Outcome.REBASE, "concurrent REDO records remapped onto the outputs", extra=extra)
+
+
+@dataclass(frozen=True)
+class DataUnchanged(Requirement):
+    """No winner changed data (a restore: any concurrent write may undo part of it)."""
+
+    kind: ClassVar[str] = "data_unchanged"
+
+    def check(self, ctx: Context) -> Verdict:
+        return strictest(Verdict(ctx.decide(c), "data changed concurrently")
+                         for c in ctx.winners if c.data_change and c.of(AddRowSet, AddDelta))
+
+
+def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = False) -> Verdict:
+    """The strictest answer of all requirements (FAIL over RESTART over REBASE); REBASE carries
+    every requirement's remapped actions. before=True runs the prechecks instead."""
+    extra: list[Action] = []
+    dropped: list[Action] = []
+    restart = None
+    for r in requirements:
+        v = r.precheck(ctx) if before else r.check(ctx)
+        if v.outcome is Outcome.FAIL:
+            return v
+        if v.outcome is Outcome.RESTART and restart is None:
+            restart = v
+        extra += v.extra
+        dropped += v.dropped
+    return restart or Verdict(Outcome.REBASE, extra=extra, dropped=dropped)

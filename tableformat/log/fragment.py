@@ -1,0 +1,136 @@
+"""Write fragments: what one writer planned and wrote on one snapshot, as plain data.
+
+Executors (threads, Spark tasks) produce fragments; a driver commits them with
+`Table.commit_fragments`, which checks exactly the requirements a local write
+checks. A fragment is immutable once made; `kind` is its row of the conflict
+matrix (`matrix`). specs/format.md §10.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .actions import Action, AddRowSet, action_from_json
+from .conflicts import KeysAbsent, Requirement, RowsLive, RowSetsDisjoint
+from . import retention, sequence  # noqa: F401  (their requirements register for from_json)
+from .matrix import OPERATIONS
+from ..format.errors import InvalidOptionError, TableFormatError
+
+
+@dataclass(frozen=True)
+class WriteFragment:
+    """What one writer planned and wrote on one snapshot: files, actions, counts, requirements.
+
+    `rejected` (batch row numbers a lenient write skipped) stays with the process that made it;
+    everything else round-trips through to_json / from_json."""
+
+    operation: str
+    read_version: int
+    actions: Sequence[Action] = ()
+    files: Sequence[str] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+    requirements: Sequence[Requirement] = ()
+    data_change: bool = True
+    rejected: Any = None
+    table_id: str | None = None       # the table it was planned on: never committed to another
+    kind: str = "mutation"            # its row of the conflict matrix
+
+    def __post_init__(self):
+        if self.kind not in OPERATIONS:
+            raise InvalidOptionError(f"a write fragment's kind must be one of {OPERATIONS}, got {self.kind!r}")
+        for name in ("actions", "files", "requirements"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "counts", dict(self.counts))
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions
+
+    def to_json(self) -> dict:
+        return {"operation": self.operation, "read_version": self.read_version,
+                "actions": [a.to_json() for a in self.actions], "files": list(self.files),
+                "counts": dict(self.counts), "requirements": [r.to_json() for r in self.requirements],
+                "data_change": self.data_change, "table_id": self.table_id, "kind": self.kind}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "WriteFragment":
+        try:
+            return cls._from_json(d)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            if isinstance(e, TableFormatError):
+                raise
+            raise InvalidOptionError(f"not a write fragment's to_json(): {type(e).__name__} {e}") from None
+
+    @classmethod
+    def _from_json(cls, d: dict) -> "WriteFragment":
+        return cls(d["operation"], d["read_version"], [action_from_json(a) for a in d["actions"]],
+                             list(d["files"]), dict(d["counts"]),
+                             [Requirement.from_json(r) for r in d["requirements"]], d.get("data_change", True),
+                             table_id=d.get("table_id"), kind=d.get("kind", "mutation"))
+
+    @staticmethod
+    def combine(fragments: Sequence["WriteFragment"], operation: str | None = None,
+                counts: dict | None = None) -> "WriteFragment":
+        """Fragments of one distributed write (same snapshot) as one; `counts` (a job's totals)
+        replace the fragments' summed counts."""
+        if not isinstance(fragments, (list, tuple)) or not fragments:
+            raise InvalidOptionError(f"fragments must be a non-empty list of write fragments, got "
+                                     f"{type(fragments).__name__} {fragments!r:.60}")
+        bad = [f for f in fragments if not isinstance(f, WriteFragment)]
+        if bad:
+            raise InvalidOptionError(f"fragments must be tf.WriteFragment (or their to_json() dicts), got "
+                                     f"{type(bad[0]).__name__}")
+        if operation is not None and not isinstance(operation, str):
+            raise InvalidOptionError(f"operation must be a string or None, got {type(operation).__name__}")
+        versions = {f.read_version for f in fragments}
+        if len(versions) != 1:
+            raise InvalidOptionError(f"write fragments were planned on different versions {sorted(versions)}; "
+                                     "plan every fragment of one commit on one snapshot")
+        tables = {f.table_id for f in fragments} - {None}
+        if len(tables) > 1:
+            raise InvalidOptionError(f"write fragments were planned on different tables {sorted(tables)}")
+        kinds = {f.kind for f in fragments}
+        if len(kinds) > 1:
+            raise InvalidOptionError(f"write fragments of different kinds {sorted(kinds)} make no one commit")
+        summed: dict[str, int] = {}
+        reqs: list[Requirement] = []
+        if sum(1 for f in fragments if f.rowsets) > 1:
+            reqs.append(RowSetsDisjoint())      # rows two fragments insert must not share a key
+        for f in fragments:
+            for k, v in f.counts.items():
+                summed[k] = summed.get(k, 0) + v
+            reqs += f.requirements
+        return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
+                             [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
+                             summed if counts is None else dict(counts), _merged(reqs),
+                             all(f.data_change for f in fragments), table_id=next(iter(tables), None),
+                             kind=kinds.pop())
+
+    @property
+    def rowsets(self) -> list:
+        """The rowsets this fragment adds."""
+        return [a.rowset for a in self.actions if isinstance(a, AddRowSet)]
+
+
+def _merged(reqs: list[Requirement]) -> list[Requirement]:
+    """Requirements of one kind that hold per-fragment data (keys, rows) merged into one."""
+    out: list[Requirement] = []
+    keys: dict[tuple, dict] = {}
+    rows: dict = {}
+    for r in reqs:
+        if isinstance(r, KeysAbsent) and not r.own_rowsets:
+            acc = keys.setdefault((), {})
+            for t, k in r.keys.items():
+                acc[t] = pa.concat_arrays([acc[t], k]) if t in acc else k
+        elif isinstance(r, RowsLive):
+            for rid, ids in r.rows.items():
+                rows[rid] = np.union1d(rows[rid], ids) if rid in rows else ids
+        elif all(o.to_json() != r.to_json() for o in out):
+            out.append(r)
+    out += [KeysAbsent(v, False) for v in keys.values()]
+    if rows:
+        out.append(RowsLive(rows))
+    return out

@@ -1,0 +1,172 @@
+"""Ordered upserts: the `sequence_column` table property (specs/format.md §14).
+
+CDC pipelines deliver events late and out of order. With a sequence column (an
+event time, a source LSN) an update or upsert whose sequence is lower than the
+row's current one is skipped instead of overwriting newer data (Hudi's
+ordering field, Paimon's `sequence.field`); an equal or higher one wins. In one
+batch the highest sequence per key wins. The row-operation planner (`row_ops`)
+asks this module for the stored sequences and applies the rule round by round;
+skipped rows are counted (`ignored`, `stale`) and recorded in a small Parquet
+file the commit names (`skipped` action), so `changes(skipped=True)` can show
+them with their reason.
+"""
+from __future__ import annotations
+
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .actions import AddDelta, AddRowSet, RemoveRowSet
+from ..format.cfile_set import verified_parquet_file
+from .conflicts import REBASE, Context, Requirement, Verdict, no_rebase, pack_rowids, unpack_rowids
+from ..read.delta_tracker import apply_deltas
+from ..format.deltafile import REDO, flag_name, read_delta
+from ..format.diskrowset import read_base_columns
+from ..format.errors import SequenceColumnError
+from ..format.metadata import FileRef, RowSetMeta, TableState
+from ..format.parallel import pmap
+from ..format.schema import Schema
+from ..format.storage import Storage
+
+PROPERTY = "sequence_column"
+# Types with a total order that a CDC source uses for positions: integers, times, decimals.
+# Floats (NaN) and strings (an LSN like '0/16B6C50' does not sort as text) are refused.
+ORDERABLE_KINDS = ("int8", "int16", "int32", "int64", "date", "unixtime_micros", "decimal")
+STALE = "stale_sequence"          # the reason recorded for a skipped row
+SKIPPED_DIR = "tablets/_skipped"  # under tablets/, so vacuum frees it once the history horizon passes its commit
+
+
+def sequence_column(state: TableState) -> str | None:
+    return state.properties.get(PROPERTY)
+
+
+def check_sequence_column(schema: Schema, properties: Mapping[str, Any]) -> None:
+    """The property names a non-null, non-key column of an orderable type."""
+    name = properties.get(PROPERTY)
+    if name is None:
+        return
+    if not schema.has_column(name):
+        raise SequenceColumnError(f"sequence_column {name!r} is not a column; columns are {schema.names}")
+    if name in schema.primary_key:
+        raise SequenceColumnError(f"sequence_column {name!r} is a primary key column; a key never changes, "
+                                  "so it cannot order the versions of a row")
+    col = schema.column(name)
+    if col.type.kind not in ORDERABLE_KINDS:
+        raise SequenceColumnError(f"sequence_column {name!r} is {col.type.name}; it must be one of "
+                                  f"{', '.join(ORDERABLE_KINDS)} (a type with a total order)")
+    if col.nullable:
+        raise SequenceColumnError(f"sequence_column {name!r} is nullable; a row without a sequence cannot be "
+                                  "ordered (make the column non-null)")
+
+
+def stored_sequences(storage: Storage, state: TableState, column: str, rowsets: Sequence[RowSetMeta],
+                     which: np.ndarray, rowid: np.ndarray) -> pa.Array:
+    """The current value of `column` of each located row (null where which < 0): per touched
+    rowset, one column read over the rowid span of its hits, or (sparse hits) one per block of
+    `row_group_rows` holding a hit, with its deltas applied."""
+    col = state.schema.column(column)
+    out_idx: list[np.ndarray] = []
+    parts: list[pa.Array] = []
+
+    block = int(state.properties.get("row_group_rows", 16384))
+
+    def read(rs: RowSetMeta, ids: np.ndarray, lo: int, hi: int) -> pa.Array:
+        arrays = read_base_columns(storage, rs, [col], lo, hi)
+        deltas = state.deltas_of(rs.id)
+        if deltas:
+            arrays, _ = apply_deltas(storage, rs, deltas, [col], arrays, lo, hi, state.read_ts)
+        a = arrays[col.id]
+        a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+        return a.take(pa.array(ids - lo))
+
+    def one(i: int):
+        sel = np.flatnonzero(which == i)
+        rs = rowsets[i]
+        order = np.argsort(rowid[sel], kind="stable")
+        sel = sel[order]
+        ids = rowid[sel]
+        lo, hi = int(ids[0]), int(ids[-1]) + 1
+        if len(ids) * 4 >= hi - lo:
+            return sel, read(rs, ids, lo, hi)
+        blocks = ids // block
+        parts = [read(rs, ids[blocks == b], int(b * block), int(min(rs.num_rows, (b + 1) * block)))
+                 for b in np.unique(blocks)]
+        return sel, pa.concat_arrays(parts)
+    for sel, vals in pmap(one, [int(i) for i in np.unique(which[which >= 0])]):
+        out_idx.append(sel)
+        parts.append(vals)
+    n = len(which)
+    if not parts:
+        return pa.nulls(n, col.arrow_type)
+    pos = np.concatenate(out_idx)
+    vals = pa.concat_arrays(parts).cast(col.arrow_type)
+    # scatter: position i of the output takes vals[k] where pos[k] == i, null elsewhere
+    src = np.full(n, -1, dtype=np.int64)
+    src[pos] = np.arange(len(pos))
+    return vals.take(pa.array(np.where(src >= 0, src, 0), mask=src < 0))
+
+
+def ranks(stored: pa.Array, incoming: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ranks of stored and incoming sequences on one scale, so the planner compares int64s
+    whatever the column type (-1 for a null)."""
+    both = pa.concat_arrays([stored, incoming.cast(stored.type)])
+    r = pc.rank(both, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
+    r[pc.is_null(both).to_numpy(zero_copy_only=False)] = -1
+    return r[:len(stored)], r[len(stored):]
+
+
+def write_skipped(storage: Storage, batch: pa.Table, rows: np.ndarray, reason: str) -> FileRef:
+    """The skipped input rows and their reason, as one Parquet file the commit names."""
+    t = batch.take(pa.array(rows)).append_column("_reason", pa.array([reason] * len(rows), pa.string()))
+    sink = pa.BufferOutputStream()
+    pq.write_table(t, sink, compression="LZ4", write_page_checksum=True)
+    buf = sink.getvalue()
+    path = f"{SKIPPED_DIR}/skipped-{uuid.uuid4().hex}.parquet"
+    size = storage.write(path, buf)
+    return FileRef(path, size, crc32=zlib.crc32(buf))
+
+
+def read_skipped(storage: Storage, ref: FileRef) -> pa.Table:
+    return verified_parquet_file(storage, ref, "skipped rows file").read()
+
+
+@dataclass(frozen=True, eq=False)
+class SequencesCurrent(Requirement):
+    """An ordered upsert compared its sequences with these rows' stored ones (rowset -> rowids):
+    a winner that updated the sequence column of one of them makes the comparison stale, so the
+    write is planned again against the new value (specs/format.md §14)."""
+
+    rows: Mapping[str, np.ndarray] = field(default_factory=dict)
+    column_id: int = -1
+    kind: ClassVar[str] = "sequences_current"
+
+    def check(self, ctx: Context) -> Verdict:
+        readded = {a.rowset.id for a in ctx.winner_actions if isinstance(a, AddRowSet)}
+        for c in ctx.winners:
+            if any(isinstance(a, RemoveRowSet) and a.rowset_id in self.rows and a.rowset_id not in readded
+                   for a in c.actions):
+                # a merging compaction moved the rows: a sequence updated on its outputs since is not
+                # found by rowid, so compare again
+                return Verdict(no_rebase(ctx, c), "a rowset whose sequences it compared was rewritten concurrently")
+            for a in c.of(AddDelta):
+                if a.delta.kind == REDO and a.delta.rowset in self.rows and a.delta.updates(self.column_id):
+                    t = read_delta(ctx.storage, a.delta, [self.column_id])
+                    flags = t.column(flag_name(self.column_id)).fill_null(False).to_numpy(zero_copy_only=False)
+                    changed = t.column("rowid").to_numpy()[flags]
+                    if np.isin(self.rows[a.delta.rowset], changed).any():
+                        return Verdict(no_rebase(ctx, c), "the sequence of a row it compared was updated "
+                                                           "concurrently")
+        return REBASE
+
+    def _body(self) -> dict:
+        return {"rows": {r: pack_rowids(v) for r, v in self.rows.items()}, "column_id": self.column_id}
+
+    @classmethod
+    def from_body(cls, d: dict) -> "SequencesCurrent":
+        return cls({r: unpack_rowids(v) for r, v in d["rows"].items()}, d["column_id"])

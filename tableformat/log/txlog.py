@@ -1,0 +1,297 @@
+"""The transaction log: ordered commit files plus periodic checkpoints.
+
+Version v is the file `_log/<v:020d>.json`, created with put-if-absent: whoever
+creates it first owns v. Its MVCC timestamp is chosen at commit time
+(max(now_us, previous + 1)), so a retried commit never rewrites data files.
+A checkpoint `_log/<v:020d>.checkpoint.json` holds the full state at v and the
+history summary, so opening reads one checkpoint plus the commits after it.
+See `specs/format.md`, section "Transaction log".
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+import zlib
+from dataclasses import dataclass
+
+from ..format.errors import (CorruptFileError, TableNotFoundError, TableReplacedError, UnsupportedFormatVersionError,
+                     VersionNotFoundError)
+from .actions import Action, Commit, apply_commit, decode_commit
+from ..format.metadata import FORMAT_VERSION, CommitInfo, TableState
+from ..format.storage import Storage
+
+LOG_DIR = "_log"
+_COMMIT_SUFFIX = ".json"
+_CHECKPOINT_SUFFIX = ".checkpoint.json"
+LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"
+
+
+def commit_path(version: int) -> str:
+    return f"{LOG_DIR}/{version:020d}{_COMMIT_SUFFIX}"
+
+
+def checkpoint_path(version: int) -> str:
+    return f"{LOG_DIR}/{version:020d}{_CHECKPOINT_SUFFIX}"
+
+
+def now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+def canonical_json(obj) -> bytes:
+    """The bytes a checksum covers: compact JSON, keys sorted, ASCII (specs/format.md §8.1)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+# From format version 3 a log file's checksum covers every field but itself; before, only
+# `actions` (commits) or `state` (checkpoints). The file's own format_version picks the rule.
+WHOLE_FILE_CHECKSUM_FROM = 3
+
+
+def commit_checksum(d: dict) -> int:
+    """The checksum a commit of d's format version must carry (specs/format.md §8.1)."""
+    if d.get("format_version", 1) >= WHOLE_FILE_CHECKSUM_FROM:
+        return zlib.crc32(canonical_json({k: v for k, v in d.items() if k != "checksum"}))
+    return zlib.crc32(canonical_json(d["actions"]))
+
+
+def checkpoint_checksum(d: dict) -> int:
+    """The checksum a checkpoint of d's format version must carry (specs/format.md §8.3)."""
+    if d.get("format_version", 1) >= WHOLE_FILE_CHECKSUM_FROM:
+        return zlib.crc32(canonical_json({k: v for k, v in d.items() if k != "checksum"}))
+    return zlib.crc32(canonical_json(d["state"]))
+
+
+def _check_format(d: dict, path: str) -> None:
+    fv = d.get("format_version")
+    if not isinstance(fv, int):
+        raise CorruptFileError(f"{path}: no format_version")
+    if fv > FORMAT_VERSION:
+        raise UnsupportedFormatVersionError(
+            f"{path} was written with format version {fv}; this reader supports up to {FORMAT_VERSION}. "
+            "Upgrade tableformat to read this table")
+
+
+@dataclass(frozen=True)
+class Listing:
+    commits: tuple[int, ...]
+    checkpoints: tuple[int, ...]
+
+    @property
+    def latest(self) -> int:
+        return self.commits[-1] if self.commits else -1
+
+
+class TransactionLog:
+    """Reads and appends the log of one table."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.reads = 0  # log files read, for tests of the open cost
+        self._format_of: dict[int, int] = {}  # version -> format version of its verified commit
+        self._hint: int | None = None          # the newest _last_checkpoint this log read or wrote
+
+    # --- reading ----------------------------------------------------------------------
+    def listing(self) -> Listing:
+        commits, checkpoints = [], []
+        for name in self.storage.list(LOG_DIR):
+            if name.endswith(_CHECKPOINT_SUFFIX):
+                stem = name[: -len(_CHECKPOINT_SUFFIX)]
+                if stem.isdigit():
+                    checkpoints.append(int(stem))
+            elif name.endswith(_COMMIT_SUFFIX):
+                stem = name[: -len(_COMMIT_SUFFIX)]
+                if stem.isdigit():
+                    commits.append(int(stem))
+        return Listing(tuple(sorted(commits)), tuple(sorted(checkpoints)))
+
+    def read_commit(self, version: int) -> Commit:
+        """Version `version`'s commit, checked and decoded into typed actions."""
+        return decode_commit(self.read_commit_json(version), commit_path(version))
+
+    def read_commit_json(self, version: int) -> dict:
+        """The commit file as written, after its format and checksum checks."""
+        path = commit_path(version)
+        try:
+            raw = self.storage.read(path)
+        except FileNotFoundError:
+            raise VersionNotFoundError(f"commit {path} does not exist") from None
+        self.reads += 1
+        try:
+            d = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CorruptFileError(f"commit file {path} is corrupt or truncated: {e}") from None
+        _check_format(d, path)
+        if d.get("version") != version:
+            raise CorruptFileError(f"commit file {path} says version {d.get('version')}")
+        self._verify_commit(d, version, path)
+        return d
+
+    def _verify_commit(self, d: dict, version: int, path: str) -> None:
+        fv = d["format_version"]
+        if "checksum" not in d:
+            if fv >= WHOLE_FILE_CHECKSUM_FROM:
+                raise CorruptFileError(f"commit file {path} has no checksum, which format version {fv} "
+                                       "requires: the file was altered; restore it from a backup")
+        else:
+            try:
+                expect = commit_checksum(d)
+            except (KeyError, TypeError, ValueError):
+                expect = None
+            if expect != d["checksum"]:
+                raise CorruptFileError(f"commit file {path} fails its checksum: the file was altered or "
+                                       "damaged; restore it from a backup")
+        # Writers never go back to an older format (they refuse a log with newer commits), so a
+        # commit older than its predecessor had its format_version edited: a checksum downgrade.
+        prev = self._format_of.get(version - 1)
+        if prev is not None and fv < prev:
+            raise CorruptFileError(f"commit file {path} says format version {fv} after a commit of format "
+                                   f"version {prev}: the file was altered; restore it from a backup")
+        self._format_of[version] = fv
+
+    def read_checkpoint(self, version: int) -> tuple[TableState, list[CommitInfo]]:
+        """A checkpoint, verified; CorruptFileError (or FileNotFoundError) says why it cannot be used."""
+        path = checkpoint_path(version)
+        raw = self.storage.read(path)
+        self.reads += 1
+        try:
+            d = json.loads(raw)
+            _check_format(d, path)
+            fv = d["format_version"]
+            if "checksum" not in d and fv >= WHOLE_FILE_CHECKSUM_FROM:
+                raise CorruptFileError(f"checkpoint {path} has no checksum, which format version {fv} requires")
+            if checkpoint_checksum(d) != d.get("checksum"):
+                raise CorruptFileError(f"checkpoint {path} fails its checksum")
+            if d["version"] != version or d["state"]["version"] != version:
+                raise CorruptFileError(f"checkpoint {path} says version {d['version']}")
+            if fv < d["state"]["format_version"]:   # an older rule claimed for a newer table: a downgrade
+                raise CorruptFileError(f"checkpoint {path} says format version {fv}, older than its table's "
+                                       f"{d['state']['format_version']}")
+            state = TableState.from_json(d["state"])
+            history = [CommitInfo.from_json(x) for x in d["history"]]
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError) as e:
+            raise CorruptFileError(f"checkpoint {path} is corrupt or truncated: {e!r}") from None
+        self._format_of.setdefault(version, fv)
+        return state, history
+
+    def _read_checkpoint(self, version: int) -> tuple[TableState, list[CommitInfo]] | None:
+        try:
+            return self.read_checkpoint(version)
+        except UnsupportedFormatVersionError:
+            raise
+        except (FileNotFoundError, CorruptFileError):
+            return None  # a checkpoint is derived data: fall back to an older one
+
+    def _last_checkpoint_hint(self) -> int | None:
+        try:
+            d = json.loads(self.storage.read(LAST_CHECKPOINT))
+            self._hint = max(self._hint or -1, int(d["version"]))
+            return int(d["version"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+
+    def _try_read_commit(self, version: int) -> Commit | None:
+        try:
+            return self.read_commit(version)
+        except VersionNotFoundError:
+            return None
+
+    def load(self, version: int | None = None, base: tuple[TableState, list[CommitInfo]] | None = None,
+             ) -> tuple[TableState, list[CommitInfo]]:
+        """State at `version` (latest if None) and the history up to it.
+
+        The latest state is found without listing: start from `base` or the
+        checkpoint named by `_last_checkpoint`, then read commits v+1, v+2, ...
+        until one is missing. Versions are dense, so that is the head.
+        """
+        state, history = (base[0], list(base[1])) if base is not None else (None, [])
+        if state is not None and version is not None and state.version > version:
+            state, history = None, []
+        if state is None:
+            cp = self._last_checkpoint_hint() if version is None else None
+            loaded = self._read_checkpoint(cp) if cp is not None else None
+            if loaded is None:
+                listing = self.listing()
+                if not listing.commits:
+                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+                if version is not None and version > listing.latest:
+                    raise VersionNotFoundError(f"version {version} does not exist; the latest is {listing.latest}")
+                for c in reversed(listing.checkpoints):
+                    if c != cp and (version is None or c <= version):
+                        loaded = self._read_checkpoint(c)
+                        if loaded is not None:
+                            break
+            if loaded is not None:
+                state, history = loaded
+        v = 0 if state is None else state.version + 1
+        while version is None or v <= version:
+            d = self._try_read_commit(v)
+            if d is None:
+                if state is None:
+                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+                if version is not None:
+                    raise VersionNotFoundError(f"version {version} does not exist; the latest is {state.version}")
+                break
+            if state is not None and d.table_id is not None and d.table_id != state.table_id:
+                raise TableReplacedError(
+                    f"the table at {self.storage.uri!r} was replaced: commit {commit_path(v)} belongs to table "
+                    f"{d.table_id}, this state to {state.table_id}; open the table again")
+            state = apply_commit(state, d, commit_path(v))
+            if d.format_version < state.format_version:
+                # a table created in format N is only ever written in format >= N: an older label was
+                # put there to fall back to a weaker checksum rule
+                raise CorruptFileError(f"commit file {commit_path(v)} says format version {d.format_version} in a "
+                                       f"table created in format version {state.format_version}: the file was "
+                                       "altered; restore it from a backup")
+            history.append(CommitInfo(v, d.timestamp, d.operation, dict(d.counts), d.read_version))
+            v += 1
+        return state, history
+
+    def read_new_commits(self, after: int) -> list[Commit]:
+        """Commits after version `after`, up to the head."""
+        out, v = [], after + 1
+        while (d := self._try_read_commit(v)) is not None:
+            out.append(d)
+            v += 1
+        return out
+
+    # --- writing ----------------------------------------------------------------------
+    def try_commit(self, prev: TableState | None, operation: str, actions: list,
+                   counts: dict, read_version: int | None, data_change: bool = True,
+                   txn_id: str | None = None) -> Commit | None:
+        """Try to create version prev.version + 1 with put-if-absent. Returns the commit as
+        readers will decode it, or None if another writer took the version."""
+        version = 0 if prev is None else prev.version + 1
+        actions = [a.to_json() if isinstance(a, Action) else a for a in actions]
+        ts = now_micros()
+        if prev is not None and ts <= prev.timestamp:
+            ts = prev.timestamp + 1
+        table_id = prev.table_id if prev is not None else \
+            next((a["metadata"]["table_id"] for a in actions if "metadata" in a), None)
+        commit = {
+            "format_version": FORMAT_VERSION, "version": version, "timestamp": ts,
+            "operation": operation, "read_version": read_version, "txn_id": txn_id or uuid.uuid4().hex,
+            "table_id": table_id, "counts": counts, "data_change": data_change, "actions": actions,
+        }
+        # over the JSON round trip, so the writer sums exactly what a reader will parse
+        commit["checksum"] = commit_checksum(json.loads(json.dumps(commit)))
+        data = json.dumps(commit, separators=(",", ":")).encode()
+        if not self.storage.put_if_absent(commit_path(version), data):
+            return None
+        return decode_commit(commit, commit_path(version))
+
+    def write_checkpoint(self, state: TableState, history: list[CommitInfo]) -> None:
+        """Best effort: a missing or broken checkpoint only costs replay time."""
+        d = {"format_version": FORMAT_VERSION, "version": state.version,
+             "state": state.to_json(), "history": [h.to_json() for h in history]}
+        d["checksum"] = checkpoint_checksum(json.loads(json.dumps(d)))
+        try:
+            self.storage.put_if_absent(checkpoint_path(state.version), json.dumps(d).encode())
+            # no read of the hint first: this log knows the hint it last read or wrote, and a hint
+            # that another writer's older checkpoint overtakes only costs a reader some replay
+            if self._hint is None or self._hint < state.version:
+                self.storage.write(LAST_CHECKPOINT, json.dumps({"version": state.version}).encode())
+                self._hint = state.version
+        except OSError:
+            pass
