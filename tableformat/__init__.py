@@ -7,6 +7,7 @@ run elsewhere (spark_jobs/, airflow/) use only these names; every other module
 is internal. specs/format.md is the on-disk contract.
 """
 from .format.errors import *  # noqa: F401,F403  (the error classes are public)
+from .format import errors  # noqa: F401  (tf.errors, the module of the error classes, as before the wings)
 from .interop.delta_mirror import MirrorResult
 from .maintenance.compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from . import format
