@@ -2,7 +2,7 @@
 committed (issue 16 §6): a table of (what, call, error) rows over the whole public API, then a
 sweep of odd values through every parameter of every public method.
 
-Convention (tableformat/arguments.py): a single string where a list of column names is expected
+Convention (tableformat/format/arguments.py): a single string where a list of column names is expected
 is a list of that one name; a bool is never an integer; numbers must be finite and bounded."""
 import datetime as dt
 import inspect
