@@ -78,9 +78,10 @@ def s3_table_root(s3_endpoint, request):
 # --- layers: a marker per test from its directory, and one pass/fail line per layer ----------
 LAYERS = {"engine": "the pure-Python engine", "cli": "the command line", "spark": "runs local Spark",
           "s3": "runs against the loopback S3 server", "airflow": "runs real Airflow DAGs"}
-# tests/<dir>/ -> its layer; the engine's tests are split by concept over several directories
-DIR_LAYER = {"engine": "engine", "commit": "engine", "history": "engine", "format": "engine", "api": "engine",
-             "project": "engine", "cli": "cli", "spark": "spark", "s3": "s3", "airflow": "airflow"}
+# tests/<dir>/ -> its layer; the engine's tests mirror its wings (tableformat/format/ -> tests/format/, ...)
+DIR_LAYER = {"format": "engine", "read": "engine", "log": "engine", "write": "engine", "maintenance": "engine",
+             "interop": "engine", "api": "engine", "project": "engine", "cli": "cli", "spark": "spark", "s3": "s3",
+             "airflow": "airflow"}
 TESTS = os.path.dirname(os.path.abspath(__file__))
 LAYER_OF: dict = {}         # test id -> its layer (a test's keywords also hold its directory's name)
 LAYER_COUNTS: dict = {}     # layer -> outcome -> count, for the summary

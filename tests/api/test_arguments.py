@@ -1,5 +1,5 @@
 """Every public argument of a wrong type is a typed error, raised before anything is written or
-committed (issue 16 §6): a table of (what, call, error) rows over the whole public API, then a
+committed: a table of (what, call, error) rows over the whole public API, then a
 sweep of odd values through every parameter of every public method.
 
 Convention (tableformat/format/arguments.py): a single string where a list of column names is expected
@@ -45,7 +45,7 @@ class NotAPlan:
 
 E, S, P, ID = tf.InvalidOptionError, tf.SchemaError, tf.PartitionSchemaError, tf.InvalidIdentifierError
 ROWS = [
-    # --- the issue's examples ---------------------------------------------------------------
+    # --- the first examples -----------------------------------------------------------------
     ("update(columns=5)", lambda t: t.update(ROW, columns=5), E,
      "columns must be a list of column names or None, got int 5"),
     ("scan(columns=5)", lambda t: t.scan(columns=5), E, "columns must be a list of column names or None, got int 5"),

@@ -195,7 +195,7 @@ def test_fuzzed_batches_never_corrupt_the_table(tmp_path_factory, batch, op):
     assert tf.open_table(str(root / "t")).check().ok
 
 
-# --- issue #24: one input-conversion path, typed errors for every write and lookup ----------------
+# --- one input-conversion path, typed errors for every write and lookup --------------------------
 
 def _twice(name):
     row = pa.table({**ROW, "value": [1.0], "tag": ["a"]})
@@ -204,7 +204,7 @@ def _twice(name):
 
 @pytest.mark.parametrize("op", ["update", "update_ignore", "upsert", "delete", "delete_ignore", "insert"])
 def test_duplicate_column_names_are_typed_for_every_write(tmp_path, op):
-    """#24.8: update/upsert/delete of input with a column twice raised a bare KeyError."""
+    """Update/upsert/delete of input with a column twice raised a bare KeyError."""
     t = base_table(tmp_path)
     before, files = t.version, table_files(tmp_path / "t")
     with pytest.raises(tf.InvalidDataError, match=r"duplicate column names \['tag'\]"):
@@ -213,7 +213,7 @@ def test_duplicate_column_names_are_typed_for_every_write(tmp_path, op):
 
 
 def test_lookup_with_the_key_column_twice_is_typed(tmp_path):
-    """#24.9"""
+    """A lookup whose input names the key column twice is a typed error."""
     t = base_table(tmp_path)
     with pytest.raises(tf.InvalidDataError, match=r"duplicate column names \['host'\]"):
         t.lookup(_twice("host"))
@@ -225,7 +225,7 @@ def test_lookup_with_the_key_column_twice_is_typed(tmp_path):
     [{"host": "h", "metric": "m", "time": 10**23}],
 ], ids=["dict, other column", "dict", "rows"])
 def test_lookup_of_an_int_beyond_int64_is_typed_and_names_the_column(tmp_path, keys):
-    """#24.10: lookup({"k": [10**23]}) and the list-of-dicts form raised OverflowError."""
+    """`lookup({"k": [10**23]})` and the list-of-dicts form raised OverflowError."""
     t = base_table(tmp_path)
     col = "zz" if "zz" in (keys if isinstance(keys, dict) else {}) else "time"
     with pytest.raises(tf.TypeMismatchError, match=f"column '{col}'.*64-bit"):
@@ -234,7 +234,7 @@ def test_lookup_of_an_int_beyond_int64_is_typed_and_names_the_column(tmp_path, k
 
 @pytest.mark.parametrize("op", ["insert", "update", "upsert"])
 def test_rows_with_an_int_beyond_int64_are_typed_for_writes(tmp_path, op):
-    """#24.10: batch.to_arrow_table's list-of-dicts path raised OverflowError for insert and update."""
+    """`batch.to_arrow_table`'s list-of-dicts path raised OverflowError for insert and update."""
     t = base_table(tmp_path)
     before, files = t.version, table_files(tmp_path / "t")
     row = {"host": "h", "metric": "m", "time": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), "tag": "x"}

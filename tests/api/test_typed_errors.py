@@ -1,7 +1,7 @@
 """Every public function that takes data or column names, and every CLI data command, given
 duplicate column names, values beyond their column's range and rows that are not objects:
 a typed TableFormatError (the CLI: one `error: <Type>: ...` line, exit 1), and the table as
-it was (issue #24, items 8-12; specs/guarantees.md "no bare Python error escapes").
+it was (specs/guarantees.md "no bare Python error escapes").
 
 Both lists below are tables: a new public function taking data is one more line in
 DATA_FUNCTIONS (or NAME_FUNCTIONS), a new kind of bad input one more line in BAD_DATA.

@@ -166,10 +166,10 @@ def test_inspect_command(t, tmp_path):
     assert "invalid choice" in r.stderr
 
 
-# --- issue #24 -----------------------------------------------------------------------------------
+# --- what a data command writes when it fails ----------------------------------------------------
 
 def test_collect_to_a_path_that_cannot_be_written_commits_nothing(t, tmp_path):
-    """#24.7: the rejected rows were written after the commit, so a failure there exited 1 with
+    """The rejected rows were written after the commit, so a failure there exited 1 with
     the good rows committed. They are written first now."""
     t.insert(rows(3))
     before = content(t)
@@ -183,7 +183,7 @@ def test_collect_to_a_path_that_cannot_be_written_commits_nothing(t, tmp_path):
 
 
 def test_a_failed_commit_removes_the_rejects_file_it_wrote(t, tmp_path, monkeypatch, capsys):
-    """#24.7: the rejects are written before the commit; a commit that then fails leaves no
+    """The rejects are written before the commit; a commit that then fails leaves no
     rejects file behind (and, exit 1, no version)."""
     from tableformat.cli.run import main
     from tableformat.format.storage import Storage
@@ -209,7 +209,7 @@ def test_a_failed_commit_removes_the_rejects_file_it_wrote(t, tmp_path, monkeypa
 
 @pytest.mark.parametrize("cmd", ["upsert", "update", "delete", "insert"])
 def test_a_csv_with_a_repeated_header_is_one_typed_line(t, tmp_path, cmd):
-    """#24.8: the CLI upsert of a CSV whose header repeats a column hit a bare KeyError."""
+    """The CLI upsert of a CSV whose header repeats a column hit a bare KeyError."""
     t.insert(rows(3))
     p = tmp_path / "dup.csv"
     for header in ("id,name,name\n1,a,b\n", "id,id\n1,1\n"):
@@ -220,7 +220,7 @@ def test_a_csv_with_a_repeated_header_is_one_typed_line(t, tmp_path, cmd):
 
 
 def test_lookup_of_a_key_beyond_int64_names_the_column(t):
-    """#24.11: `lookup --key id=10**23` printed `error: OverflowError: ...` without the column."""
+    """`lookup --key id=10**23` printed `error: OverflowError: ...` without the column."""
     t.insert(rows(3))
     line = one_line_error(run("lookup", t.uri, "--key", "id=100000000000000000000000", code=1),
                           "TypeMismatchError")
@@ -229,7 +229,7 @@ def test_lookup_of_a_key_beyond_int64_names_the_column(t):
 
 @pytest.mark.parametrize("first", ["5", '"text"', "[1, 2]", "null", "true"])
 def test_a_json_line_that_is_not_an_object_is_one_typed_line(t, tmp_path, first):
-    """#24.12: a first line `5` printed `error: TypeError: 'int' object is not iterable`."""
+    """A first line `5` printed `error: TypeError: 'int' object is not iterable`."""
     p = tmp_path / "f.jsonl"
     p.write_text(first + "\n" + '{"id": 1}\n')
     line = one_line_error(run("insert", t.uri, "--input", p, code=1), "SchemaMismatchError")

@@ -58,7 +58,8 @@ def test_lookup_command(tmp_path):
 
 
 def test_tag_reads_nothing_after_its_commit(tmp_path, monkeypatch, capsys):
-    """#24.7's class: a read after the commit that fails would exit 1 with the tag committed."""
+    """As with a data command's rejected rows: a read after the commit that fails would exit 1
+    with the tag committed."""
     import tableformat as tf
     from tableformat.cli.run import main
     t = tf.create_table(str(tmp_path / "t"), tf.Schema([tf.Column("k", "int64")], primary_key=["k"]))

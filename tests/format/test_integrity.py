@@ -1,4 +1,4 @@
-"""Integrity (issue 16 §2): every byte that decides an answer is covered by a checksum.
+"""Integrity: every byte that decides an answer is covered by a checksum.
 
 Commits and checkpoints carry a CRC-32 over every field but the checksum itself (format
 version 3); every data, index, bloom and delta file has the CRC-32 of all its bytes in the

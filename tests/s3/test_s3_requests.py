@@ -1,4 +1,4 @@
-"""Request economy on S3 (issue 14): every request tableformat sends to a real S3-compatible
+"""Request economy on S3: every request tableformat sends to a real S3-compatible
 server (moto_server) is counted per HTTP method, through botocore's `before-send` event on the
 s3fs client, and held to a budget per operation."""
 
@@ -224,7 +224,7 @@ def test_a_large_file_scans_with_its_footer_and_one_coalesced_get(s3_table_root)
 
 
 def test_spread_update_within_issue_budget_of_6(s3_table_root):
-    """Issue 14's budget holds for keys over 3-4 of the 4 tablets too: a write plans on the
+    """The budget holds for keys over 3-4 of the 4 tablets too: a write plans on the
     handle's snapshot (no probe for a newer commit) and the checkpoint hint is written without
     being read first."""
     root, opts = s3_table_root

@@ -1,4 +1,4 @@
-"""Adversarial review 31 of the block cache fixes (29c1485): random lookups against a dict
+"""Properties of the block cache: random lookups against a dict
 model under a tiny, randomly sized block cache, and random FileCache operation sequences
 checked against the cache's own invariants."""
 import random

@@ -4,8 +4,8 @@ history-only rowsets, a load with a few later rows: merge_order's bisection path
 mutation races (rebased by key), major delta compactions, vacuums with no retention and tags,
 with and without a 1 s history_max_age. After every compaction and vacuum, every version (scan
 and lookup), every tag and check() agree with the model. Small rowset_target_bytes (several
-outputs) and PK index blocks of 16 keys. (Written by an adversarial review of issue 26's merge
-changes: merged_created_ts, merge_order, _remapped_undo.)"""
+outputs) and PK index blocks of 16 keys. (It covers the merge's
+merged_created_ts, merge_order and _remapped_undo.)"""
 import random
 import time
 

@@ -614,7 +614,7 @@ def test_table_compacted_by_format_version_1_reads_old_versions_after_vacuum(tmp
 
 def test_a_merge_keeps_the_oldest_inputs_insert_time_as_its_created_ts(tmp_path):
     """A merge's outputs carry the oldest input's created_ts, so only rows of inputs inserted
-    later get an UNDO DELETE each (issue 26: an upsert's few rows merged into a load's many
+    later get an UNDO DELETE each (before, an upsert's few rows merged into a load's many
     wrote an UNDO DELETE, with its key, for every row). Every version reads as before, the one
     between the two inserts included, before and after vacuum; merging that output with a newer
     insert keeps it again and adds the new row's DELETE alone."""

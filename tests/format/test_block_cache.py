@@ -1,5 +1,5 @@
-"""The block cache (cfile_set.FileCache) and the PK index blocks it holds: what two adversarial
-reviews of the two-tier cache (issue 26) found wrong, each fixed."""
+"""The block cache (cfile_set.FileCache) and the PK index blocks it holds: what reviews of the
+two-tier cache found wrong, each fixed."""
 import pyarrow as pa
 
 from tableformat.format import cfile_set

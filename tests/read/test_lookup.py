@@ -400,7 +400,7 @@ def test_a_loads_cached_columns_do_not_share_the_callers_memory(tmp_path):
 def test_decoded_row_groups_never_push_a_pk_index_out(tmp_path, monkeypatch):
     """Key files outrank data in the block cache: lookups whose row groups overflow it evict
     other row groups, never a PK index or a bloom filter, so the next lookup reads no index
-    (issue 26: at 16M rows row groups pushed the indexes out and every lookup re-read them)."""
+    (at 16M rows row groups once pushed the indexes out and every lookup re-read them)."""
     t = kv(tmp_path / "t", row_group_rows=128, pk_index_block_rows=64)
     FILE_CACHE.clear()
     keys = [f"k{i:05d}" for i in range(2000)]

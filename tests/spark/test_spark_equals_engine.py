@@ -1,4 +1,4 @@
-"""Spark gives the engine's answers exactly (issue #24, items 1-5): filter values placed in the
+"""Spark gives the engine's answers exactly: filter values placed in the
 column's domain as the engine places them (specs/format.md §13), on the native and the Python
 data-source paths; and the Spark merge (`mutation_merge`, whose tasks run `merge_task`) orders,
 groups and counts as the engine does, for every key type (§14)."""
@@ -37,7 +37,7 @@ def engine_keys(uri, flt):
     return sorted(tf.open_table(uri).scan(["k"], filter=flt).to_arrow().column("k").to_pylist())
 
 
-# --- item 1-3: the issue's examples ---------------------------------------------------------
+# --- exact values at the edges: float on bigint, beyond int64, no columns, far timestamps ----
 
 @pytest.fixture(scope="module")
 def bigint_table(tmp_path_factory):
@@ -214,7 +214,7 @@ def test_spark_filters_equal_the_engine(spark, typed_table, flt):
         assert spark_keys(spark, typed_table, flt, path) == expect, (path, flt)
 
 
-# --- items 4-5: the Spark merge orders, groups and counts as the engine does -----------------
+# --- the Spark merge orders, groups and counts as the engine does -----------------
 
 def _rows(t: pa.Table) -> list:
     """Rows in a canonical order; timestamps as int microseconds (past year 9999 too)."""

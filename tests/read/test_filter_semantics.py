@@ -463,7 +463,7 @@ F32_01 = float(pa.scalar(0.1, pa.float32()).as_py())
 
 
 def test_spark_pushdown_examples_agree_with_spark(spark, floats):
-    """The issue's examples, and float32 compared with doubles (Spark casts the column to double)."""
+    """Pushdown examples, and float32 compared with doubles (Spark casts the column to double)."""
     from pyspark.sql import functions as F
     df = spark.read.format("tableformat").load(floats.uri).select("k", "v", "f")
     live = [r for r in floats.to_arrow().to_pylist()]

@@ -107,7 +107,7 @@ def test_empty_table_has_typed_empty_tables(table_uri):
 
 
 def test_tags_read_whatever_the_state_holds(t):
-    """Tags live in the state (issue 15 §3): a name -> version map, or records with a version."""
+    """Tags live in the state (specs/format.md §12.2): a name -> version map, or records with a version."""
     from types import SimpleNamespace
     from tableformat.read.inspect import tags
     hist = t.history()

@@ -363,8 +363,8 @@ def test_compact_results_report_the_rowsets_and_bytes_each_action_wrote(tmp_path
 
 def test_a_merge_that_rewrites_a_big_rowset_for_a_few_rows_says_so(tmp_path):
     """Kudu's height rule merges a small rowset into the big one it overlaps; the plan's reason
-    then says how much is rewritten for how little (issue 26: the policy says where it rewrites
-    more than the new rows need)."""
+    then says how much is rewritten for how little (the policy says where it rewrites more
+    than the new rows need)."""
     schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double")], primary_key=["k"])
     t = tf.create_table(str(tmp_path / "t"), schema)
     t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.random.default_rng(0).random(20000)}))
@@ -379,7 +379,7 @@ def test_a_merge_that_rewrites_a_big_rowset_for_a_few_rows_says_so(tmp_path):
 
 def test_unknown_compaction_kind_is_refused_before_writing(tmp_path):
     """A compaction action of a kind the engine does not know fails before any file is written:
-    since #25 a fragment's kind is its matrix row, so an unknown kind can no longer fall through
+    since the matrix decides, a fragment's kind is its matrix row, so an unknown kind can no longer fall through
     to a minor delta compaction (and must not leave that compaction's file behind)."""
     t = kv(tmp_path)
     t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))

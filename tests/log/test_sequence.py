@@ -220,7 +220,7 @@ def test_skipped_file_is_kept_within_history_and_checked(t):
 
 
 def test_skipped_rows_match_columns_by_id_after_a_drop_and_re_add(t):
-    """#24.6: a column dropped and added again under the same name is a new column (a new ID):
+    """A column dropped and added again under the same name is a new column (a new ID):
     the skipped row's old string value is not the new int64 column's (it was cast by name)."""
     v = t.version
     t.upsert(batch([1], ["late"], [1]))                 # skipped: the stored lsn is 10
