@@ -19,9 +19,9 @@ from ..format.errors import (CorruptFileError, TableNotFoundError, TableReplaced
                      VersionNotFoundError)
 from .actions import Action, Commit, apply_commit, decode_commit
 from ..format.metadata import FORMAT_VERSION, CommitInfo, TableState
+from ..format.constants import LOG_DIR
 from ..format.storage import Storage
 
-LOG_DIR = "_log"
 _COMMIT_SUFFIX = ".json"
 _CHECKPOINT_SUFFIX = ".checkpoint.json"
 LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"

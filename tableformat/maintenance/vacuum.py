@@ -22,6 +22,7 @@ from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle
 from ..format.metadata import CommitInfo, TableState
 from ..log.mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
+from ..format.constants import LOG_DIR
 from ..format.storage import Storage
 from ..log.transaction import CommitProperties, Transaction
 from ..log.txlog import TransactionLog, now_micros
@@ -87,9 +88,9 @@ def unreferenced(storage: Storage, referenced: set[str], grace_seconds: float) -
             continue
         out.append((rel, int(info.get("size") or 0)))
     # abandoned temporary commit files
-    for name in storage.list("_log"):
+    for name in storage.list(LOG_DIR):
         if name.startswith(".tmp-"):
-            rel = f"_log/{name}"
+            rel = f"{LOG_DIR}/{name}"
             try:
                 info = storage.fs.info(storage.path(rel))
             except FileNotFoundError:

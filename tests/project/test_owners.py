@@ -1,0 +1,41 @@
+"""One owner per concept: a name, path or default that the format or the metadata defines is
+spelled there only, and everyone else asks the owner, so a second spelling cannot drift."""
+import ast
+import re
+from pathlib import Path
+
+from helpers import ROOT
+
+CONSTANTS = ROOT / "tableformat" / "format" / "constants.py"
+
+
+def _code_files(*packages):
+    return [p for pkg in packages for p in sorted((ROOT / pkg).rglob("*.py"))]
+
+
+def _literals(path: Path):
+    """(line, text) of every string literal in the code, an f-string by its leading literal part;
+    docstrings are prose, not spellings, and are skipped."""
+    tree = ast.parse(path.read_text())
+    skip = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body \
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant):
+            skip.add(id(n.body[0].value))
+    for n in ast.walk(tree):
+        if isinstance(n, ast.JoinedStr):
+            skip.update(id(v) for v in n.values)
+            if n.values and isinstance(n.values[0], ast.Constant):
+                yield n.lineno, n.values[0].value
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip:
+            yield n.lineno, n.value
+
+
+def _spelled(pattern: str, *packages) -> list[str]:
+    return [f"{p.relative_to(ROOT)}:{line}: {text!r}" for p in _code_files(*packages) if p != CONSTANTS
+            for line, text in _literals(p) if re.match(pattern, text)]
+
+
+def test_log_paths_are_made_by_the_format():
+    """The log's directory is `format.LOG_DIR` (specs/format.md §1), in the engine and the jobs."""
+    assert _spelled(r"_log(/|$)", "tableformat", "spark_jobs", "airflow") == []
