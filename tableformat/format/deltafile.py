@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from .cfile_set import FILE_CACHE, PARQUET_CODEC, field_name, parquet_file, verified_parquet_file, wrap_read_error
 from .errors import CorruptFileError
-from .constants import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaOp, flag_name  # noqa: F401  (re-exported)
+from .constants import DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaOp, flag_name, rowset_dir  # noqa: F401  (re-exported)
 from .metadata import DeltaFileMeta, RowSetMeta  # noqa: F401  (DeltaFileMeta: re-exported)
 from .schema import Column, Schema
 from .storage import Storage
@@ -95,7 +95,7 @@ def write_delta_file(storage: Storage, schema: Schema, rowset: RowSetMeta, rowid
                    store_decimal_as_integer=True, column_encoding={"rowid": "DELTA_BINARY_PACKED"},
                    row_group_size=1 << 20, store_schema=False, write_statistics=False)
     buf = sink.getvalue()
-    path = f"tablets/{rowset.tablet}/{rowset.id}/{kind}-{uuid.uuid4().hex[:12]}.parquet"
+    path = f"{rowset_dir(rowset.tablet, rowset.id)}/{kind}-{uuid.uuid4().hex[:12]}.parquet"
     size = storage.write(path, buf)
     ops_sorted = ops[order]
     t_min = int(ts.min()) if ts is not None and len(ts) else 0

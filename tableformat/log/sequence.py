@@ -26,6 +26,7 @@ from .actions import AddDelta, AddRowSet, RemoveRowSet
 from ..format.cfile_set import verified_parquet_file
 from .conflicts import REBASE, Context, Requirement, Verdict, no_rebase, pack_rowids, unpack_rowids
 from ..read.delta_tracker import apply_deltas
+from ..format.constants import TABLETS_DIR
 from ..format.deltafile import REDO, flag_name, read_delta
 from ..format.diskrowset import read_base_columns
 from ..format.errors import SequenceColumnError
@@ -39,7 +40,7 @@ PROPERTY = "sequence_column"
 # Floats (NaN) and strings (an LSN like '0/16B6C50' does not sort as text) are refused.
 ORDERABLE_KINDS = ("int8", "int16", "int32", "int64", "date", "unixtime_micros", "decimal")
 STALE = "stale_sequence"          # the reason recorded for a skipped row
-SKIPPED_DIR = "tablets/_skipped"  # under tablets/, so vacuum frees it once the history horizon passes its commit
+SKIPPED_DIR = f"{TABLETS_DIR}/_skipped"  # under tablets/, so vacuum frees it once the history horizon passes its commit
 
 
 def sequence_column(state: TableState) -> str | None:

@@ -34,6 +34,7 @@ from .delta_compaction import (Prepared, gc_records, history_action, prepare_maj
 from ..read.delta_tracker import apply_deltas
 from ..format.deltafile import DELETE, REDO, REINSERT, UNDO, DeltaFileMeta
 from ..log.fragment import WriteFragment
+from ..format.constants import rowset_dir
 from ..format.diskrowset import read_base_columns, read_pk_index
 from ..format.metadata import RowSetMeta, TableState
 from ..log.mvcc import kept_by_tags, retention_points
@@ -216,7 +217,7 @@ def prepare_merge(storage: Storage, st: TableState, rowset_ids: Sequence[str], a
     created_ts = merged_created_ts(inputs)
     loaded: list[_Input] = pmap(lambda rs: _load_input(storage, st, rs, ahm, created_ts), inputs)
     # the inputs are read and about to be replaced: their cached blocks would only add to the merge's peak
-    FILE_CACHE.drop(storage, [f"tablets/{rs.tablet}/{rs.id}/" for rs in inputs] + [f"{rs.id}#" for rs in inputs])
+    FILE_CACHE.drop(storage, [rowset_dir(rs.tablet, rs.id) + "/" for rs in inputs] + [f"{rs.id}#" for rs in inputs])
     data = pa.concat_tables([x.data for x in loaded]).combine_chunks()
     for x in loaded:
         x.data = None          # held in `data` now: not twice through the rest of the merge

@@ -28,6 +28,7 @@ from ..format.cfile_set import field_name
 from ..read.delta_tracker import apply_deltas, redo_order
 from ..format.deltafile import (DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, flag_name, read_delta,
                                 write_delta_file)
+from ..format.constants import rowset_dir
 from ..format.diskrowset import read_base_columns, write_base_file
 from ..format.metadata import RowSetMeta, TableState
 from ..log.mvcc import gc_floor, kept_by_tags, retention_points
@@ -206,7 +207,7 @@ def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: 
     written: list[str] = []
     arrays = [applied[c.id].combine_chunks() if isinstance(applied[c.id], pa.ChunkedArray) else applied[c.id]
               for c in cols]
-    ref, col_stats = write_base_file(storage, f"tablets/{rs.tablet}/{rs.id}", cols, arrays,
+    ref, col_stats = write_base_file(storage, rowset_dir(rs.tablet, rs.id), cols, arrays,
                                      st.properties["row_group_rows"])
     written.append(ref.path)
     stats = dict(rs.stats)

@@ -22,12 +22,10 @@ from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle
 from ..format.metadata import CommitInfo, TableState
 from ..log.mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
-from ..format.constants import LOG_DIR
+from ..format.constants import LOG_DIR, TABLETS_DIR
 from ..format.storage import Storage
 from ..log.transaction import CommitProperties, Transaction
 from ..log.txlog import TransactionLog, now_micros
-
-TABLETS = "tablets"
 
 
 def state_files(st: TableState) -> set[str]:
@@ -72,7 +70,7 @@ def _mtime(info: dict) -> float:
 
 def unreferenced(storage: Storage, referenced: set[str], grace_seconds: float) -> list[tuple[str, int]]:
     """(relative path, size) of table files no retained snapshot references, older than the grace period."""
-    root = storage.path(TABLETS)
+    root = storage.path(TABLETS_DIR)
     try:
         found = storage.fs.find(root, detail=True)
     except FileNotFoundError:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from ..log.actions import AddRowSet
 from ..format.batch import prepare
 from ..log.conflicts import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
+from ..format.constants import rowset_dir
 from ..format.diskrowset import rowset_meta, write_bloom, write_pk_index, write_rowset_data
 from ..format.errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
 from ..log.fragment import WriteFragment
@@ -365,12 +366,12 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
 
     def run(task):
         kind, (tablet, rows, keys, rowset_id) = task
-        rowset_dir = f"tablets/{tablet}/{rowset_id}"
+        directory = rowset_dir(tablet, rowset_id)
         if kind == "pk_index":
-            return write_pk_index(storage, rowset_dir, keys, props, written)
+            return write_pk_index(storage, directory, keys, props, written)
         if kind == "bloom":
-            return write_bloom(storage, rowset_dir, keys, written)
-        return write_rowset_data(storage, state.schema, rowset_dir, batch_rows(plan.batch, rows), props, written,
+            return write_bloom(storage, directory, keys, written)
+        return write_rowset_data(storage, state.schema, directory, batch_rows(plan.batch, rows), props, written,
                                  warm)
 
     # Longer tasks first (every rowset's data, then its bloom filter, then its PK index), and

@@ -28,6 +28,7 @@ from ..format.batch import one_array, prepare
 from ..format.bloom import SEED, SplitBlockBloomFilter
 from ..format.cfile_set import column_stats, parquet_writer
 from ..log.conflicts import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
+from ..format.constants import rowset_dir
 from ..format.diskrowset import BLOCK_KEYS_META, DICT_SAMPLE_ROWS, base_file_layout
 from ..format.errors import InvalidDataError, InvalidOptionError
 from ..log.fragment import WriteFragment
@@ -118,7 +119,7 @@ class DiskRowSetWriter:
     def __init__(self, storage: Storage, schema: Schema, tablet: str, properties: dict, written: list[str]):
         self.storage, self.tablet, self.written = storage, tablet, written
         self.id = uuid.uuid4().hex
-        self.dir = f"tablets/{tablet}/{self.id}"
+        self.dir = rowset_dir(tablet, self.id)
         self.cols = list(schema.columns)
         self.rg_rows = int(properties["row_group_rows"])
         self.block = int(properties["pk_index_block_rows"])

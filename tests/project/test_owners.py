@@ -14,7 +14,7 @@ def _code_files(*packages):
 
 
 def _literals(path: Path):
-    """(line, text) of every string literal in the code, an f-string by its leading literal part;
+    """(line, text) of every string literal in the code, an f-string's literal parts each;
     docstrings are prose, not spellings, and are skipped."""
     tree = ast.parse(path.read_text())
     skip = set()
@@ -25,17 +25,22 @@ def _literals(path: Path):
     for n in ast.walk(tree):
         if isinstance(n, ast.JoinedStr):
             skip.update(id(v) for v in n.values)
-            if n.values and isinstance(n.values[0], ast.Constant):
-                yield n.lineno, n.values[0].value
+            yield from ((n.lineno, v.value) for v in n.values if isinstance(v, ast.Constant))
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip:
             yield n.lineno, n.value
 
 
 def _spelled(pattern: str, *packages) -> list[str]:
     return [f"{p.relative_to(ROOT)}:{line}: {text!r}" for p in _code_files(*packages) if p != CONSTANTS
-            for line, text in _literals(p) if re.match(pattern, text)]
+            for line, text in _literals(p) if re.search(pattern, text)]
 
 
 def test_log_paths_are_made_by_the_format():
     """The log's directory is `format.LOG_DIR` (specs/format.md §1), in the engine and the jobs."""
-    assert _spelled(r"_log(/|$)", "tableformat", "spark_jobs", "airflow") == []
+    assert _spelled(r"(^|/)_log(/|$)", "tableformat", "spark_jobs", "airflow") == []
+
+
+def test_paths_under_tablets_are_made_by_the_format():
+    """Every path under `tablets/` is `format.rowset_dir(tablet, rowset)` or starts from
+    `format.TABLETS_DIR` (specs/format.md §1), in the engine and the jobs."""
+    assert _spelled(r"(^|/)tablets/", "tableformat", "spark_jobs", "airflow") == []
