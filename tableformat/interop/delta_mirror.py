@@ -31,6 +31,7 @@ import numpy as np
 
 from ..maintenance.compaction_policy import CompactionAction
 from ..read.delta_tracker import deleted_mask
+from ..format.constants import field_name
 from ..format.deltafile import REDO
 from ..format.errors import InvalidOptionError, MirrorError, MissingDependencyError
 from ..format.metadata import RowSetMeta, TableState
@@ -144,7 +145,7 @@ def _delta_type(ctype) -> str:
 
 def delta_schema(state: TableState) -> str:
     fields = [{"name": c.name, "type": _delta_type(c.type), "nullable": bool(c.nullable),
-               "metadata": {"delta.columnMapping.id": c.id, "delta.columnMapping.physicalName": f"c{c.id}"}}
+               "metadata": {"delta.columnMapping.id": c.id, "delta.columnMapping.physicalName": field_name(c.id)}}
               for c in state.schema.columns]
     return json.dumps({"type": "struct", "fields": fields})
 
@@ -171,7 +172,7 @@ def file_stats(state: TableState, rs: RowSetMeta, has_dv: bool) -> str:
     mins, maxs, nulls = {}, {}, {}
     for c in state.schema.columns:
         s = rs.stats.get(c.id)
-        phys = f"c{c.id}"
+        phys = field_name(c.id)
         if s is None or c.id not in rs.base[0].column_ids:
             continue
         if s.get("nulls") is not None and not has_dv:

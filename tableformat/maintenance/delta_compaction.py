@@ -114,7 +114,7 @@ def undo_of(records: pa.Table, base: dict[int, pa.Array], cols: Sequence[Column]
     out_op = np.select([op == DELETE, op == REINSERT], [REINSERT, DELETE], UPDATE).astype(np.int8)
     arrays = {"rowid": records.column("rowid"), "op": pa.array(out_op), "ts": records.column("ts")}
     for name in records.column_names:
-        if name.startswith("c") and name[1:].isdigit() and flag_name(int(name[1:])) not in records.column_names:
+        if name[1:].isdigit() and name == field_name(int(name[1:])) and flag_name(int(name[1:])) not in records.column_names:
             arrays[name] = records.column(name)           # key columns
     for c in cols:
         if c.id not in base or flag_name(c.id) not in records.column_names and field_name(c.id) in arrays:
@@ -153,7 +153,7 @@ def _needed_by_tags(t: pa.Table, points) -> np.ndarray:
     r, s_ts, s_op = rowid[order], ts[order], op[order]
     chains = [(s_op == DELETE) | (s_op == REINSERT)]
     for name in t.column_names:
-        if name.startswith("u") and name[1:].isdigit() and name == flag_name(int(name[1:])):
+        if name[1:].isdigit() and name == flag_name(int(name[1:])):
             chains.append(t.column(name).fill_null(False).to_numpy(zero_copy_only=False)[order] & (s_op != DELETE))
     needed = np.zeros(len(order), bool)
     for m in chains:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .delta_tracker import redo_order
+from ..format.constants import field_name
 from ..format.deltafile import REDO, UNDO
 from ..format.metadata import DeltaFileMeta, RowSetMeta, TableState
 from .scan import Scanner
@@ -110,7 +111,7 @@ def rowset_plan(state: TableState, rs: RowSetMeta, columns: Sequence[Column]) ->
             by_file.setdefault(ref.path, []).append(c.id)
     for ref in rs.base:              # keep the rowset's column-group order
         if ref.path in by_file:
-            base.append(BaseFilePlan(ref.path, tuple((i, f"c{i}") for i in by_file[ref.path]), ref.size))
+            base.append(BaseFilePlan(ref.path, tuple((i, field_name(i)) for i in by_file[ref.path]), ref.size))
     if not base:                     # no column read (count(*)) still needs the rows of one file
         base.append(BaseFilePlan(rs.base[0].path, (), rs.base[0].size))
     deltas = state.deltas_of(rs.id)

@@ -44,3 +44,24 @@ def test_paths_under_tablets_are_made_by_the_format():
     """Every path under `tablets/` is `format.rowset_dir(tablet, rowset)` or starts from
     `format.TABLETS_DIR` (specs/format.md §1), in the engine and the jobs."""
     assert _spelled(r"(^|/)tablets/", "tableformat", "spark_jobs", "airflow") == []
+
+
+def _field_name_spellings(path: Path):
+    """f"c{...}" / f"u{...}" (a field or flag name built by hand) and .startswith("c") / ("u")."""
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.JoinedStr):
+            for a, b in zip(n.values, n.values[1:]):
+                if isinstance(a, ast.Constant) and isinstance(b, ast.FormattedValue) and \
+                        re.search(r"(^|[\s/.])[cu]$", a.value):
+                    yield n.lineno
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith" and \
+                n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value in ("c", "u"):
+            yield n.lineno
+
+
+def test_field_names_are_made_by_the_format():
+    """A column's Parquet field `c<id>` and its delta flag `u<id>` are `format.field_name` and
+    `format.flag_name` (specs/format.md §5, §9), in the engine, the jobs and the mirror."""
+    bad = [f"{p.relative_to(ROOT)}:{line}" for p in _code_files("tableformat", "spark_jobs", "airflow")
+           if p != CONSTANTS for line in _field_name_spellings(p)]
+    assert bad == []
