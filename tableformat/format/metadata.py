@@ -78,6 +78,12 @@ def validate_properties(props: Mapping[str, Any] | None, base: Mapping[str, int]
     return out
 
 
+def property_value(properties: Mapping[str, Any], name: str) -> int:
+    """A table property, or its default when the table's properties lack it (a table written
+    before the property existed): the defaults are DEFAULT_PROPERTIES' alone."""
+    return properties.get(name, DEFAULT_PROPERTIES[name])
+
+
 @dataclass(frozen=True)
 class FileRef:
     """A file of the table, relative to its root, with the size and CRC-32 recorded at write time.

@@ -22,10 +22,8 @@ import numpy as np
 
 from ..format.errors import (HistoryExpiredError, InvalidOptionError, InvalidTagNameError, TagNotFoundError,
                      TimestampAfterLatestError, VersionNotFoundError)
-from ..format.metadata import CommitInfo, TableState
+from ..format.metadata import CommitInfo, TableState, property_value
 from .txlog import now_micros
-
-DEFAULT_HISTORY_MAX_AGE = 7 * 24 * 3600
 
 
 class Timestamp(int):
@@ -156,7 +154,7 @@ def resolve_version(history: Sequence[CommitInfo], as_of: Any,
 
 def ancient_history_mark(state: TableState) -> int | None:
     """Timestamps below this are outside the retained history (None: retention disabled)."""
-    age = state.properties.get("history_max_age", DEFAULT_HISTORY_MAX_AGE)
+    age = property_value(state.properties, "history_max_age")
     if age < 0:
         return None
     return max(0, now_micros() - age * 1_000_000)

@@ -30,7 +30,7 @@ from ..format.constants import TABLETS_DIR
 from ..format.deltafile import REDO, flag_name, read_delta
 from ..format.diskrowset import read_base_columns
 from ..format.errors import SequenceColumnError
-from ..format.metadata import FileRef, RowSetMeta, TableState
+from ..format.metadata import FileRef, RowSetMeta, TableState, property_value
 from ..format.parallel import pmap
 from ..format.schema import Schema
 from ..format.storage import Storage
@@ -75,7 +75,7 @@ def stored_sequences(storage: Storage, state: TableState, column: str, rowsets: 
     out_idx: list[np.ndarray] = []
     parts: list[pa.Array] = []
 
-    block = int(state.properties.get("row_group_rows", 16384))
+    block = int(property_value(state.properties, "row_group_rows"))
 
     def read(rs: RowSetMeta, ids: np.ndarray, lo: int, hi: int) -> pa.Array:
         arrays = read_base_columns(storage, rs, [col], lo, hi)

@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from ..format.deltafile import REDO, UNDO, DeltaFileMeta
-from ..format.metadata import RowSetMeta, TableState
+from ..format.metadata import RowSetMeta, TableState, property_value
 from ..log.mvcc import gc_floor
 
 MIB = 1 << 20
@@ -137,7 +137,7 @@ def _deleted_rows_candidate(st: TableState, tablet: str, r: RowSetMeta, ahm: int
         return []
     scan_cost = min(1.0, dead / r.num_rows + DELETE_MASK_COST)
     old = _deleted_rows(st, r.id, ahm)
-    pct = st.properties.get("reclaim_deleted_pct", 20)
+    pct = property_value(st.properties, "reclaim_deleted_pct")
     size = r.size_bytes + _delta_bytes(st, r.id)
     if pct and old and old * 100 >= pct * r.num_rows:
         return [CompactionAction("merge", tablet, (r.id,), max(scan_cost, old / r.num_rows),

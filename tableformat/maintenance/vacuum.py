@@ -20,8 +20,8 @@ from ..log.retention import TagsRetained
 from ..interop.delta_mirror import mirrored_files
 from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle
-from ..format.metadata import CommitInfo, TableState
-from ..log.mvcc import DEFAULT_HISTORY_MAX_AGE, history_horizon
+from ..format.metadata import CommitInfo, TableState, property_value
+from ..log.mvcc import history_horizon
 from ..format.constants import LOG_DIR, TABLETS_DIR
 from ..format.storage import Storage
 from ..log.transaction import CommitProperties, Transaction
@@ -136,8 +136,7 @@ def plan(storage: Storage, log: TransactionLog, state: TableState, history: Sequ
          retain_seconds: float | None, grace_seconds: float) -> VacuumPlan:
     """The horizon: the oldest snapshot still valid `retain_seconds` ago (history_max_age by
     default), never passing an ALTER or a format-1 commit within the history."""
-    age = state.properties.get("history_max_age", DEFAULT_HISTORY_MAX_AGE) if retain_seconds is None \
-        else retain_seconds
+    age = property_value(state.properties, "history_max_age") if retain_seconds is None else retain_seconds
     horizon_ts = now_micros() - int(age * 1_000_000) if age >= 0 else -1
     first = 0
     for h in history:

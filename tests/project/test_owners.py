@@ -65,3 +65,15 @@ def test_field_names_are_made_by_the_format():
     bad = [f"{p.relative_to(ROOT)}:{line}" for p in _code_files("tableformat", "spark_jobs", "airflow")
            if p != CONSTANTS for line in _field_name_spellings(p)]
     assert bad == []
+
+
+def test_property_defaults_are_the_metadatas_alone():
+    """A property's default is `metadata.DEFAULT_PROPERTIES[name]`, reached through
+    `metadata.property_value`: no `.get("<property>", <default>)` spells it again elsewhere."""
+    from tableformat.format.metadata import DEFAULT_PROPERTIES
+    bad = [f"{p.relative_to(ROOT)}:{n.lineno}: {ast.unparse(n)}"
+           for p in _code_files("tableformat", "spark_jobs", "airflow") if p.name != "metadata.py"
+           for n in ast.walk(ast.parse(p.read_text()))
+           if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+           and len(n.args) == 2 and isinstance(n.args[0], ast.Constant) and n.args[0].value in DEFAULT_PROPERTIES]
+    assert bad == []
