@@ -230,7 +230,7 @@ def main() -> None:
     if args.writes_only:
         return bench_writes(args.rows, [int(x) for x in args.rss_rows.split(",") if x])
     if args.connector_only:
-        from spark_jobs.common import get_spark
+        from spark_jobs.session import get_spark
         from spark_jobs.session import s3a_packages
         spark = get_spark("tableformat-bench", packages=s3a_packages() if args.s3 else ())
         spark.sparkContext.setLogLevel("ERROR")
@@ -244,7 +244,7 @@ def main() -> None:
         spark.stop()
         return
     if args.reads_only:
-        from spark_jobs.common import get_spark
+        from spark_jobs.session import get_spark
         spark = get_spark("tableformat-bench")
         spark.sparkContext.setLogLevel("ERROR")
         work = tempfile.mkdtemp(prefix="tf-bench-spark-")
@@ -252,7 +252,7 @@ def main() -> None:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
         return
-    from spark_jobs.common import get_spark
+    from spark_jobs.session import get_spark
     from spark_jobs.session import s3a_packages
     spark = get_spark("tableformat-bench", packages=s3a_packages())
     spark.sparkContext.setLogLevel("ERROR")
@@ -387,7 +387,7 @@ def bench_merge(spark, work: str, n: int) -> None:
 
 def rss_child(n: int) -> None:
     """One insert of n rows in a fresh Spark (workers start clean), printing the worker peak RSS."""
-    from spark_jobs.common import get_spark
+    from spark_jobs.session import get_spark
     from spark_jobs.insert import partitioned_insert
     spark = get_spark("tableformat-bench-rss")
     spark.sparkContext.setLogLevel("ERROR")
@@ -408,7 +408,7 @@ def rss_child(n: int) -> None:
 
 
 def bench_writes(n: int, rss_rows: list[int]) -> None:
-    from spark_jobs.common import get_spark
+    from spark_jobs.session import get_spark
     spark = get_spark("tableformat-bench-writes")
     spark.sparkContext.setLogLevel("ERROR")
     work = tempfile.mkdtemp(prefix="tf-bench-writes-")

@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any, Callable
 
-from .common import get_spark
+from .session import get_spark
 from .read import read_table
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import tableformat as tf
 
-from .common import get_spark
+from .session import get_spark
 
 
 def _run_group(uri: str, storage_options: dict | None, actions: list[dict]) -> list[dict]:

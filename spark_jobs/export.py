@@ -230,7 +230,7 @@ def _export_next(spark: Any, t: Any, output: str, name: str, mode: str, v: int, 
 
 
 def main(argv=None) -> None:
-    from .common import get_spark
+    from .session import get_spark
     ap = argparse.ArgumentParser(prog="python -m spark_jobs.export", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--table", required=True)

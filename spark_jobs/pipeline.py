@@ -19,7 +19,7 @@ from collections.abc import Callable
 import tableformat as tf
 
 from .backfill import read_as_of, time_travel_backfill
-from .common import get_spark
+from .session import get_spark
 from .compaction import compact_table
 from .export import change_export
 from .insert import partitioned_insert

@@ -70,7 +70,7 @@ def _compact_inprocess(t: tf.Table, plan: tf.CompactionPlan) -> list[dict]:
 
 
 def _compact_spark(cfg: TableConfig, plan: tf.CompactionPlan) -> list[dict]:
-    from spark_jobs.common import get_spark
+    from spark_jobs.session import get_spark
     from spark_jobs.compaction import compact_table
     spark = get_spark(f"tableformat-compaction-{cfg.name}", cfg.spark_master)
     try:

@@ -140,4 +140,4 @@ def loaded(spark) -> str | None:
     if any(Path(j.split(":", 1)[-1] if j.startswith("file:") else j).name == Path(jar).name for j in jars):
         return None
     return ("the Spark session was started without the connector jar (start it with "
-            "spark_jobs.common.get_spark(), or pass --jars $(python -m spark_jobs.connector))")
+            "spark_jobs.session.get_spark(), or pass --jars $(python -m spark_jobs.connector))")

@@ -77,3 +77,16 @@ def test_property_defaults_are_the_metadatas_alone():
            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
            and len(n.args) == 2 and isinstance(n.args[0], ast.Constant) and n.args[0].value in DEFAULT_PROPERTIES]
     assert bad == []
+
+
+def test_the_spark_session_is_reached_one_way():
+    """`get_spark` is `spark_jobs.session`'s, imported from there by the jobs, the DAGs, the
+    benchmarks and the tests (`spark_jobs.common` no longer re-exports it)."""
+    import spark_jobs.common
+    assert not hasattr(spark_jobs.common, "get_spark")
+    bad = [f"{p.relative_to(ROOT)}:{n.lineno}: from {'.' * n.level}{n.module} import get_spark"
+           for p in _code_files("spark_jobs", "airflow", "benchmarks", "tests")
+           for n in ast.walk(ast.parse(p.read_text()))
+           if isinstance(n, ast.ImportFrom) and any(a.name == "get_spark" for a in n.names)
+           and n.module not in ("spark_jobs.session", "session")]
+    assert bad == []

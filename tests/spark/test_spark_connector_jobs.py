@@ -25,7 +25,7 @@ JOB = textwrap.dedent('''
     import pyarrow as pa
     import tableformat as tf
     from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
-    from spark_jobs.common import get_spark
+    from spark_jobs.session import get_spark
     from spark_jobs.insert import partitioned_insert
     from spark_jobs.merge import mutation_merge
     from spark_jobs.read import read_table
