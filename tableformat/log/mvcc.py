@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..format.errors import (HistoryExpiredError, InvalidOptionError, InvalidTagNameError, TagNotFoundError,
-                     TimestampAfterLatestError, VersionNotFoundError)
+                             TimestampAfterLatestError, VersionNotFoundError)
 from ..format.metadata import CommitInfo, TableState, property_value
 from .txlog import now_micros
 

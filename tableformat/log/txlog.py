@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass
 
 from ..format.errors import (CorruptFileError, TableNotFoundError, TableReplacedError, UnsupportedFormatVersionError,
-                     VersionNotFoundError)
+                             VersionNotFoundError)
 from .actions import Action, Commit, apply_commit, decode_commit
 from ..format.metadata import FORMAT_VERSION, CommitInfo, TableState
 from ..format.constants import LOG_DIR

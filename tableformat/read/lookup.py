@@ -20,7 +20,7 @@ from ..format.batch import convert_column, to_arrow_table
 from .delta_tracker import apply_deltas
 from ..format.diskrowset import read_base_rows
 from ..format.errors import (InvalidOptionError, MissingColumnError, NullValueError,
-                     UnknownScanColumnError)
+                             UnknownScanColumnError)
 from ..format.keyencoder import encode_keys
 from .keyprobe import probe_hashed
 from ..format.metadata import RowSetMeta, TableState

@@ -30,7 +30,7 @@ from ..log.actions import AddDelta, AddRowSet, AddSkipped
 from ..log.conflicts import DefinitionUnchanged, KeysAbsent, RowsLive
 from ..format.deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from ..format.errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
-                     NoRangePartitionError, NullValueError, UnknownColumnError)
+                             NoRangePartitionError, NullValueError, UnknownColumnError)
 from ..read.keyprobe import locate_keys
 from ..format.metadata import RowSetMeta, TableState
 from ..format.parallel import pmap

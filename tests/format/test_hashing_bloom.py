@@ -78,7 +78,7 @@ def test_bloom_round_trip_and_corruption():
 # --- split-block bloom filter (format version 4, spec §7) -------------------------------------
 
 from tableformat.format.bloom import (SBBF_SALT, SEED, SplitBlockBloomFilter, read_bloom,  # noqa: E402
-                               sbbf_expected_fp_rate)
+                                      sbbf_expected_fp_rate)
 
 
 def _spec_bits(key: bytes, num_blocks: int) -> set[int]:

@@ -10,7 +10,7 @@ import pytest
 import tableformat as tf
 from tableformat.log.actions import action_from_json, decode_commit
 from tableformat.log.conflicts import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets,
-                                   Requirement, RowSetsUnchanged, RowsLive, SkippedKeysStillLive)
+                                       Requirement, RowSetsUnchanged, RowsLive, SkippedKeysStillLive)
 
 
 def kv(path, **props):
