@@ -416,9 +416,13 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
         rejected = (batch, failed, ops)
         counts["duplicate"] = int((ops[failed] == INSERT).sum())
         counts["missing"] = int(len(failed)) - counts["duplicate"]
+    reqs = [DefinitionUnchanged(), RowsLive(plan.seen_live), KeysAbsent(plan.seen_absent)]
+    if sequence is not None:
+        reqs.append(SequencesCurrent(plan.seen_live, state.schema.column(sequence).id))
     if plan.new_rows is None and not plan.deltas and stale is None:
-        return WriteFragment(operation, state.version, counts=counts, rejected=rejected, table_id=state.table_id,
-                             kind=kind)
+        # nothing to write; what it read still holds beside other fragments of one commit (§10.3)
+        return WriteFragment(operation, state.version, counts=counts, requirements=reqs, rejected=rejected,
+                             table_id=state.table_id, kind=kind)
     written: list[str] = []
     try:
         rowsets, deltas = write_plan_files(storage, state, plan, written)
@@ -430,8 +434,5 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
     except BaseException:
         storage.delete_quietly(written)
         raise
-    reqs = [DefinitionUnchanged(), RowsLive(plan.seen_live), KeysAbsent(plan.seen_absent)]
-    if sequence is not None:
-        reqs.append(SequencesCurrent(plan.seen_live, state.schema.column(sequence).id))
     return WriteFragment(operation, state.version, [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas]
                          + skipped, written, counts, reqs, rejected=rejected, table_id=state.table_id, kind=kind)
