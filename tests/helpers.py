@@ -22,6 +22,18 @@ ROOT = TESTS.parent                            # the repository
 T0 = 1_700_000_000_000_000
 
 
+def moto_command(host: str, port: int) -> list[str] | None:
+    """The S3 server of the test's own environment: the moto_server beside sys.executable (or its
+    module run by this interpreter), never the first one on PATH (another environment's)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "moto_server")
+    if os.path.exists(beside):
+        return [beside, "-H", host, "-p", str(port)]
+    import importlib.util
+    if importlib.util.find_spec("moto") is not None and importlib.util.find_spec("moto.server") is not None:
+        return [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)]
+    return None
+
+
 # --- the metrics table most engine tests use ------------------------------------------------
 
 def metrics_schema():
