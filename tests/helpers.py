@@ -34,6 +34,26 @@ def moto_command(host: str, port: int) -> list[str] | None:
     return None
 
 
+def dag_helper_modules():
+    """airflow/dags' helper modules (tableformat_config, tableformat_export), imported into this
+    process WITHOUT importing Airflow: `import airflow` configures logging for the whole process
+    (root at INFO, a handler on the sys.stdout of that moment, which under pytest is a capture
+    stream that is closed later), and py4j's connections, closed at interpreter exit, then log
+    into it: "--- Logging error ---" at the end of the run (issue #34). They need Airflow only
+    inside a DAG task; skipped when Airflow is not installed."""
+    import importlib.util
+
+    import pytest
+    if importlib.util.find_spec("airflow") is None:
+        pytest.skip("Airflow is not installed (pip install -e '.[airflow]')")
+    dags = str(ROOT / "airflow" / "dags")
+    if dags not in sys.path:
+        sys.path.insert(0, dags)
+    import tableformat_config
+    import tableformat_export
+    return tableformat_config, tableformat_export
+
+
 # --- the metrics table most engine tests use ------------------------------------------------
 
 def metrics_schema():
