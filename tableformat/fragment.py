@@ -103,11 +103,12 @@ class WriteFragment:
         for f in fragments:
             for k, v in f.counts.items():
                 summed[k] = summed.get(k, 0) + v
-        for kind in kinds:
-            merged = _merged([r for f in fragments if f.kind == kind for r in f.requirements])
-            # several kinds: each fragment's requirements answer as its own row of the matrix (§10.2)
-            reqs += merged if len(kinds) == 1 else [OfKind(kind, r) for r in merged]
-        if len(kinds) > 1:
+        if len(kinds) == 1:
+            reqs = _merged(reqs + [r for f in fragments for r in f.requirements])
+        else:       # each fragment's requirements answer as its own row of the matrix (§10.2)
+            for kind in kinds:
+                reqs += [OfKind(kind, r) for r in _merged([r for f in fragments if f.kind == kind
+                                                           for r in f.requirements])]
             reqs += _inserts_unread(fragments)
         return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
                              [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
