@@ -36,7 +36,7 @@ from pyspark.sql.types import StructType
 import tableformat as tf
 
 from .snapshots import delete_files, open_snapshot, parse_as_of, spark_schema, storage_options_from
-from .writes import commit_fragments, insert_unsorted
+from .writes import check_input_types, commit_fragments, insert_unsorted
 
 NAME = "tableformat"
 WRITE_CHUNK_BYTES = 64 << 20      # a write task sorts and streams its input in chunks of this many bytes
@@ -160,7 +160,7 @@ class WrittenRowsets(WriterCommitMessage):
 class TableFormatWriter(DataSourceArrowWriter):
     """Inserts with the primary key enforced; one log commit for the whole job."""
 
-    def __init__(self, options: dict, overwrite: bool):
+    def __init__(self, options: dict, overwrite: bool, schema: StructType | None = None):
         if overwrite:
             raise tf.InvalidOptionError("tableformat supports mode('append') only: a table's rows change through "
                                      "insert, update, delete and upsert")
@@ -170,6 +170,8 @@ class TableFormatWriter(DataSourceArrowWriter):
         self.version = snap.version
         self.table_id = snap.table_id
         self.chunk_bytes = _positive_int(options, "write_chunk_bytes", WRITE_CHUNK_BYTES)
+        if schema is not None:      # at planning, before any task: the input's types fit the table's
+            check_input_types(schema, snap.write_insert)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenRowsets:
         res = insert_unsorted(self.uri, self.storage_options, self.version, self.table_id, iterator,
@@ -209,7 +211,7 @@ class TableFormatDataSource(DataSource):
         return TableFormatReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> TableFormatWriter:
-        return TableFormatWriter(dict(self.options), overwrite)
+        return TableFormatWriter(dict(self.options), overwrite, schema)
 
 
 _registered: "weakref.WeakSet" = weakref.WeakSet()

@@ -57,8 +57,10 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         operation = "INSERT" if on_duplicate == "fail" else "INSERT_IGNORE"
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], operation,
                                 {"inserted": sum(r["rows"] for r in results), "ignored": dups})
+    def check(snap, rows):
+        snap.write_insert(rows, "ignore" if on_duplicate == "ignore" else "fail")
     return run_job(spark, df, uri, storage_options, True, make_task, RESULT_SCHEMA, finish, max_restarts, "insert",
-                   partitions, native=True)
+                   partitions, native=True, check=check)
 
 
 def main(argv=None) -> None:

@@ -183,8 +183,11 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
                                        "nothing was written", dup)
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], "MERGE",
                                 job_counts(results))
+    def check(snap, rows):
+        snap.write_mutation(rows, op, op_column, update_columns, on_error="report", operation="MERGE",
+                            distributed=True)
     return run_job(spark, df, uri, storage_options, False, make_task, RESULT_SCHEMA, finish, max_restarts, "merge",
-                   partitions, keep_order=True, native=True)
+                   partitions, keep_order=True, native=True, check=check)
 
 
 def main(argv=None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from functools import partial
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -333,17 +334,58 @@ def result_batch(r: dict) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([r])
 
 
+def arrow_input_schema(schema: Any, timezone: str = "UTC", large_types: bool = False) -> pa.Schema:
+    """The Arrow schema the tasks receive for a DataFrame of this Spark schema (as mapInArrow and a
+    Python data source's writer convert it); a column Arrow cannot carry is a TypeMismatchError."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+    fields = []
+    for f in schema.fields:
+        try:
+            fields.append(to_arrow_schema(StructType([f]), timezone=timezone, prefers_large_types=large_types)[0])
+        except Exception as e:      # pyspark's own errors (PySparkTypeError, ...): an unsupported Spark type
+            raise tf.TypeMismatchError(f"column {f.name!r} has Spark type {f.dataType.simpleString()}, which no "
+                                       f"table column takes ({type(e).__name__}: {e})") from None
+    return pa.schema(fields)
+
+
+def check_input_types(schema: Any, plan: Callable[[pa.Table], Any], timezone: str = "UTC",
+                      large_types: bool = False) -> None:
+    """On the driver, before any task runs: plan the write on no rows of the input's types, so
+    the engine's type checks (tableformat's InvalidDataError: a decimal(4,1) literal going into a
+    double column, an unknown or missing column) fail here, typed, and not in every executor
+    with a JVM stack trace."""
+    empty = arrow_input_schema(schema, timezone, large_types).empty_table()
+    try:
+        plan(empty)
+    except tf.InvalidDataError as e:
+        raise type(e)(f"{e} (the DataFrame's schema is {schema.simpleString()}; checked on the driver before any "
+                      "task ran: cast the column to the table's type, e.g. F.col(name).cast('double'); Spark SQL "
+                      "reads a literal 123.0 as decimal(4,1) and 123.0D as a double)") from None
+
+
+def session_arrow_options(spark: Any) -> dict:
+    """The session settings that decide the Arrow types of timestamps and strings in the tasks."""
+    conf = spark.conf
+    return {"timezone": conf.get("spark.sql.session.timeZone", "UTC"),
+            "large_types": str(conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"}
+
+
 def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict: bool,
             make_task: Callable, result_schema: str, finish: Callable, max_restarts: int, what: str,
-            partitions: int | None = None, keep_order: bool = False, native: bool = False):
+            partitions: int | None = None, keep_order: bool = False, native: bool = False,
+            check: Callable[[tf.Snapshot, pa.Table], Any] | None = None):
     """A distributed write: plan on a fresh snapshot, lay the rows out sorted by (tablet, key)
     (`sorted_by_key`; with `native`, by the key columns alone when Spark orders them as the
     engine does, `native_key_order`), run `make_task(version, table_id)` over each partition
     (one result row each, fragment and files as JSON), then `finish(table, version, results)`
     commits.
-    RestartRequired runs the job again."""
-    for _attempt in range(max_restarts + 1):
+    RestartRequired runs the job again. `check(snapshot, rows)` plans the write on no rows of the
+    input's types on the driver first (`check_input_types`), so a type error fails before any task."""
+    for attempt in range(max_restarts + 1):
         table = tf.open_table(uri, storage_options=storage_options)
+        if check is not None and attempt == 0:
+            check_input_types(df.schema, partial(check, table.snapshot()), **session_arrow_options(spark))
         version, table_id = table.version, table.table_id
         key = native_key_order(df, table.schema, len(table.snapshot().tablet_ids)) if native else None
         if key:             # Spark lays the rows out alone: the input crosses into Python once

@@ -2,16 +2,14 @@
 per layer at the end of a run (CI reads them). The layout is in tests/README.md; helpers that
 are not fixtures are in tests/helpers.py."""
 import os
-import shutil
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
 
 import tableformat as tf
-from helpers import metrics_partitioning, metrics_schema
+from helpers import metrics_partitioning, metrics_schema, moto_command
 
 
 @pytest.fixture(scope="session")
@@ -45,12 +43,11 @@ def _free_port():
 
 @pytest.fixture(scope="session")
 def s3_endpoint():
-    exe = shutil.which("moto_server") or os.path.join(os.path.dirname(sys.executable), "moto_server")
-    if not os.path.exists(exe):
-        pytest.skip("moto_server is not installed (pip install -e '.[dev]')")
     port = _free_port()
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    cmd = moto_command("127.0.0.1", port)
+    if cmd is None:
+        pytest.skip("moto_server is not installed in this environment (pip install -e '.[dev]')")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30
     while time.time() < deadline:

@@ -22,6 +22,38 @@ ROOT = TESTS.parent                            # the repository
 T0 = 1_700_000_000_000_000
 
 
+def moto_command(host: str, port: int) -> list[str] | None:
+    """The S3 server of the test's own environment: the moto_server beside sys.executable (or its
+    module run by this interpreter), never the first one on PATH (another environment's)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "moto_server")
+    if os.path.exists(beside):
+        return [beside, "-H", host, "-p", str(port)]
+    import importlib.util
+    if importlib.util.find_spec("moto") is not None and importlib.util.find_spec("moto.server") is not None:
+        return [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)]
+    return None
+
+
+def dag_helper_modules():
+    """airflow/dags' helper modules (tableformat_config, tableformat_export), imported into this
+    process WITHOUT importing Airflow: `import airflow` configures logging for the whole process
+    (root at INFO, a handler on the sys.stdout of that moment, which under pytest is a capture
+    stream that is closed later), and py4j's connections, closed at interpreter exit, then log
+    into it: "--- Logging error ---" at the end of the run (issue #34). They need Airflow only
+    inside a DAG task; skipped when Airflow is not installed."""
+    import importlib.util
+
+    import pytest
+    if importlib.util.find_spec("airflow") is None:
+        pytest.skip("Airflow is not installed (pip install -e '.[airflow]')")
+    dags = str(ROOT / "airflow" / "dags")
+    if dags not in sys.path:
+        sys.path.insert(0, dags)
+    import tableformat_config
+    import tableformat_export
+    return tableformat_config, tableformat_export
+
+
 # --- the metrics table most engine tests use ------------------------------------------------
 
 def metrics_schema():

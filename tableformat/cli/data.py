@@ -14,6 +14,7 @@ import argparse
 import io
 import json
 import os
+import re
 import sys
 from typing import Iterator
 
@@ -149,7 +150,25 @@ def _read_batches(f, path, fmt, schema, table, types, times):
                                                             unexpected_field_behavior="infer" if timed else "error"))
         return (_known_columns(reader, schema, table) if timed else reader), None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise SchemaMismatchError(f"{path}: {' '.join(str(e).split())}") from None
+        raise input_error(path, e, schema, table) from None
+
+
+# pyarrow's JSON reader: "Column(/store) changed from number to string in row 0" (a JSON pointer,
+# the type the column was read as, the type a value had, the row within the block being read)
+_JSON_TYPE = re.compile(r"Column\((/[^)]*)\) changed from (\w+) to (\w+) in row (\d+)")
+
+
+def input_error(path: str, e: Exception, schema: tf.Schema, table: str) -> SchemaMismatchError:
+    """A reader's error as one typed line; a JSON value of the wrong type names the column's
+    declared type (pyarrow's own message names neither it nor which type is wanted)."""
+    msg = " ".join(str(e).split())
+    m = _JSON_TYPE.search(msg)
+    name = m.group(1)[1:].replace("~1", "/").replace("~0", "~") if m else None
+    if name is not None and schema.has_column(name):
+        return SchemaMismatchError(
+            f"{path}: column {name!r} of table {table!r} is {schema.column(name).type}, read from JSON "
+            f"{m.group(2)}s, but a value is a JSON {m.group(3)} (row {m.group(4)} of the block being read)")
+    return SchemaMismatchError(f"{path}: {msg}")
 
 
 def _known_columns(batches, schema: tf.Schema, table: str) -> Iterator[pa.RecordBatch]:
@@ -172,7 +191,7 @@ def load(args, schema: tf.Schema, table: str) -> pa.Table:
                 got.append(b)
                 bar.update(b.num_rows)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-            raise SchemaMismatchError(f"{args.input}: {' '.join(str(e).split())}") from None
+            raise input_error(args.input, e, schema, table) from None
     if not got:
         return pa.table({n: pa.array([], schema.column(n).arrow_type) for n in schema.names})
     return pa.Table.from_batches(got)

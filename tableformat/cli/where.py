@@ -22,10 +22,13 @@ _TOKEN = re.compile(r"""\s*(?:
       (?P<q>'(?:[^']|'')*')
     | (?P<dq>"(?:[^"]|"")*")
     | (?P<bq>`[^`]*`)
-    | (?P<op><=|>=|!=|<>|==|=|<|>)
+    | (?P<op>[=<>!]+)
     | (?P<p>[(),])
     | (?P<w>[^\s(),'"`=<>!]+)
     )""", re.VERBOSE)
+
+
+OPERATORS = ("=", "==", "!=", "<>", "<", "<=", ">", ">=")
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,9 @@ def _term(text: str, toks: list[Tok], schema: tf.Schema) -> tuple:
 
     rest = toks[1:]
     words = [t.word for t in rest]
+    ops = [t.value for t in rest if t.kind == "op" and t.value not in OPERATORS]
+    if ops:
+        raise bad(f"unknown operator {ops[0]!r}; operators are {' '.join(OPERATORS)}, in, is null, is not null")
     if rest and rest[0].kind == "op":
         if len(rest) < 2:
             raise bad(f"expected a value after {rest[0].value!r}")

@@ -146,6 +146,11 @@ class DuplicateKeyError(TableFormatError):
         self.keys = keys
 
 
+class ContradictoryFragmentsError(DuplicateKeyError):
+    """Fragments of one commit write one key with no single meaning: one inserts it and another
+    updates, deletes or upserts it (they read one snapshot and have no order); commit them apart."""
+
+
 class KeyNotFoundError(TableFormatError):
     """An update or delete names a key that does not exist (or was deleted)."""
 

@@ -11,7 +11,7 @@ A rebase that must rewrite REDO files onto a compaction's outputs uses `remap`.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
@@ -21,7 +21,7 @@ from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_de
 from ..read.delta_tracker import deleted_mask
 from ..format.deltafile import DELETE, read_delta
 from ..format.diskrowset import read_pk_index
-from ..format.errors import CommitConflictError, DuplicateKeyError
+from ..format.errors import CommitConflictError, ContradictoryFragmentsError, DuplicateKeyError
 from ..format.keyencoder import decode_key
 from ..read.keyprobe import probe
 from .matrix import Outcome, decide, fallback
@@ -198,6 +198,70 @@ class KeysAbsent(Requirement):
     def from_body(cls, d: dict) -> "KeysAbsent":
         keys = {t: pa.array([bytes.fromhex(k) for k in v], pa.binary()) for t, v in d["keys"].items()}
         return cls(keys, d["own_rowsets"])
+
+
+@dataclass(frozen=True, eq=False)
+class OfKind(Requirement):
+    """A requirement of one fragment in a commit of fragments of several kinds (an insert and a
+    mutation, specs/format.md §10.2): checked as that fragment's row of the matrix, so each
+    fragment gets the outcome it would get alone, and the strictest of them decides the commit."""
+
+    write_kind: str = "mutation"
+    requirement: Requirement | None = None
+    kind: ClassVar[str] = "of_kind"
+
+    def check(self, ctx: Context) -> Verdict:
+        return self.requirement.check(replace(ctx, kind=self.write_kind))
+
+    def precheck(self, ctx: Context) -> Verdict:
+        return self.requirement.precheck(replace(ctx, kind=self.write_kind))
+
+    def _body(self) -> dict:
+        return {"write_kind": self.write_kind, "requirement": self.requirement.to_json()}
+
+    @classmethod
+    def from_body(cls, d: dict) -> "OfKind":
+        return cls(d["write_kind"], Requirement.from_json(d["requirement"]))
+
+
+@dataclass(frozen=True, eq=False)
+class InsertsUnread(Requirement):
+    """No key an insert fragment of this commit adds is one a mutation fragment of the same
+    commit found absent (and skipped, or inserted itself). The fragments read one snapshot and
+    have no order between them, so "insert K" beside "delete_ignore K" has no one meaning:
+    refused before the first attempt (specs/format.md §10.3). `inserted`: the rowset ids the
+    insert fragments add; `keys`: tablet -> encoded keys the mutation fragments found absent."""
+
+    inserted: tuple[str, ...] = ()
+    keys: Mapping[str, pa.Array] = field(default_factory=dict)
+    kind: ClassVar[str] = "inserts_unread"
+
+    def check(self, ctx: Context) -> Verdict:
+        return REBASE
+
+    def precheck(self, ctx: Context) -> Verdict:
+        mine = [a.rowset for a in ctx.own if isinstance(a, AddRowSet) and a.rowset.id in self.inserted]
+        hit: list[bytes] = []
+        for tablet, keys in self.keys.items():
+            ours = [r for r in mine if r.tablet == tablet]
+            if ours and len(keys):
+                hit += keys.filter(pa.array(probe(ctx.storage, ours, keys)[0] >= 0)).to_pylist()
+        if not hit:
+            return REBASE
+        first = ", ".join(repr(_decoded(k, ctx.base.schema)) for k in sorted(hit)[:3])
+        return Verdict(Outcome.FAIL, "fragments of one commit contradict each other", ContradictoryFragmentsError(
+            f"{len(hit)} key(s) of table {ctx.base.name!r} are inserted by one fragment of this commit and "
+            f"updated, deleted or upserted by another (first: {first}); fragments of one commit all read "
+            "the same snapshot and have no order: write these keys in separate commits", len(hit)))
+
+    def _body(self) -> dict:
+        return {"inserted": list(self.inserted),
+                "keys": {t: [k.hex() for k in v.to_pylist()] for t, v in self.keys.items()}}
+
+    @classmethod
+    def from_body(cls, d: dict) -> "InsertsUnread":
+        keys = {t: pa.array([bytes.fromhex(k) for k in v], pa.binary()) for t, v in d["keys"].items()}
+        return cls(tuple(d["inserted"]), keys)
 
 
 def schema_name(ctx: Context) -> str:

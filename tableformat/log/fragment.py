@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
-from .conflicts import KeysAbsent, Requirement, RowsLive, RowSetsDisjoint
+from .conflicts import InsertsUnread, KeysAbsent, OfKind, Requirement, RowsLive, RowSetsDisjoint
 from . import retention, sequence  # noqa: F401  (their requirements register for from_json)
-from .matrix import OPERATIONS
+from .matrix import MATRIX, OPERATIONS, Outcome
 from ..format.errors import InvalidOptionError, TableFormatError
 
 
@@ -92,9 +92,10 @@ class WriteFragment:
         tables = {f.table_id for f in fragments} - {None}
         if len(tables) > 1:
             raise InvalidOptionError(f"write fragments were planned on different tables {sorted(tables)}")
-        kinds = {f.kind for f in fragments}
-        if len(kinds) > 1:
-            raise InvalidOptionError(f"write fragments of different kinds {sorted(kinds)} make no one commit")
+        kinds = sorted({f.kind for f in fragments}, key=OPERATIONS.index)
+        if len(kinds) > 1 and not set(kinds) <= DATA_WRITES:
+            raise InvalidOptionError(f"write fragments of kinds {kinds} make no one commit: only data writes "
+                                     f"({sorted(DATA_WRITES)}) share a commit")
         summed: dict[str, int] = {}
         reqs: list[Requirement] = []
         if sum(1 for f in fragments if f.rowsets) > 1:
@@ -102,17 +103,46 @@ class WriteFragment:
         for f in fragments:
             for k, v in f.counts.items():
                 summed[k] = summed.get(k, 0) + v
-            reqs += f.requirements
+        if len(kinds) == 1:
+            reqs = _merged(reqs + [r for f in fragments for r in f.requirements])
+        else:       # each fragment's requirements answer as its own row of the matrix (§10.2)
+            for kind in kinds:
+                reqs += [OfKind(kind, r) for r in _merged([r for f in fragments if f.kind == kind
+                                                           for r in f.requirements])]
+            reqs += _inserts_unread(fragments)
         return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
                              [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
-                             summed if counts is None else dict(counts), _merged(reqs),
+                             summed if counts is None else dict(counts), reqs,
                              all(f.data_change for f in fragments), table_id=next(iter(tables), None),
-                             kind=kinds.pop())
+                             kind=max(kinds, key=_strictness))
 
     @property
     def rowsets(self) -> list:
         """The rowsets this fragment adds."""
         return [a.rowset for a in self.actions if isinstance(a, AddRowSet)]
+
+
+# Kinds that write rows (inserts and mutations, local or Spark): they can share one commit.
+DATA_WRITES = frozenset({"insert", "insert_ignore", "mutation", "spark_insert", "spark_merge"})
+INSERTS = frozenset({"insert", "insert_ignore", "spark_insert"})
+
+
+def _strictness(kind: str) -> tuple[int, int]:
+    """How strict a matrix row is (its FAIL cells, then its RESTART cells): a commit of several
+    kinds is known by its strictest (each requirement still answers as its own fragment's row)."""
+    row = MATRIX[kind].values()
+    return sum(o is Outcome.FAIL for o in row), sum(o is Outcome.RESTART for o in row)
+
+
+def _inserts_unread(fragments: Sequence["WriteFragment"]) -> list[Requirement]:
+    """An insert and a mutation of one commit must not meet on a key (specs/format.md §10.3): the
+    keys the mutations found absent are checked against the rowsets the inserts add. (A key a
+    mutation found live cannot be inserted by a fragment planned on the same snapshot.)"""
+    inserted = tuple(r.id for f in fragments if f.kind in INSERTS for r in f.rowsets)
+    absent = _merged([r for f in fragments if f.kind not in INSERTS for r in f.requirements
+                      if isinstance(r, KeysAbsent) and not r.own_rowsets])
+    keys = absent[0].keys if absent else {}
+    return [InsertsUnread(inserted, keys)] if inserted and keys else []
 
 
 def _merged(reqs: list[Requirement]) -> list[Requirement]:

@@ -164,6 +164,7 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
     rank = _occurrence_rank(key_id)
     for r in range(int(rank.max()) + 1):
         keyed.run(np.flatnonzero(rank == r))
+    keyed.count_keys()
 
     _raise_first_error(state, batch, np.sort(np.concatenate(keyed.dup_errors)),
                        np.sort(np.concatenate(keyed.missing_errors)))
@@ -218,6 +219,7 @@ class _KeyRounds:
         u = len(live_old)
         self.state, self.batch, self.ops, self.update_cols = state, batch, ops, update_cols
         self.tablet_pos, self.key_id, self.live_old = tablet_pos, key_id, live_old
+        self.was_live = live_old.copy()
         self.old_deleted = np.zeros(u, dtype=bool)
         self.new_src = np.full(u, -1, dtype=np.int64)          # batch row of the pending new row's insert
         self.present = list(batch.column_names)
@@ -230,6 +232,20 @@ class _KeyRounds:
         self.ignored_rows: list[np.ndarray] = []
         self.dup_errors: list[np.ndarray] = []
         self.missing_errors: list[np.ndarray] = []
+
+    def count_keys(self) -> None:
+        """inserted / updated / deleted count keys by what the batch did to their stored rows, as
+        changes(mode="all") shows the commit (specs/format.md §10.3): a key live at the snapshot is
+        updated once however many rows update it, deleted if a row deletes it (and inserted too if a
+        later row inserts it again); a key the batch leaves with a new row is inserted once (its
+        later updates fold into the insert); a new row deleted within the batch counts nothing.
+        `ignored` counts input rows."""
+        touched = np.zeros(len(self.was_live), dtype=bool)
+        for rows in self.upd.values():
+            touched |= rows >= 0
+        self.counts["inserted"] = int((self.new_src >= 0).sum())
+        self.counts["deleted"] = int(self.old_deleted.sum())
+        self.counts["updated"] = int((self.was_live & ~self.old_deleted & touched).sum())
 
     def order_by(self, cur_seq: np.ndarray, in_seq: np.ndarray) -> None:
         """From now on an update below its key's current sequence is skipped as stale."""
@@ -283,7 +299,6 @@ class _KeyRounds:
         self.new_src[ki] = ri
         for c in self.present:
             self.new_col[c][ki] = ri
-        self.counts["inserted"] += int(ins.sum())
 
     def _update(self, rows: np.ndarray, k: np.ndarray, updt: np.ndarray) -> None:
         """An update goes to a pending new row, or as REDO on the old row."""
@@ -292,7 +307,6 @@ class _KeyRounds:
         for c in self.update_cols:
             self.new_col[c][k[to_new]] = rows[to_new]
             self.upd[c][k[to_old]] = rows[to_old]
-        self.counts["updated"] += int(updt.sum())
 
     def _delete(self, rows: np.ndarray, k: np.ndarray, dele: np.ndarray) -> None:
         """A delete drops a pending new row, or DELETEs the old row (and its pending updates)."""
@@ -303,7 +317,6 @@ class _KeyRounds:
         self.old_deleted[k[del_old]] = True
         for c in self.update_cols:
             self.upd[c][k[del_old]] = -1
-        self.counts["deleted"] += int(dele.sum())
 
 
 def _raise_first_error(state: TableState, batch: pa.Table, dups: np.ndarray, missing: np.ndarray) -> None:
@@ -416,9 +429,13 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
         rejected = (batch, failed, ops)
         counts["duplicate"] = int((ops[failed] == INSERT).sum())
         counts["missing"] = int(len(failed)) - counts["duplicate"]
+    reqs = [DefinitionUnchanged(), RowsLive(plan.seen_live), KeysAbsent(plan.seen_absent)]
+    if sequence is not None:
+        reqs.append(SequencesCurrent(plan.seen_live, state.schema.column(sequence).id))
     if plan.new_rows is None and not plan.deltas and stale is None:
-        return WriteFragment(operation, state.version, counts=counts, rejected=rejected, table_id=state.table_id,
-                             kind=kind)
+        # nothing to write; what it read still holds beside other fragments of one commit (§10.3)
+        return WriteFragment(operation, state.version, counts=counts, requirements=reqs, rejected=rejected,
+                             table_id=state.table_id, kind=kind)
     written: list[str] = []
     try:
         rowsets, deltas = write_plan_files(storage, state, plan, written)
@@ -430,8 +447,5 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
     except BaseException:
         storage.delete_quietly(written)
         raise
-    reqs = [DefinitionUnchanged(), RowsLive(plan.seen_live), KeysAbsent(plan.seen_absent)]
-    if sequence is not None:
-        reqs.append(SequencesCurrent(plan.seen_live, state.schema.column(sequence).id))
     return WriteFragment(operation, state.version, [AddRowSet(r) for r in rowsets] + [AddDelta(d) for d in deltas]
                          + skipped, written, counts, reqs, rejected=rejected, table_id=state.table_id, kind=kind)

@@ -504,3 +504,20 @@ def test_schedule_hints():
     assert config.is_due(None, s, s + dt.timedelta(hours=1))
     with pytest.raises(config.ConfigError, match="cron"):
         config.parse_config([{"uri": "/x", "schedule": "every day"}])
+
+
+@needs_airflow
+def test_the_readme_tells_how_to_run_the_export_on_a_short_schedule(airflow_env):
+    """airflow/README.md names every setting the export DAG reads from the environment, and its
+    short-schedule example gives the DAG a fixed-step interval of that length (issue #34)."""
+    import re
+    readme = (ROOT / "airflow" / "README.md").read_text()
+    dag_source = (DAGS / "tableformat_change_export.py").read_text()
+    for name in re.findall(r'os\.environ\.get\("(TABLEFORMAT_EXPORT_\w+)"', dag_source):
+        assert f"`{name}`" in readme, name
+    step = re.search(r"export TABLEFORMAT_EXPORT_SCHEDULE=(\S+)", readme).group(1)
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import tableformat_config "
+                        "as c; t = c.timetable(sys.argv[2]); print(type(t).__name__, t.delta.total_seconds())",
+                        str(DAGS), step], check=False, env=airflow_env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["DeltaDataIntervalTimetable", "60.0"]

@@ -336,7 +336,9 @@ def test_bad_where_clauses_fail_in_one_line(table):
              ("value >= abc", "InvalidFilterError", "not a valid double"),
              ("host = 'h1' or host = 'h2'", "InvalidFilterError", "OR is not supported"),
              ("host = 'unterminated", "InvalidFilterError", "quote"),
-             ("host in 'h1'", "InvalidFilterError", "parenthesised list")]
+             ("host in 'h1'", "InvalidFilterError", "parenthesised list"),
+             ("value >> 3", "InvalidFilterError", "unknown operator '>>'"),
+             ("value =< 3", "InvalidFilterError", "unknown operator '=<'")]
     for (where, cls, words), r in zip(cases, run_many(*[(("scan", table, "--where", w), 1) for w, _, _ in cases])):
         assert words in one_line_error(r, cls), where
 

@@ -116,6 +116,19 @@ def test_bad_files_one_line_and_table_unchanged(t, tmp_path, text, fmt, cls):
     assert t.refresh().version == 1 and content(t).equals(before)
 
 
+@pytest.mark.parametrize("text,words", [
+    ('{"id": 1, "value": "x"}\n', "column 'value' of table 't' is double, read from JSON numbers, but a value is "
+                                  "a JSON string"),
+    ('{"id": 1, "name": "a"}\n' * 3 + '{"id": 2, "name": 5}\n', "column 'name' of table 't' is string"),
+    ('{"id": "7"}\n', "column 'id' of table 't' is int64"),
+])
+def test_a_json_value_of_the_wrong_type_names_the_columns_type(t, tmp_path, text, words):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(text)
+    assert words in one_line_error(run("insert", t.uri, "--input", p, code=1), "SchemaMismatchError")
+    assert t.refresh().version == 0
+
+
 def test_bad_rows_late_in_a_long_file_change_nothing(t, tmp_path):
     lines = ["id,value"] + [f"{i},{i}.5" for i in range(200_000)] + ["x,1"]
     p = tmp_path / "long.csv"

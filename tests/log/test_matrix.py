@@ -236,3 +236,40 @@ def test_vacuum_history_gc_is_decided_by_the_matrix(later, template, tmp_path):
     v = check_all([req], ctx)
     assert v.outcome is MATRIX[later]["vacuum" if later == "tag" else "tag"] is Outcome.FAIL
     assert isinstance(v.error, tf.TableFormatError)
+
+
+@pytest.mark.parametrize("winner,want", [(None, Outcome.REBASE), ("insert 60", Outcome.RESTART),
+                                         ("delete 2", Outcome.RESTART), ("insert 70", Outcome.REBASE)])
+def test_spark_insert_and_merge_tasks_share_one_commit(winner, want, template, tmp_path):
+    """A distributed job inserting on some executors and updating on others: the fragments of
+    `insert_task` (spark_insert) and `merge_task` (spark_merge) commit atomically through the
+    driver's `commit_fragments`, each fragment answering as its own row of the matrix."""
+    uri = str(tmp_path / "t")
+    shutil.copytree(template, uri)
+    t = tf.open_table(uri)
+    v = t.version
+    (ins,) = insert_task(t.uri, None, v, t.table_id, "fail", None)(
+        iter(pa.table({"key": [60], "val": [6]}).to_batches()))
+    (mrg,) = merge_task(t.uri, None, v, t.table_id, None, "op", None, "ignore", None)(
+        iter(pa.table({"key": [1, 2], "val": [None, 7], "op": ["delete", "update"]}).to_batches()))
+    frags = [json.loads(b.to_pylist()[0]["fragment"]) for b in (ins, mrg)]
+    assert [f["kind"] for f in frags] == ["spark_insert", "spark_merge"]
+    if winner is not None:
+        other = tf.open_table(uri)
+        k = int(winner.split()[1])
+        other.delete(pa.table({"key": [k]})) if winner.startswith("delete") else \
+            other.insert(pa.table({"key": [k], "val": [0]}))
+    before, live = t.refresh().version, {r["key"]: r["val"] for r in t.scan().to_arrow().to_pylist()}
+    if want is Outcome.RESTART:
+        with pytest.raises(tf.RestartRequired):
+            commit_fragments(uri, None, frags, "MERGE", {"inserted": 1, "updated": 1, "deleted": 1})
+        assert t.refresh().version == before
+    else:
+        res = commit_fragments(uri, None, frags, "MERGE", {"inserted": 1, "updated": 1, "deleted": 1})
+        assert res.version == before + 1
+        got = {r["key"]: r["val"] for r in t.scan().to_arrow().to_pylist()}
+        assert got == {**{k: x for k, x in live.items() if k != 1}, 60: 6, 2: 7}
+        h = t.history()[-1]
+        assert {k: h.counts[k] for k in ("inserted", "updated", "deleted")} == {"inserted": 1, "updated": 1,
+                                                                              "deleted": 1}
+    assert tf.open_table(uri).check().ok

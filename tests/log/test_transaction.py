@@ -418,3 +418,114 @@ def test_a_fragment_written_before_the_matrix_decided_still_decodes():
     keys = {"kind": "keys_absent", "keys": {"t0": ["61"]}, "own_rowsets": False, "on_clash": "fail"}
     assert Requirement.from_json(keys).to_json() == {"kind": "keys_absent", "keys": {"t0": ["61"]},
                                                      "own_rowsets": False}
+
+
+# --- fragments of different kinds (an insert and a mutation) in one commit: §10.2, §10.3 ------
+
+def _insert_and_mutation(t):
+    """On one snapshot of a, b: an insert fragment (c) and a mutation fragment (a updated, b deleted)."""
+    s = t.snapshot()
+    ins = s.write_insert(pa.table({"key": ["c"], "val": [3]}))
+    mut = s.write_mutation(pa.table({"key": ["a", "b"], "val": [10, None], "op": ["update", "delete"]}),
+                           op_column="op", operation="APPLY")
+    assert (ins.kind, mut.kind) == ("insert", "mutation")
+    return ins, mut
+
+
+def test_an_insert_and_a_mutation_commit_atomically(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    ins, mut = _insert_and_mutation(t)
+    wire = [json.loads(json.dumps(f.to_json())) for f in (ins, mut)]        # as Spark tasks return them
+    res = t.commit_fragments(wire, "MERGE")
+    assert (res.version, res.inserted, res.updated, res.deleted) == (2, 1, 1, 1)
+    assert rows(t) == [{"key": "a", "val": 10}, {"key": "c", "val": 3}]
+    h = t.history()[-1]
+    assert (h.operation, h.counts["inserted"], h.counts["updated"], h.counts["deleted"]) == ("MERGE", 1, 1, 1)
+    assert sorted((r["_op"], r["key"]) for r in t.changes(1, 2, mode="all").to_pylist()) == \
+        [("delete", "b"), ("insert", "c"), ("update", "a")]
+    assert t.check().ok
+
+
+@pytest.mark.parametrize("winner,error", [
+    ("insert c", tf.DuplicateKeyError),       # the insert fragment's row: insert after a data write fails
+    ("delete a", tf.RestartRequired),         # the mutation fragment's row: mutation after a data write restarts
+    ("insert z", None),                       # disjoint: both fragments rebase
+    ("compact", None),                        # a merging compaction of a and b: the REDO records are remapped
+])
+def test_each_fragment_of_a_mixed_commit_answers_as_its_own_row_of_the_matrix(tmp_path, winner, error):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    t.insert(pa.table({"key": ["aa"], "val": [0]}))              # a second rowset, for the merge
+    ins, mut = _insert_and_mutation(t)
+    other = tf.open_table(str(tmp_path / "t"))
+    if winner == "compact":
+        (r1, r2) = sorted(other.state.rowsets, key=lambda r: other.state.rowsets[r].num_rows, reverse=True)
+        tablet = other.state.rowsets[r1].tablet
+        assert other.compact_action(tf.CompactionAction("merge", tablet, (r1, r2), 1.0, "test", 0)) is not None
+    elif winner.startswith("insert"):
+        other.insert(pa.table({"key": [winner[-1]], "val": [99]}))
+    else:
+        other.delete(pa.table({"key": ["a"]}))
+    before, snapshot = other.version, rows(other)
+    if error is not None:
+        with pytest.raises(error):
+            t.commit_fragments([ins, mut], "MERGE")
+        assert t.refresh().version == before and rows(t) == snapshot         # neither fragment landed
+    else:
+        res = t.commit_fragments([ins, mut], "MERGE")
+        assert (res.version, res.inserted, res.updated, res.deleted) == (before + 1, 1, 1, 1)
+        want = {"a": 10, "aa": 0, "c": 3, **({"z": 99} if winner == "insert z" else {})}
+        assert {r["key"]: r["val"] for r in rows(t)} == want
+    assert t.check().ok
+
+
+def test_an_insert_ignore_fragment_restarts_where_an_insert_fails(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    s = t.snapshot()
+    ins = s.write_insert(pa.table({"key": ["c"], "val": [3]}), "ignore")
+    mut = s.write_mutation(pa.table({"key": ["a"], "val": [10]}), op="update")
+    tf.open_table(str(tmp_path / "t")).insert(pa.table({"key": ["c"], "val": [99]}))
+    with pytest.raises(tf.RestartRequired):
+        t.commit_fragments([ins, mut])
+
+
+@pytest.mark.parametrize("op", ["delete_ignore", "update_ignore", "upsert"])
+def test_an_insert_and_a_mutation_of_one_key_in_one_commit_are_refused(tmp_path, op):
+    """Both read the snapshot where c is absent: 'insert c' beside 'delete_ignore c' has no one
+    meaning (which came first?), and an upsert of c inserts it a second time."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    s = t.snapshot()
+    ins = s.write_insert(pa.table({"key": ["c"], "val": [3]}))
+    data = pa.table({"key": ["c"]}) if op == "delete_ignore" else pa.table({"key": ["c"], "val": [4]})
+    mut = s.write_mutation(data, op=op)
+    with pytest.raises(tf.DuplicateKeyError) as e:
+        t.commit_fragments([ins, mut])
+    if op != "upsert":
+        assert isinstance(e.value, tf.ContradictoryFragmentsError) and "separate commits" in str(e.value)
+    assert t.refresh().version == 1 and rows(t) == [{"key": "a", "val": 1}]
+    assert not [p for p in ins.files + mut.files if t.storage.exists(p)]      # nothing left behind
+
+
+def test_a_mixed_fragment_round_trips_and_keeps_each_kind():
+    from tableformat.conflicts import InsertsUnread, OfKind
+    req = OfKind("insert", KeysAbsent({"t0": pa.array([b"a"], pa.binary())}))
+    back = Requirement.from_json(json.loads(json.dumps(req.to_json())))
+    assert type(back) is OfKind and back.to_json() == req.to_json()
+    req = InsertsUnread(("r1",), {"t0": pa.array([b"a"], pa.binary())})
+    assert Requirement.from_json(json.loads(json.dumps(req.to_json()))).to_json() == req.to_json()
+
+
+def test_fragments_of_a_write_and_a_compaction_make_no_one_commit(tmp_path):
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.insert(pa.table({"key": ["b"], "val": [1]}))
+    s = t.snapshot()
+    ins = s.write_insert(pa.table({"key": ["c"], "val": [3]}))
+    tablet = next(iter(t.state.rowsets.values())).tablet
+    comp = s.write_compaction(tf.CompactionAction("merge", tablet, tuple(t.state.rowsets), 1.0, "test", 0))
+    with pytest.raises(tf.InvalidOptionError, match="only data writes"):
+        t.commit_fragments([ins, comp])
+    assert t.version == 2

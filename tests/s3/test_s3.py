@@ -79,3 +79,20 @@ def test_alter_compaction_vacuum_and_check_on_s3(s3_table_root):
     bucket = root[len("s3://"):]
     uploads = t.storage.fs.call_s3("list_multipart_uploads", Bucket=bucket)
     assert not uploads.get("Uploads")
+
+
+def test_the_s3_fixture_starts_this_environments_moto_server(tmp_path, monkeypatch):
+    """Another environment's moto_server first on PATH (a user's global install, of another
+    version) must not be the one the tests start: the fixture takes the one beside sys.executable."""
+    import os
+    import shutil
+    import sys
+    from helpers import moto_command
+    fake = tmp_path / "moto_server"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert shutil.which("moto_server") == str(fake)          # what the fixture used to start
+    cmd = moto_command("127.0.0.1", 1)
+    assert cmd is not None and str(fake) not in cmd
+    assert cmd[0] in (os.path.join(os.path.dirname(sys.executable), "moto_server"), sys.executable)

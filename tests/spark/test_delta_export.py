@@ -183,13 +183,23 @@ def test_bad_mode_and_missing_name_are_typed_errors(spark, tmp_path):
 
 # --- the export DAG's Delta sink (airflow/dags/tableformat_export.py), called as its task does ----------
 def _dag_modules():
-    dags = os.path.join(ROOT, "airflow", "dags")
-    if dags not in sys.path:
-        sys.path.insert(0, dags)
-    pytest.importorskip("airflow")
-    import tableformat_config
-    import tableformat_export
-    return tableformat_config, tableformat_export
+    return helpers.dag_helper_modules()       # never `import airflow` here: it configures logging
+
+
+def test_the_dag_helpers_load_without_airflow_or_its_logging():
+    """Loading the DAG helpers must not import Airflow, which sets the root logger to INFO with a
+    handler on pytest's captured stdout: py4j's connections log into that closed stream at exit
+    ("--- Logging error ---" after the run, issue #34)."""
+    script = ("import logging, sys; sys.path.insert(0, sys.argv[1]); import helpers; "
+              "root = logging.getLogger(); before = (root.level, list(root.handlers)); "
+              "helpers.dag_helper_modules(); "
+              "print('airflow' in sys.modules, (root.level, list(root.handlers)) == before)")
+    p = subprocess.run([sys.executable, "-c", script, os.path.join(ROOT, "tests")], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": ROOT})
+    if "Skipped" in p.stderr:
+        pytest.skip("Airflow is not installed")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split() == ["False", "True"]
 
 
 def test_export_dag_delta_sink_config_and_intervals(spark, tmp_path):
@@ -218,3 +228,33 @@ def test_export_dag_delta_config_errors():
                      ({"format": "parquet", "delta_options": {}}, "delta_options")]:
         with pytest.raises(config.ConfigError, match=msg):
             config.parse_config({"tables": [{"uri": "/x/t", "export": {"output": "/o", **bad}}]})
+
+
+E2E = '''
+import sys
+import pytest
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+    s = SparkSession.builder.master("local[1]").getOrCreate()
+    yield s
+    s.stop()
+
+def test_a(spark):
+    assert spark.range(3).count() == 3
+    import helpers
+    helpers.dag_helper_modules()
+'''
+
+
+def test_a_run_with_spark_and_the_dag_helpers_ends_without_a_logging_error(tmp_path):
+    """The run the issue saw: a pytest session with a Spark session that loads the DAG helpers
+    ends with no py4j "--- Logging error ---" (its connections log as they close at exit)."""
+    (tmp_path / "test_e2e.py").write_text(E2E)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]),
+           "AIRFLOW_HOME": str(tmp_path / "airflow"), "PYSPARK_PYTHON": sys.executable}
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_e2e.py")],
+                       capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "Logging error" not in p.stdout + p.stderr, p.stdout[-3000:] + p.stderr[-3000:]

@@ -76,3 +76,47 @@ def test_read_table_of_a_bitshuffle_column_falls_back_instead_of_failing(spark, 
     assert read_table(spark, t.uri, columns=["id"]).selectExpr("sum(id)").collect()[0][0] == sum(range(50))
     with pytest.raises(tf.NativeReadUnavailableError, match="BYTE_STREAM_SPLIT"):
         read_table(spark, t.uri, path="native").count()
+
+
+def _jobs_in(spark, group, fn):
+    """Run fn with Spark's jobs tagged by `group`; the ids of the jobs it started."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        fn()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return list(sc.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize("job", ["mutation_merge", "partitioned_insert", "datasource"])
+def test_a_spark_sql_decimal_literal_into_a_double_column_fails_on_the_driver(spark, tmp_path, job):
+    """Spark SQL types 123.0 as decimal(4,1): the table's column is double, and the engine
+    refuses the lossy conversion. The job checks the DataFrame's schema on the driver and raises
+    the typed error before any task runs (issue #34), not a JVM stack trace from every executor."""
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    t = _table(tmp_path)
+    df = spark.sql("SELECT 1L AS id, 123.0 AS v" if job == "mutation_merge" else "SELECT 7L AS id, 123.0 AS v")
+    assert df.schema["v"].dataType.simpleString() == "decimal(4,1)"
+    errors = []
+
+    def run():
+        try:
+            if job == "mutation_merge":
+                mutation_merge(spark, df, t.uri, op="update")
+            elif job == "partitioned_insert":
+                partitioned_insert(spark, df, t.uri)
+            else:
+                with typed_errors():
+                    df.write.format("tableformat").mode("append").save(t.uri)
+        except tf.TableFormatError as e:
+            errors.append(e)
+    jobs = _jobs_in(spark, f"decimal-{job}", run)
+    assert len(errors) == 1 and isinstance(errors[0], tf.TypeMismatchError), errors
+    assert "column 'v' is double; input has type decimal128(4, 1)" in str(errors[0])
+    assert "123.0D" in str(errors[0])
+    assert jobs == []                                            # no task ran
+    assert t.refresh().version == 1
+    if job == "mutation_merge":                                   # the same value as a double goes in
+        assert mutation_merge(spark, spark.sql("SELECT 1L AS id, 123.0D AS v"), t.uri, op="update").updated == 1

@@ -118,14 +118,16 @@ def test_upsert(kv):
     assert rows(kv) == {"a": (10, "x"), "b": (2, "y"), "c": (30, "d")}   # c takes s's default
 
 
+# counts are keys, as changes(mode="all") shows the commit (§10.3): a new row's updates fold
+# into its insert, a row updated twice is one update, a row inserted and deleted is nothing
 @pytest.mark.parametrize("ops,expect,counts", [
-    ([("insert", "n", 1), ("update", "n", 2)], {"a": 1, "n": 2}, (1, 1, 0, 0)),
-    ([("insert", "n", 1), ("delete", "n", None)], {"a": 1}, (1, 0, 1, 0)),
-    ([("insert", "n", 1), ("delete", "n", None), ("insert", "n", 3)], {"a": 1, "n": 3}, (2, 0, 1, 0)),
-    ([("update", "a", 5), ("update", "a", 6)], {"a": 6}, (0, 2, 0, 0)),
+    ([("insert", "n", 1), ("update", "n", 2)], {"a": 1, "n": 2}, (1, 0, 0, 0)),
+    ([("insert", "n", 1), ("delete", "n", None)], {"a": 1}, (0, 0, 0, 0)),
+    ([("insert", "n", 1), ("delete", "n", None), ("insert", "n", 3)], {"a": 1, "n": 3}, (1, 0, 0, 0)),
+    ([("update", "a", 5), ("update", "a", 6)], {"a": 6}, (0, 1, 0, 0)),
     ([("delete", "a", None), ("insert", "a", 7)], {"a": 7}, (1, 0, 1, 0)),
     ([("delete", "a", None), ("update_ignore", "a", 7)], {}, (0, 0, 1, 1)),
-    ([("upsert", "a", 8), ("delete", "a", None), ("upsert", "a", 9)], {"a": 9}, (1, 1, 1, 0)),
+    ([("upsert", "a", 8), ("delete", "a", None), ("upsert", "a", 9)], {"a": 9}, (1, 0, 1, 0)),
     ([("insert_ignore", "a", 8), ("update", "a", 2)], {"a": 2}, (0, 1, 0, 1)),
     ([("delete_ignore", "zz", None), ("insert", "zz", 1), ("insert_ignore", "zz", 2)], {"a": 1, "zz": 1},
      (1, 0, 0, 2)),
@@ -307,3 +309,29 @@ def test_changed_columns_lists_only_cells_whose_value_changed(tmp_path):
     assert net == {"a": ["val"], "b": [], "c": ["s"]}
     cheap = {(c["_version"], c["key"]): c["_changed_columns"] for c in t.changes(v1, images="changed").to_pylist()}
     assert cheap[(2, "a")] == ["val", "s", "x"]                # no base read: the columns written
+
+
+def test_counts_are_keys_as_changes_shows_them(tmp_path):
+    """history() counts a key once per commit, by what changes(mode="all") shows of it (§10.3):
+    an upsert of one key twice in a batch is one update, not two (issue #34)."""
+    import random
+    rng = random.Random(34)
+    s = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True)], primary_key="key")
+    t = tf.create_table(str(tmp_path / "t"), s)
+    t.insert(pa.table({"key": ["a", "b", "c"], "val": [1, 2, 3]}))
+    res = t.upsert(pa.table({"key": ["a", "a", "z", "z"], "val": [5, 6, 1, 2]}))
+    assert (res.inserted, res.updated) == (1, 1)
+    assert {k: t.history()[-1].counts[k] for k in ("inserted", "updated")} == {"inserted": 1, "updated": 1}
+    ops = ["upsert", "delete_ignore", "update_ignore", "insert_ignore"]
+    for _ in range(40):
+        n = rng.randint(1, 8)
+        keys = [rng.choice("abcdz") for _ in range(n)]
+        v = t.version
+        res = t.apply(pa.table({"key": keys, "val": list(range(n)), "op": [rng.choice(ops) for _ in range(n)]}))
+        got = {"inserted": res.inserted, "updated": res.updated, "deleted": res.deleted}
+        shown = {"inserted": 0, "updated": 0, "deleted": 0}
+        if t.version > v:
+            for r in t.changes(v, t.version, mode="all").to_pylist():
+                shown[{"insert": "inserted", "update": "updated", "delete": "deleted"}[r["_op"]]] += 1
+            assert {k: t.history()[-1].counts[k] for k in got} == got
+        assert got == shown, (keys, got, shown)
