@@ -510,7 +510,7 @@ def test_an_insert_and_a_mutation_of_one_key_in_one_commit_are_refused(tmp_path,
 
 
 def test_a_mixed_fragment_round_trips_and_keeps_each_kind():
-    from tableformat.conflicts import InsertsUnread, OfKind
+    from tableformat.log.conflicts import InsertsUnread, OfKind
     req = OfKind("insert", KeysAbsent({"t0": pa.array([b"a"], pa.binary())}))
     back = Requirement.from_json(json.loads(json.dumps(req.to_json())))
     assert type(back) is OfKind and back.to_json() == req.to_json()
