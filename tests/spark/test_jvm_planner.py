@@ -153,7 +153,12 @@ def test_the_jvm_plan_equals_the_engines_on_the_conformance_cases(jvm, tmp_path,
     extra = [{"columns": []}, {"filter": ("value", "<", float("nan"))}, {"filter": ("value", ">=", float("inf"))},
              {"filter": ("k", "in", [1, 2, 2**70])}, {"filter": ("k", ">=", 1.5)}, {"filter": ("k", "=", 2.7)},
              {"filter": ("host", "in", ["h001", "h002"])}, {"filter": [("host", "=", "h003"), ("metric", "=", "cpu")]},
-             {"filter": ("price", ">", decimal.Decimal("9999.995"))}, {"filter": ("tag", "is not null")}]
+             {"filter": ("price", ">", decimal.Decimal("9999.995"))}, {"filter": ("tag", "is not null")},
+             {"filter": ("dt", ">=", dt.date(2000, 1, 1))}, {"filter": ("ts", "<", 1_700_000_100_000_000)},
+             {"filter": ("bin", "=", b"\x05\x00\xff")}, {"filter": ("b", "=", True)}, {"filter": ("i8", ">", 1000)},
+             {"filter": ("d9", "<", decimal.Decimal("-5.005"))}, {"filter": ("f", ">", 0.1)},
+             {"filter": ("d38", "in", [decimal.Decimal("1e30"), decimal.Decimal("-1e40")])},
+             {"filter": ("vc", "<", "v2")}, {"filter": ("i16", "<=", float("nan"))}]
     names = set(t.schema.names)
     for read in extra:
         flt = read.get("filter")
@@ -400,6 +405,43 @@ def test_random_histories_reach_behind_the_horizon_and_history_only_rowsets(jvm,
                 undo += sum(1 for r in got["rowsets"] if not r["native"])
         history_only += sum(1 for r in t.state.rowsets.values() if r.live_until is not None)
     assert behind and undo and history_only, (behind, undo, history_only)
+
+
+@pytest.mark.parametrize("fv", [1, 2, 3, 4])
+def test_older_format_versions_are_read(jvm, tmp_path, fv):
+    """A log labelled as written by format 1-4, each with its own checksum rule (§8.1): `actions`
+    and `state` only (1, 2; format 1 without a checksum), the whole file (3, 4)."""
+    t = tf.create_table(str(tmp_path / "t"), small_schema(), properties={"checkpoint_interval": 3})
+    for i in range(4):
+        t.insert(small_rows(np.arange(i * 10, i * 10 + 10)))
+    t.update(small_rows(np.arange(0, 40, 4), salt=3).select(["k", "v"]))
+    t.delete(pa.table({"k": pa.array([1, 2], pa.int64())}))
+    for p in (Path(t.uri) / "_log").iterdir():
+        if not p.name.endswith(".json"):
+            continue
+        d = json.loads(p.read_text())
+        d.pop("checksum", None)
+        d["format_version"] = fv
+        part = "state" if p.name.endswith(".checkpoint.json") else "actions"
+        if part == "state":
+            d["state"]["format_version"] = fv
+        for a in d.get("actions", []):
+            if "metadata" in a:
+                a["metadata"]["format_version"] = fv
+        if fv >= 3:
+            d["checksum"] = zlib.crc32(json.dumps(d, sort_keys=True, separators=(",", ":")).encode())
+        elif fv == 2 or part == "state":
+            d["checksum"] = zlib.crc32(json.dumps(d[part], sort_keys=True, separators=(",", ":")).encode())
+        p.write_text(json.dumps(d))
+    for v in [None, *range(t.version + 1)]:
+        got = check_same_plan(jvm, t.uri, {"as_of": v})
+        assert "error" not in got and (v == 0 or got["rowsets"])
+    if fv == 2:           # the old rule still guards the actions
+        path = Path(t.uri) / "_log" / f"{2:020d}.json"
+        d = json.loads(path.read_text())
+        d["actions"][0]["add_rowset"]["num_rows"] = 11
+        path.write_text(json.dumps(d))
+        assert jvm.ask(request(t.uri, {"as_of": 2}))["error"] == "CorruptFileError"
 
 
 # --- refusals -------------------------------------------------------------------------------------
