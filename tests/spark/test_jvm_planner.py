@@ -586,3 +586,15 @@ def test_canonical_json_matches_on_the_log_files_of_random_histories(jvm, tmp_pa
             d = json.loads(f.read_text())
             got = _canonical(jvm, {k: v for k, v in d.items() if k != "checksum"})
             assert got["crc32"] == d["checksum"], f.name
+
+
+def test_a_malformed_action_is_a_corrupt_file(jvm, tmp_path):
+    t = _table(tmp_path)
+    path = Path(t.uri) / "_log" / f"{2:020d}.json"
+    d = json.loads(path.read_text())
+    d["actions"][0]["add_delta"]["update_counts"] = "not an object"
+    d.pop("checksum")
+    d["checksum"] = zlib.crc32(json.dumps(d, sort_keys=True, separators=(",", ":")).encode())
+    path.write_text(json.dumps(d))
+    got = jvm.ask(request(t.uri, {}))
+    assert got["error"] == "CorruptFileError" and "00000000000000000002.json" in got["message"], got

@@ -11,7 +11,9 @@ public record DeltaFile(String path, long size, String kind, String rowset, long
                         boolean hasTsColumn) {
   static DeltaFile of(JsonNode d) {
     Map<Integer, Long> counts = new TreeMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = Fields.get(d, "update_counts").fields(); it.hasNext(); ) {
+    JsonNode uc = Fields.get(d, "update_counts");
+    if (!uc.isObject()) throw new CorruptFileError("update_counts of delta " + d.get("path") + " is not an object");
+    for (Iterator<Map.Entry<String, JsonNode>> it = uc.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
       counts.put(Integer.parseInt(e.getKey()), e.getValue().asLong());
     }

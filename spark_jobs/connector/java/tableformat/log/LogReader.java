@@ -167,7 +167,11 @@ public final class LogReader {
       if (state != null && tid != null && !tid.isNull() && !tid.asText().equals(state.tableId))
         throw new TableReplacedError("the table at '" + store.uri("") + "' was replaced: commit " + commitPath(v)
             + " belongs to table " + tid.asText() + ", this state to " + state.tableId + "; open the table again");
-      state = Replay.apply(state, d, commitPath(v));
+      try {
+        state = Replay.apply(state, d, commitPath(v));
+      } catch (NullPointerException | ClassCastException | IllegalArgumentException e) {
+        throw new CorruptFileError("commit file " + commitPath(v) + " is malformed: " + e);
+      }
       int fv = d.get("format_version").asInt();
       if (fv < state.formatVersion)
         throw new CorruptFileError("commit file " + commitPath(v) + " says format version " + fv + " in a table "

@@ -58,6 +58,10 @@ public final class PlanCli {
       out.put("error", e.errorName());
       out.put("message", e.getMessage());
       return out;
+    } catch (RuntimeException e) {           // not the engine's: an I/O failure, a bug; said, not fatal
+      out.put("error", e.getClass().getName());
+      out.put("message", String.valueOf(e.getMessage()));
+      return out;
     }
   }
 }
