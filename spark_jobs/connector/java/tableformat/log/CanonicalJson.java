@@ -15,17 +15,33 @@ import java.util.Map;
 public final class CanonicalJson {
   private CanonicalJson() {}
 
+  private static final char[] HEX = "0123456789abcdef".toCharArray();
+
   public static String write(JsonNode node) {
     StringBuilder sb = new StringBuilder();
     write(node, sb);
     return sb.toString();
   }
 
+  /** The canonical text of an object without one of its members (a file without its checksum). */
+  public static String writeWithout(JsonNode object, String key) {
+    StringBuilder sb = new StringBuilder();
+    write(object, sb, key);
+    return sb.toString();
+  }
+
   static void write(JsonNode n, StringBuilder sb) {
+    write(n, sb, null);
+  }
+
+  private static void write(JsonNode n, StringBuilder sb, String skip) {
     switch (n.getNodeType()) {
       case OBJECT -> {
-        List<Map.Entry<String, JsonNode>> fields = new ArrayList<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) fields.add(it.next());
+        List<Map.Entry<String, JsonNode>> fields = new ArrayList<>(n.size());
+        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+          Map.Entry<String, JsonNode> e = it.next();
+          if (!e.getKey().equals(skip)) fields.add(e);
+        }
         fields.sort((a, b) -> compareCodePoints(a.getKey(), b.getKey()));
         sb.append('{');
         for (int i = 0; i < fields.size(); i++) {
@@ -80,7 +96,10 @@ public final class CanonicalJson {
         case '\f' -> sb.append("\\f");
         default -> {
           if (c >= 0x20 && c <= 0x7e) sb.append(c);
-          else sb.append(String.format("\\u%04x", (int) c));
+          else {
+            sb.append("\\u");
+            for (int shift = 12; shift >= 0; shift -= 4) sb.append(HEX[(c >> shift) & 0xf]);
+          }
         }
       }
     }

@@ -1,7 +1,6 @@
 package tableformat.log;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.charset.StandardCharsets;
 import java.util.zip.CRC32;
 
@@ -16,8 +15,12 @@ public final class Checksum {
   public static final int WHOLE_FILE_FROM = 3;
 
   public static long crc32(JsonNode x) {
+    return crc32(CanonicalJson.write(x));
+  }
+
+  private static long crc32(String canonical) {
     CRC32 crc = new CRC32();
-    crc.update(CanonicalJson.write(x).getBytes(StandardCharsets.US_ASCII));
+    crc.update(canonical.getBytes(StandardCharsets.US_ASCII));
     return crc.getValue();
   }
 
@@ -25,9 +28,8 @@ public final class Checksum {
   public static long expected(JsonNode file, String part) {
     int fv = file.path("format_version").asInt(1);
     if (fv >= WHOLE_FILE_FROM) {
-      ObjectNode copy = ((ObjectNode) file).deepCopy();
-      copy.remove("checksum");
-      return crc32(copy);
+      if (!file.isObject()) throw new CorruptFileError("not a JSON object");
+      return crc32(CanonicalJson.writeWithout(file, "checksum"));
     }
     JsonNode p = file.get(part);
     if (p == null) throw new CorruptFileError("no " + part);

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 
 /**
  * Log files parsed as Python's {@code json.loads} parses them, so the checksum sees the same
@@ -24,7 +23,7 @@ public final class Json {
   /** The JSON of a log file, or CorruptFileError naming it. */
   public static JsonNode parse(byte[] raw, String what) {
     try {
-      JsonNode n = MAPPER.readTree(new String(raw, StandardCharsets.UTF_8));
+      JsonNode n = MAPPER.readTree(raw);
       if (n == null || n.isMissingNode()) throw new CorruptFileError(what + " is empty");
       return n;
     } catch (IOException e) {

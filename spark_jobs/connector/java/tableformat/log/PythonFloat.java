@@ -21,7 +21,15 @@ public final class PythonFloat {
     if (Double.isInfinite(d)) return d > 0 ? "Infinity" : "-Infinity";
     if (d == 0) return (1 / d < 0) ? "-0.0" : "0.0";
     String sign = d < 0 ? "-" : "";
-    BigDecimal digits = shortest(Math.abs(d));
+    double a = Math.abs(d);
+    if (a < 0x1p53 && a == Math.rint(a)) {
+      // an integer below 2^53 is exact and no shorter decimal lies within half an ulp (<= 0.5) of it
+      String u = Long.toString((long) a);
+      int n = u.length();
+      while (n > 1 && u.charAt(n - 1) == '0') n--;
+      return sign + format(u.substring(0, n), u.length());
+    }
+    BigDecimal digits = shortest(a);
     String u = digits.unscaledValue().toString();
     // strip trailing zeros of the digit string
     int n = u.length();
