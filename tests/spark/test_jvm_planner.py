@@ -537,6 +537,18 @@ def test_each_as_of_refusal_has_the_engines_name(jvm, tmp_path):
     assert jvm.ask(request(str(tmp_path / "none"), {}))["error"] == "TableNotFoundError"
 
 
+def test_as_of_an_iso_date_time_in_each_form(jvm, tmp_path):
+    t = _table(tmp_path)
+    t.insert(small_rows(np.arange(100, 120)))
+    at = dt.datetime.fromtimestamp(t.history()[2].timestamp / 1e6, dt.timezone.utc)
+    forms = [at.isoformat(), at.isoformat().replace("+00:00", "Z"), at.replace(tzinfo=None).isoformat(),
+             at.replace(tzinfo=None).isoformat(sep=" "), at.astimezone(dt.timezone(dt.timedelta(hours=2))).isoformat(),
+             at.replace(microsecond=0).isoformat(), at.date().isoformat(), "2020-01-01T00:00:00Z"]
+    for form in forms:
+        check_same_plan(jvm, t.uri, {"as_of": form})
+    assert jvm.ask(request(t.uri, {"as_of": at.isoformat()}))["version"] == 2
+
+
 def test_history_past_max_age_is_expired_except_tagged_versions(jvm, tmp_path):
     t = _table(tmp_path)
     t.tag("kept", as_of=1)

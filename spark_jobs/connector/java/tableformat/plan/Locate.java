@@ -73,10 +73,7 @@ public record Locate(Object exact, Object below, Object above) {
   /** A JSON number as BigDecimal (exact), or a Double for NaN and the infinities; null for no number. */
   static Object number(JsonNode v) {
     if (v.isIntegralNumber()) return new BigDecimal(v.bigIntegerValue());
-    if (v.isNumber()) {
-      double d = v.doubleValue();
-      return Double.isFinite(d) ? (Object) d : (Object) d;
-    }
+    if (v.isNumber()) return v.doubleValue();      // a JSON float is Python's float: a double
     if (v.isObject() && v.has("float")) return parseFloat(v.get("float").asText());
     if (v.isObject() && v.has("decimal")) {
       String s = v.get("decimal").asText().strip();
