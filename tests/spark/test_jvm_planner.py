@@ -118,9 +118,15 @@ def engine_plan(uri, read: dict):
 
 def check_same_plan(jvm, uri, read: dict) -> dict:
     """The JVM's plan equals the engine's. The engine also seeks each rowset's PK index for a key
-    interval (keyprobe.seek) and drops a rowset whose keys all fall outside it; the JVM plans from
-    the log alone, so a rowset it keeps beyond the engine's must be exactly such a one."""
+    interval (keyprobe.seek) and drops a rowset whose keys all fall outside it: so does the JVM
+    asked to seek (PkIndexSeek), exactly; by default it plans from the log alone, and a rowset it
+    then keeps beyond the engine's must be exactly such a one."""
     expect, snap = engine_plan(uri, read)
+    sought = jvm.ask({**request(uri, read), "seek": True})
+    if "error" in expect or "error" in sought:
+        assert sought.get("error") == expect.get("error"), (read, sought, expect)
+    else:
+        assert sought == expect, read
     got = jvm.ask(request(uri, read))
     if "error" in expect or "error" in got:
         assert got.get("error") == expect.get("error"), (read, got, expect)
@@ -338,8 +344,8 @@ def random_history(path, seed: int):
                     lo, hi = ranges.pop(rng.randrange(2, len(ranges)))
                     with t.alter() as a:
                         a.drop_range_partition(lo, hi)
-                    gone = {key for key in live if lo <= key[0] < hi}
-                    live -= gone
+                    live = {key for key in live if not lo <= key[0] < hi}
+                    dead = {key for key in dead if not lo <= key[0] < hi}     # no partition to reinsert into
             elif op == "tag":
                 if tags and rng.random() < 0.3:
                     t.untag(tags.pop(rng.randrange(len(tags))))
@@ -610,3 +616,23 @@ def test_a_malformed_action_is_a_corrupt_file(jvm, tmp_path):
     path.write_text(json.dumps(d))
     got = jvm.ask(request(t.uri, {}))
     assert got["error"] == "CorruptFileError" and "00000000000000000002.json" in got["message"], got
+
+
+def test_a_key_interval_between_a_rowsets_keys_is_pruned_by_the_pk_index_seek(jvm, tmp_path):
+    """Bounds straddle the interval but no key falls in it: only the PK index says so (§6)."""
+    t = tf.create_table(str(tmp_path / "g"), small_schema())
+    t.insert(small_rows(np.r_[np.arange(10), np.arange(100, 110)]))
+    read = {"filter": [("k", ">=", 50), ("k", "<", 60)]}
+    assert engine_plan(t.uri, read)[0]["rowsets"] == []
+    assert jvm.ask({**request(t.uri, read), "seek": True})["rowsets"] == []
+    assert len(jvm.ask(request(t.uri, read))["rowsets"]) == 1      # from the log alone: kept
+    check_same_plan(jvm, t.uri, read)
+    check_same_plan(jvm, t.uri, {"filter": [("k", ">=", 5), ("k", "<", 60)]})    # a key in it: kept
+    # the index is read whole and checked against the log's size and CRC-32
+    (rs,) = t.state.rowsets.values()
+    path = Path(t.uri) / rs.pk_index.path
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    got = jvm.ask({**request(t.uri, read), "seek": True})
+    assert got["error"] == "CorruptFileError" and rs.pk_index.path in got["message"], got

@@ -12,12 +12,13 @@ import java.util.List;
  * (a history-only rowset).
  */
 public record RowSet(String id, String tablet, long numRows, byte[] minKey, byte[] maxKey, List<FileRef> base,
-                     JsonNode stats, Long createdTs, Long liveUntil) {
+                     FileRef pkIndex, JsonNode stats, Long createdTs, Long liveUntil) {
   static RowSet of(JsonNode d) {
     List<FileRef> base = new ArrayList<>();
     for (JsonNode f : Fields.get(d, "base")) base.add(FileRef.of(f));
     return new RowSet(Fields.text(d, "id"), Fields.text(d, "tablet"), Fields.integer(d, "num_rows"),
-        hex(Fields.text(d, "min_key")), hex(Fields.text(d, "max_key")), List.copyOf(base), d.path("stats"),
+        hex(Fields.text(d, "min_key")), hex(Fields.text(d, "max_key")), List.copyOf(base),
+        FileRef.of(Fields.get(d, "pk_index")), d.path("stats"),
         Fields.optInteger(d, "created_ts"), Fields.optInteger(d, "live_until"));
   }
 
@@ -30,7 +31,7 @@ public record RowSet(String id, String tablet, long numRows, byte[] minKey, byte
   }
 
   RowSet withCreatedTs(long ts) {
-    return new RowSet(id, tablet, numRows, minKey, maxKey, base, stats, ts, liveUntil);
+    return new RowSet(id, tablet, numRows, minKey, maxKey, base, pkIndex, stats, ts, liveUntil);
   }
 
   /** Whether a read may see rows of it (§8.2): never a history-only rowset, except as of a

@@ -17,7 +17,8 @@ import tableformat.log.TableFormatError;
 
 /**
  * The JVM planner from the command line, for tests and tools: one JSON request a line on stdin
- * ({@code {"table": uri, "as_of": str|null, "columns": [..]|null, "filter": ...}}), one JSON
+ * ({@code {"table": uri, "as_of": str|null, "columns": [..]|null, "filter": ..., "seek": bool}}; seek:
+ * also seek PK indexes, as the engine's scan does), one JSON
  * answer a line on stdout: the plan ({@link PlanJson}) or {@code {"error": name, "message": ...}}
  * with the engine's error name. {@code {"canonical": <json text>}} answers the canonical
  * serialization and CRC-32 of a value instead (specs/format.md §8.1).
@@ -53,7 +54,8 @@ public final class PlanCli {
         columns = new ArrayList<>();
         for (JsonNode n : c) columns.add(n.asText());
       }
-      return PlanJson.of(store, Planner.plan(state, columns, req.get("filter")));
+      KeySeek seek = req.path("seek").asBoolean(false) ? new PkIndexSeek(store) : null;
+      return PlanJson.of(store, Planner.plan(state, columns, req.get("filter"), seek));
     } catch (TableFormatError e) {
       out.put("error", e.errorName());
       out.put("message", e.getMessage());

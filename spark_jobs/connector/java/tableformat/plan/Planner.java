@@ -18,8 +18,8 @@ import tableformat.log.TableState;
  * the rowsets a scan needs (rule 1: live, visible at the cut, not pruned), per rowset the base
  * file of each column read (rule 2), the REDO files ranked by max_ts then log order with the cut
  * (rule 3), the UNDO files newer than the cut (rule 6) and whether the rowset is native.
- * Pruning uses only the log: a key interval that falls between two keys of a rowset is not
- * seen here (the engine seeks the PK index too), so this plan may keep a rowset that one drops.
+ * Pruning uses only the log unless a {@link KeySeek} is given: a key interval that falls between
+ * two keys of a rowset is seen only by seeking its PK index, as the engine does.
  */
 public final class Planner {
   private Planner() {}
@@ -35,8 +35,15 @@ public final class Planner {
 
   public record ReadPlan(TableState state, Schema schema, List<Column> columns, List<RowSetPlan> rowsets) {}
 
-  /** The plan of a scan of {@code state}: {@code columns} null for all, {@code filter} as FilterParser takes. */
+  /** The plan of a scan of {@code state}: {@code columns} null for all, {@code filter} as FilterParser takes;
+   * pruned from the log alone. */
   public static ReadPlan plan(TableState state, List<String> columns, JsonNode filter) {
+    return plan(state, columns, filter, null);
+  }
+
+  /** The plan, with {@code seek} (null: none) dropping rowsets that hold no key of the filter's key
+   * interval although their bounds straddle it, as the engine's scan does. */
+  public static ReadPlan plan(TableState state, List<String> columns, JsonNode filter, KeySeek seek) {
     Schema schema = new Schema(state.schema());
     List<Column> cols = new ArrayList<>();
     if (columns == null) cols.addAll(schema.columns);
@@ -44,12 +51,12 @@ public final class Planner {
     List<Predicate> preds = FilterParser.parse(schema, filter);
     Map<String, Bounds> bounds = Bounds.of(preds);
     List<RowSetPlan> out = new ArrayList<>();
-    for (RowSet rs : rowsets(state, schema, bounds)) out.add(rowsetPlan(state, rs, cols));
+    for (RowSet rs : rowsets(state, schema, bounds, seek)) out.add(rowsetPlan(state, rs, cols));
     return new ReadPlan(state, schema, cols, out);
   }
 
   /** Rule 1: live rowsets visible at the cut, less those pruned by tablet, key range and statistics. */
-  static List<RowSet> rowsets(TableState state, Schema schema, Map<String, Bounds> bounds) {
+  static List<RowSet> rowsets(TableState state, Schema schema, Map<String, Bounds> bounds, KeySeek seek) {
     List<RowSet> out = new ArrayList<>();
     for (Bounds b : bounds.values()) if (b.empty) return out;
     Set<String> tablets = new HashSet<>(Pruning.tablets(schema, state.partitioning(), bounds));
@@ -73,7 +80,9 @@ public final class Planner {
           break;
         }
       }
-      if (may && rs.numRows() > 0) out.add(rs);
+      if (!may || rs.numRows() == 0) continue;
+      if (seek != null && (range[0] != null || range[1] != null) && !seek.anyKeyIn(rs, range[0], range[1])) continue;
+      out.add(rs);
     }
     return out;
   }
