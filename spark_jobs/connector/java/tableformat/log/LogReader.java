@@ -102,7 +102,7 @@ public final class LogReader {
         history.add(new CommitInfo(h.get(0).asLong(), h.get(1).asLong(), h.get(2).asText()));
       formatOf.putIfAbsent(v, fv);
       return new Loaded(state, history);
-    } catch (CorruptFileError | NullPointerException | ClassCastException e) {
+    } catch (CorruptFileError | NullPointerException | ClassCastException | IllegalArgumentException e) {
       return null;          // derived data: fall back to an older checkpoint or replay
     }
   }
@@ -135,13 +135,7 @@ public final class LogReader {
     Long cp = version == null ? lastCheckpointHint() : null;
     if (cp != null) loaded = readCheckpoint(cp);
     if (loaded == null) {
-      List<Long> plain = new ArrayList<>();
-      for (String n : store.list(LOG))
-        if (n.endsWith(".json") && !n.endsWith(".checkpoint.json")) {
-          String stem = n.substring(0, n.length() - 5);
-          if (!stem.isEmpty() && stem.chars().allMatch(Character::isDigit)) plain.add(Long.parseLong(stem));
-        }
-      plain.sort(null);
+      List<Long> plain = listed(".json");          // "<v>.checkpoint.json" has no all-digit stem
       if (plain.isEmpty()) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
       long latest = plain.get(plain.size() - 1);
       if (version != null && version > latest)
