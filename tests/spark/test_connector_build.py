@@ -27,6 +27,8 @@ def test_jar_is_built_once_per_source_hash_and_printed(tmp_path, monkeypatch):
     with zipfile.ZipFile(jar) as z:
         names = set(z.namelist())
     assert "tableformat/connector/TableFormatSource.class" in names
+    # every package of the source tree is compiled: the JVM's own log reader and planner too
+    assert {"tableformat/log/LogReader.class", "tableformat/plan/Planner.class"} <= names
     assert "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister" in names
     mtime = (tmp_path / "cache" / "tableformat" / "connector" / connector.jar_name()).stat().st_mtime_ns
     assert connector.build_jar() == jar                   # cached: never rebuilt nor overwritten

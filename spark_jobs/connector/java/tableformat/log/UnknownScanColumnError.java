@@ -1,0 +1,8 @@
+package tableformat.log;
+
+/** A scan or filter naming a column the schema does not have. */
+public class UnknownScanColumnError extends InvalidFilterError {
+  public UnknownScanColumnError(String message) {
+    super(message);
+  }
+}

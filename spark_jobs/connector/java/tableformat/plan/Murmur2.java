@@ -1,0 +1,40 @@
+package tableformat.plan;
+
+/** MurmurHash64A as Kudu's HashUtil::MurmurHash2_64 (specs/format.md §4.1). */
+public final class Murmur2 {
+  private Murmur2() {}
+
+  private static final long M = 0xc6a4a7935bd1e995L;
+  private static final int R = 47;
+
+  public static long hash64(byte[] data, long seed) {
+    int len = data.length;
+    long h = seed ^ (len * M);
+    int full = len / 8;
+    for (int i = 0; i < full; i++) {
+      long k = 0;
+      for (int j = 7; j >= 0; j--) k = (k << 8) | (data[i * 8 + j] & 0xffL);
+      k *= M;
+      k ^= k >>> R;
+      k *= M;
+      h ^= k;
+      h *= M;
+    }
+    int rest = len & 7;
+    if (rest > 0) {
+      long k = 0;
+      for (int j = rest - 1; j >= 0; j--) k = (k << 8) | (data[full * 8 + j] & 0xffL);
+      h ^= k;
+      h *= M;
+    }
+    h ^= h >>> R;
+    h *= M;
+    h ^= h >>> R;
+    return h;
+  }
+
+  /** The bucket of an encoded value: the hash, unsigned, mod buckets. */
+  public static int bucket(byte[] data, long seed, int buckets) {
+    return (int) Long.remainderUnsigned(hash64(data, seed), buckets);
+  }
+}
