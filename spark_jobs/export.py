@@ -167,7 +167,7 @@ def delta_export(spark: Any, uri: str, output: str, name: str, mode: str = "appe
                 v, rows = _seed_replica(spark, t, output, name, end)
             else:
                 v, rows = _export_next(spark, t, output, name, mode, max(w if w is not None else start, start) + 1,
-                                       end, keys)
+                                       end, keys, delta_options)
             res["rows"] += rows
             res["commits"].append(v)
             if on_commit:
@@ -232,13 +232,21 @@ def _q(c: str) -> str:
     return "`" + c.replace("`", "``") + "`"
 
 
-def _follow_schema(spark: Any, t: Any, output: str, since: int, v: int) -> None:
-    """Make the Delta replica's columns those of our schema at `v`: drop, rename, add, each by
-    column ID (the field's metadata; a field without it is matched by name in our schema at
-    `since`, the version it last followed). A rename or a drop needs Delta column mapping,
-    turned on here the first time (readers: Delta 2.0+, delta-rs, Trino)."""
+def _follow_schema(spark: Any, t: Any, output: str, name: str, since: int, v: int,
+                   delta_options: dict | None) -> None:
+    """Carry our schema changes after `since` (the version the replica holds) through `v` into
+    the Delta replica: drop, rename, add, each matched by column ID (the field's metadata; a
+    field without it by its name at `since`). Only changes made in (since, v] are applied, and
+    none once the replica holds v: an export behind another never takes the replica's schema
+    back. A rename or a drop needs Delta column mapping, turned on here the first time
+    (readers: Delta 2.0+, delta-rs, Trino)."""
     from delta.tables import DeltaTable
     cur, prev = t.snapshot(v).schema, t.snapshot(since).schema
+    if cur.to_json() == prev.to_json():
+        return
+    w = delta_watermark(output, name, delta_options)
+    if w is not None and w >= v:
+        return
     dt = DeltaTable.forPath(spark, output)
     have = {}                                       # Delta name -> our column ID
     for f in dt.toDF().schema.fields:
@@ -247,9 +255,12 @@ def _follow_schema(spark: Any, t: Any, output: str, since: int, v: int) -> None:
             cid = prev.column(f.name).id
         if cid is not None:
             have[f.name] = int(cid)
-    drop = [n for n, cid in have.items() if not cur.has_id(cid)]
-    rename = {n: cur.by_id(cid).name for n, cid in have.items() if cur.has_id(cid) and cur.by_id(cid).name != n}
-    add = [c for c in cur.columns if c.id not in have.values()]
+    tmp = lambda cid: f"__tableformat_{cid}"       # noqa: E731
+    drop = [n for n, cid in have.items() if prev.has_id(cid) and not cur.has_id(cid)]
+    rename = {n: cur.by_id(cid).name for n, cid in have.items()
+              if prev.has_id(cid) and cur.has_id(cid) and n in (prev.by_id(cid).name, tmp(cid))
+              and cur.by_id(cid).name != n}
+    add = [c for c in cur.columns if not prev.has_id(c.id) and c.id not in have.values()]
     table = f"delta.{_q(output)}"
     if drop or rename:
         props = dt.detail().collect()[0]["properties"] or {}
@@ -258,11 +269,12 @@ def _follow_schema(spark: Any, t: Any, output: str, since: int, v: int) -> None:
                       "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
     if drop:
         spark.sql(f"ALTER TABLE {table} DROP COLUMNS ({', '.join(_q(n) for n in drop)})")
-    # through temporary names, so that swapped names never collide
+    # through temporary names, so that swapped names never collide (a rerun resumes from either)
     for n in rename:
-        spark.sql(f"ALTER TABLE {table} RENAME COLUMN {_q(n)} TO {_q(f'__tableformat_{have[n]}')}")
+        if n != tmp(have[n]):
+            spark.sql(f"ALTER TABLE {table} RENAME COLUMN {_q(n)} TO {_q(tmp(have[n]))}")
     for n, new in rename.items():
-        spark.sql(f"ALTER TABLE {table} RENAME COLUMN {_q(f'__tableformat_{have[n]}')} TO {_q(new)}")
+        spark.sql(f"ALTER TABLE {table} RENAME COLUMN {_q(tmp(have[n]))} TO {_q(new)}")
     if add:                                         # an empty append adds them, IDs in their metadata
         empty = cur.arrow_schema([c.name for c in add]).empty_table()
         (_with_column_ids(spark.createDataFrame(empty), cur).write.format("delta").mode("append")
@@ -299,11 +311,12 @@ def _refuse_retyped_columns(spark: Any, t: Any, output: str, df: Any, v: int) ->
     if not DeltaTable.isDeltaTable(spark, output):
         return
     theirs = {f.name: f.dataType for f in DeltaTable.forPath(spark, output).toDF().schema.fields}
+    schema = t.snapshot(v).schema
     for f in df.schema.fields:
         old = theirs.get(f.name)
-        if old is None or old == f.dataType or f.name.startswith("_"):
+        if old is None or old == f.dataType or not schema.has_column(f.name):     # _op, _version, ...
             continue
-        col = t.snapshot(v).schema.column(f.name)
+        col = schema.column(f.name)
         added = v
         while added > 0 and t.snapshot(added - 1).schema.has_id(col.id):
             added -= 1
@@ -314,12 +327,12 @@ def _refuse_retyped_columns(spark: Any, t: Any, output: str, df: Any, v: int) ->
             f"change log at {output} holds it as {old.simpleString()} from before it was dropped, and Delta "
             f"merges no column into another type. Export the changes from "
             f"then on into a new Delta table: delta_export(..., mode='append', start={added}) "
-            f"(`python -m spark_jobs.export --delta append` into another --output), or use mode='apply', "
-            f"whose replica follows our schema")
+            f"(`python -m spark_jobs.export --delta append --start {added}` with another --output), or use "
+            f"mode='apply', whose replica follows our schema")
 
 
 def _export_next(spark: Any, t: Any, output: str, name: str, mode: str, v: int, end: int,
-                 keys: list[str]) -> tuple[int, int]:
+                 keys: list[str], delta_options: dict | None = None) -> tuple[int, int]:
     """One Delta commit of version `v`'s changes (with the versions after it that changed no data,
     up to `end`). Returns (the version committed, rows written)."""
     since = v - 1
@@ -330,7 +343,7 @@ def _export_next(spark: Any, t: Any, output: str, name: str, mode: str, v: int, 
     fill = {}
     if mode == "apply":
         # the replica's columns become ours at v (with v's own names: the changes are in them)
-        _follow_schema(spark, t, output, since, v)
+        _follow_schema(spark, t, output, name, since, v, delta_options)
         cols = [c.name for c in t.snapshot(v).schema.columns]
         fill = _read_defaults(spark, t, output, since, v)
     if mode == "apply" and (ch.num_rows or fill):
@@ -358,6 +371,8 @@ def main(argv=None) -> None:
     ap.add_argument("--master")
     ap.add_argument("--delta", choices=DELTA_MODES, help="export into a Delta table at --output, in this mode")
     ap.add_argument("--name", help="the Delta export's name (its txnAppId); required with --delta")
+    ap.add_argument("--start", type=int, default=0,
+                    help="--delta append: on the first run, export the changes after this version")
     ap.add_argument("--delta-options", help="JSON delta-rs storage options of the output (reading the watermark)")
     args = ap.parse_args(argv)
     if args.delta:
@@ -366,7 +381,8 @@ def main(argv=None) -> None:
         spark = get_spark("tableformat-export", args.master, delta=True)
         res = delta_export(spark, args.table, args.output, args.name, args.delta,
                            json.loads(args.storage_options) if args.storage_options else None,
-                           json.loads(args.delta_options) if args.delta_options else None, args.end)
+                           json.loads(args.delta_options) if args.delta_options else None, args.end,
+                           start=args.start)
         print(f"exported into Delta ({args.delta}) through version {res['end']}: {len(res['commits'])} "
               f"commit(s), {res['rows']} row(s)")
         return

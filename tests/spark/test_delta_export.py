@@ -291,3 +291,19 @@ def test_append_refuses_a_column_readded_with_another_type_and_says_how_to_go_on
     assert delta_export(spark, t.uri, out2, "exp", "append", start=8)["commits"] == [9]
     got = delta_rows(spark, out2)
     assert got.schema.field("x").type == pa.string() and got.num_rows == t.changes(8, 9).num_rows
+
+
+def test_apply_resumes_a_schema_change_a_dead_run_left_half_done(spark, tmp_path):
+    """The ALTERs that carry a schema change are Delta commits of their own, before the version's
+    MERGE: a run that died between them leaves the replica half changed, and the rerun finishes
+    the change by column ID instead of renaming or adding twice."""
+    t = make_schema_history(str(tmp_path / "t"))
+    out = str(tmp_path / "replica")
+    delta_export(spark, t.uri, out, "replica", "apply", end=3)
+    sid = t.snapshot(3).schema.column("s").id
+    spark.sql(f"ALTER TABLE delta.`{out}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+              "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
+    spark.sql(f"ALTER TABLE delta.`{out}` RENAME COLUMN s TO __tableformat_{sid}")   # the first of two renames
+    assert delta_watermark(out, "replica") == 3
+    assert delta_export(spark, t.uri, out, "replica", "apply", end=5)["commits"] == [5]
+    replica_equals_scan(spark, out, t, 5)

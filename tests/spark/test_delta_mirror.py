@@ -244,7 +244,7 @@ def test_delta_spark_with_default_settings_reads_a_mirror_of_a_default_table(spa
     n = 500
     t.insert(pa.table({"k": np.arange(n, dtype=np.int64), "i": pa.array(np.arange(n, dtype=np.int32) * 3),
                        "f": pa.array(np.linspace(0, 1, n, dtype=np.float32)), "v": np.linspace(-5, 5, n),
-                       "d": pa.array(np.arange(n), pa.int64()).cast(pa.decimal128(12, 2)),
+                       "d": pa.array(np.arange(n), pa.int64()).cast(pa.decimal128(38, 0)).cast(pa.decimal128(12, 2)),
                        "dt": pa.array(np.arange(n, dtype=np.int32), pa.date32()),
                        "ts": pa.array(np.arange(n) + 10**15, pa.timestamp("us", tz="UTC"))}))
     m = str(tmp_path / "m")
