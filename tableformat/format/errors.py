@@ -193,3 +193,9 @@ class NativeReadUnavailableError(TableFormatError):
 class MirrorError(TableFormatError):
     """A Delta mirror cannot be written: its log was written concurrently or cleaned up, or a
     rowset cannot be expressed in Delta and compaction was not allowed."""
+
+
+class ExportSchemaError(TableFormatError, ValueError):
+    """A change export cannot carry a schema change into its sink: a Delta change log (append
+    mode) keeps every column it ever had by name, so a column dropped and added again under the
+    same name with another type cannot join it. The message names the way on."""

@@ -91,8 +91,8 @@ def test_delta_rs_reads_every_mirrored_version(mirrored):
 @pytest.fixture
 def delta_reader(spark):
     """The session, reading Parquet as delta-spark can read our files: Spark 4.2's vectorized
-    reader cannot decode BYTE_STREAM_SPLIT (bitshuffle, our default for numbers), its row reader
-    can, so there the vectorized one is turned off (README "Delta Lake")."""
+    reader cannot decode BYTE_STREAM_SPLIT (a column encoded bitshuffle), its row reader can, so
+    there the vectorized one is turned off (README "Delta Lake")."""
     from spark_jobs.read import reads_byte_stream_split
     from spark_jobs.session import has_delta
     if not has_delta(spark):
@@ -226,3 +226,30 @@ def test_cli_mirror(tmp_path, capsys):
     got = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(tmp_path / "m")))
                    .execute("SELECT * FROM t").read_all())
     assert norm_table(got, ["k", "v"]).equals(norm_table(t.scan().to_arrow(), ["k", "v"]))
+
+
+def test_delta_spark_with_default_settings_reads_a_mirror_of_a_default_table(spark, tmp_path):
+    """A mirror is for readers that know nothing of us, with their defaults: Spark 4.2's vectorized
+    reader (every delta-spark user's) cannot decode BYTE_STREAM_SPLIT, so a table made with
+    default settings writes numbers PLAIN (§5) and the vectorized reader stays on."""
+    from spark_jobs.session import has_delta
+    if not has_delta(spark):
+        pytest.skip("the Spark session has no Delta Lake")
+    assert spark.conf.get("spark.sql.parquet.enableVectorizedReader") == "true"
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("i", "int32", nullable=True), tf.Column("f", "float", nullable=True),
+                   tf.Column("v", "double", nullable=True), tf.Column("d", "decimal(12,2)", nullable=True),
+                   tf.Column("dt", "date", nullable=True), tf.Column("ts", "unixtime_micros", nullable=True)],
+                  primary_key="k")
+    t = tf.create_table(str(tmp_path / "t"), s)
+    n = 500
+    t.insert(pa.table({"k": np.arange(n, dtype=np.int64), "i": pa.array(np.arange(n, dtype=np.int32) * 3),
+                       "f": pa.array(np.linspace(0, 1, n, dtype=np.float32)), "v": np.linspace(-5, 5, n),
+                       "d": pa.array(np.arange(n), pa.int64()).cast(pa.decimal128(38, 0)).cast(pa.decimal128(12, 2)),
+                       "dt": pa.array(np.arange(n, dtype=np.int32), pa.date32()),
+                       "ts": pa.array(np.arange(n) + 10**15, pa.timestamp("us", tz="UTC"))}))
+    m = str(tmp_path / "m")
+    t.mirror_delta(m)
+    got = spark.read.format("delta").load(m).toArrow()
+    cols = [c.name for c in s.columns]
+    assert norm_table(got, cols).equals(norm_table(t.scan().to_arrow(), cols))
+    assert spark.read.format("delta").load(m).where("v > 4.5").count() == t.scan(filter=[("v", ">", 4.5)]).count()

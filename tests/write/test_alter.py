@@ -96,6 +96,7 @@ def test_column_lookup_checks_type_and_nullability(tmp_path):
 
 def test_encoding_and_compression_apply_to_new_files(tmp_path):
     t = ab_table(tmp_path)
+    t.alter().set_encoding("col_b", "bitshuffle").commit()      # the default is plain: start from another
     t.insert(pa.table({"col_a": i32(*range(100)), "col_b": i32(*range(100))}))
     with t.alter() as a:
         a.set_encoding("col_b", "plain")
