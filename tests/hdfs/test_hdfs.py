@@ -1,0 +1,112 @@
+"""The engine against a real HDFS: Hadoop's MiniDFSCluster (a NameNode, two DataNodes) in its own JVM,
+reached as hdfs:// URIs over WebHDFS (tableformat/storage.py)."""
+import multiprocessing as mp
+
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+
+from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+
+KEY = ["host", "metric", "time"]
+
+
+def test_table_life_cycle_on_hdfs(hdfs_table_root):
+    root, opts = hdfs_table_root
+    t = tf.create_table(f"{root}/metrics", metrics_schema(), partitioning=metrics_partitioning(),
+                        storage_options=opts)
+    data = metrics_rows(1500)
+    t.insert(data)
+    t.update(data.select(KEY).slice(0, 10).append_column("value", pa.array([9.0] * 10)))
+    t.delete(data.select(KEY).slice(10, 5))
+    again = tf.open_table(f"{root}/metrics", storage_options=opts)
+    assert again.storage.is_hdfs and again.storage.protocol == "hdfs"
+    assert again.scan().count() == 1495
+    assert again.scan(filter=[("value", "=", 9.0)]).count() == 10
+    assert_same_rows(again.scan(as_of=1).to_arrow(), data)          # time travel
+    assert len(again.changes(1)) == 15
+    with pytest.raises(tf.DuplicateKeyError, match=r"1 key\(s\) already exist in table 'metrics'"):
+        again.insert(data.slice(100, 1))
+
+
+def test_alter_compaction_vacuum_and_check_on_hdfs(hdfs_table_root):
+    root, opts = hdfs_table_root
+    t = tf.create_table(f"{root}/m", metrics_schema(), partitioning=metrics_partitioning(), storage_options=opts)
+    data = metrics_rows(900)
+    for i in range(3):
+        t.insert(data.take(pa.array(list(range(i, 900, 3)))))
+    t.update(data.select(KEY).slice(0, 20).append_column("value", pa.array([3.0] * 20)))
+    with t.alter() as a:
+        a.add_column("note", "string", nullable=True, default="n/a")
+    expect = t.scan().to_arrow()
+    assert t.compact()
+    assert_same_rows(t.scan().to_arrow(), expect)
+    assert t.scan(as_of=3).count() == 900
+    stray = t.storage.path("tablets/r0-h0/stray.parquet")
+    t.storage.fs.pipe_file(stray, b"orphan")
+    assert t.vacuum(grace_seconds=0).files == ["tablets/r0-h0/stray.parquet"]
+    assert t.check().ok
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert_same_rows(tf.open_table(f"{root}/m", storage_options=opts).scan().to_arrow(), expect)
+
+
+def test_a_lost_commit_leaves_no_file(hdfs_table_root):
+    """The loser's temporary file is removed; the winner's commit is whole (§8.1)."""
+    root, opts = hdfs_table_root
+    t = tf.create_table(f"{root}/t", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
+    st = t.state
+    assert t.log.try_commit(st, "A", [], {}, 0) is not None
+    assert t.log.try_commit(st, "B", [], {}, 0) is None
+    assert sorted(t.storage.list("_log")) == ["00000000000000000000.json", "00000000000000000001.json"]
+    assert [h.operation for h in tf.open_table(f"{root}/t", storage_options=opts).history()][-1] == "A"
+    with pytest.raises(tf.TableExistsError, match="a table already exists at"):
+        tf.create_table(f"{root}/t", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
+
+
+def _race(uri, opts, wid, barrier, out):
+    t = tf.open_table(uri, storage_options=opts)
+    st = t.state
+    barrier.wait()
+    won = t.log.try_commit(st, f"W{wid}", [], {"writer": wid}, st.version)
+    out.put((wid, won is not None))
+
+
+def test_eight_writers_race_for_one_version(hdfs_table_root):
+    """Eight processes try to create the same version at the same moment: the NameNode lets exactly
+    one rename win, and the version holds that writer's commit, whole."""
+    root, opts = hdfs_table_root
+    uri = f"{root}/race"
+    t = tf.create_table(uri, tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
+    ctx = mp.get_context("spawn")
+    for rnd in range(3):
+        barrier, out = ctx.Barrier(8), ctx.Queue()
+        procs = [ctx.Process(target=_race, args=(uri, opts, w, barrier, out)) for w in range(8)]
+        for p in procs:
+            p.start()
+        results = dict(out.get(timeout=120) for _ in procs)
+        for p in procs:
+            p.join(60)
+            assert p.exitcode == 0
+        winners = [w for w, won in results.items() if won]
+        assert len(winners) == 1, results
+        fresh = tf.open_table(uri, storage_options=opts)
+        assert fresh.version == rnd + 1
+        assert fresh.history()[-1].operation == f"W{winners[0]}"
+        assert [n for n in fresh.storage.list("_log") if n.startswith(".tmp-")] == []
+    assert t.check().ok
+
+
+@pytest.mark.parametrize("options,error", [
+    ({"namenode_http_address": "127.0.0.1:1", "color": "red"}, r"unknown storage_options \['color'\]"),
+])
+def test_bad_hdfs_options_are_typed_errors(hdfs, options, error):
+    with pytest.raises(tf.InvalidURIError, match=error):
+        tf.open_table(f"{hdfs.uri}/nothing", storage_options=options)
+    with pytest.raises(tf.InvalidURIError, match="names its NameNode"):
+        tf.open_table("hdfs:///no/host")
+
+
+def test_missing_table_on_hdfs(hdfs):
+    with pytest.raises(tf.TableNotFoundError, match=r"no table at 'hdfs://127.0.0.1:\d+/missing'"):
+        tf.open_table(f"{hdfs.uri}/missing", storage_options=hdfs.storage_options)
