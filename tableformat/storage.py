@@ -73,6 +73,8 @@ class Storage:
         return uri
 
     def __repr__(self) -> str:
+        if self.is_hdfs:       # the NameNode is in the URI, not in the path
+            return f"Storage({self._safe_uri(self.uri)})"
         return f"Storage({self.protocol}://{self.root})"
 
     def path(self, rel: str) -> str:

@@ -1,13 +1,18 @@
 """The engine against a real HDFS: Hadoop's MiniDFSCluster (a NameNode, two DataNodes) in its own JVM,
 reached as hdfs:// URIs over WebHDFS (tableformat/storage.py)."""
 import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 
 import pyarrow as pa
 import pytest
 
 import tableformat as tf
 
-from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import ROOT, TESTS, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
 
 KEY = ["host", "metric", "time"]
 
@@ -110,3 +115,63 @@ def test_bad_hdfs_options_are_typed_errors(hdfs, options, error):
 def test_missing_table_on_hdfs(hdfs):
     with pytest.raises(tf.TableNotFoundError, match=r"no table at 'hdfs://127.0.0.1:\d+/missing'"):
         tf.open_table(f"{hdfs.uri}/missing", storage_options=hdfs.storage_options)
+
+
+# A writer process stops at a step of its write (storage's fault points) and is killed there with
+# SIGKILL, as tests/commit/test_crash.py does on local disk: a rowset written and the next begun, a temporary commit file
+# written but not renamed, or the commit renamed but the writer gone.
+KILLS = [("insert", "write", 4), ("insert", "commit-link", 1), ("insert", "after-commit", 1),
+         ("compact", "write", 4), ("compact", "commit-link", 1)]
+
+
+@pytest.mark.parametrize("op,step,nth", KILLS)
+def test_kill_9_during_a_write_on_hdfs(hdfs_table_root, op, step, nth):
+    root, opts = hdfs_table_root
+    uri = f"{root}/k"
+    t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning(), storage_options=opts,
+                        properties={"rowset_target_bytes": 1 << 16})
+    data = metrics_rows(1200)
+    for i in range(3):      # overlapping rowsets, so compaction has work
+        t.insert(data.take(pa.array(list(range(i, 1200, 3)))))
+    before_version, before = t.version, t.scan().to_arrow()
+    every = {v: t.scan(as_of=v).to_arrow() for v in range(t.version + 1)}
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(TESTS)!r})
+        import tableformat as tf
+        from helpers import metrics_rows
+        t = tf.open_table({uri!r}, storage_options={opts!r})
+        seen = []
+        def stop(step, rel):
+            if step == {step!r}:
+                seen.append(rel)
+                if len(seen) == {nth}:
+                    print("at", step, rel, flush=True)
+                    time.sleep(600)
+        t.storage.fault_hook = stop
+        t.insert(metrics_rows(3000, start=5000)) if {op!r} == "insert" else t.compact()
+        print("done", flush=True)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+    line = p.stdout.readline()
+    assert line.startswith(f"at {step} "), line
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    fresh = tf.open_table(uri, storage_options=opts)
+    if step == "after-commit":
+        assert fresh.version == before_version + 1 and fresh.scan().count() == before.num_rows + 3000
+    else:
+        assert fresh.version == before_version
+        assert_same_rows(fresh.scan().to_arrow(), before)
+    assert fresh.check().ok, fresh.check()
+    for v, want in every.items():                               # time travel to every version
+        assert_same_rows(fresh.scan(as_of=v).to_arrow(), want)
+    left = fresh.vacuum(grace_seconds=0).files
+    if step != "after-commit":
+        assert left and all(f.startswith("tablets/") or f.startswith("_log/.tmp-") for f in left), left
+    if step == "commit-link":
+        assert any(f.startswith("_log/.tmp-") for f in left)    # the unrenamed commit was collected
+    assert fresh.vacuum(grace_seconds=0, dry_run=True).files == []
+    assert fresh.check().ok
+    fresh.insert(metrics_rows(5, start=20000))                  # the table still takes writes
+    assert tf.open_table(uri, storage_options=opts).version == fresh.version
