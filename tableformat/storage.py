@@ -170,8 +170,8 @@ class Storage:
         p = self.path(rel)
         if self.is_local:
             os.makedirs(posixpath.dirname(p), exist_ok=True)
-        if self.is_hdfs:
-            _webhdfs_create(self.fs, p, bytes(data))
+        if self.is_hdfs:      # as a PUT on S3: a hint file (_last_checkpoint) is written again
+            _webhdfs_create(self.fs, p, bytes(data), overwrite=True)
             return len(data) if not isinstance(data, pa.Buffer) else data.size
         # A local file takes the Arrow buffer as it is; object stores' clients want bytes.
         self.fs.pipe_file(p, bytes(data) if isinstance(data, pa.Buffer) and not self.is_local else data)
@@ -332,10 +332,11 @@ def _data_node(fs, location: str) -> str:
     return location
 
 
-def _webhdfs_create(fs, path: str, data: bytes) -> None:
-    """CREATE with overwrite=false: the NameNode names a DataNode, which creates the file (exclusively)
-    and writes the bytes. Two requests; fsspec's writer makes four (an empty create, then an append)."""
-    out = _webhdfs_call(fs, "CREATE", "PUT", path, redirect=False, overwrite="false")
+def _webhdfs_create(fs, path: str, data: bytes, overwrite: bool = False) -> None:
+    """CREATE: the NameNode names a DataNode, which creates the file (with overwrite=false: only if
+    it does not exist, FileExistsError otherwise) and writes the bytes. Two requests; fsspec's writer
+    makes four (an empty create, then an append)."""
+    out = _webhdfs_call(fs, "CREATE", "PUT", path, redirect=False, overwrite=str(overwrite).lower())
     loc = out.headers.get("Location")
     if not loc:
         raise OSError(f"WebHDFS CREATE {path}: the NameNode named no DataNode ({out.status_code})")

@@ -1,5 +1,6 @@
 """The engine against a real HDFS: Hadoop's MiniDFSCluster (a NameNode, two DataNodes) in its own JVM,
 reached as hdfs:// URIs over WebHDFS (tableformat/storage.py)."""
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -175,3 +176,15 @@ def test_kill_9_during_a_write_on_hdfs(hdfs_table_root, op, step, nth):
     assert fresh.check().ok
     fresh.insert(metrics_rows(5, start=20000))                  # the table still takes writes
     assert tf.open_table(uri, storage_options=opts).version == fresh.version
+
+
+def test_the_checkpoint_hint_moves_on_hdfs(hdfs_table_root):
+    """_last_checkpoint is written again at each checkpoint (a plain overwrite, as a PUT on S3)."""
+    root, opts = hdfs_table_root
+    t = tf.create_table(f"{root}/c", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts,
+                        properties={"checkpoint_interval": 2})
+    for i in range(5):
+        t.insert(pa.table({"k": [i]}))
+    checkpoints = sorted(n for n in t.storage.list("_log") if n.endswith(".checkpoint.json"))
+    assert len(checkpoints) >= 2
+    assert json.loads(t.storage.read("_log/_last_checkpoint"))["version"] == int(checkpoints[-1].split(".")[0])
