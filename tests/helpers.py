@@ -277,7 +277,8 @@ def minihdfs_classpath() -> str:
     import hashlib
     import shutil
     version = hadoop_version()
-    src = (HDFS_SOURCES / "MiniHdfs.java").read_bytes() + (HDFS_SOURCES / "pom.xml").read_bytes()
+    sources = ("MiniHdfs.java", "pom.xml", "hadoop-metrics2.properties")
+    src = b"".join((HDFS_SOURCES / n).read_bytes() for n in sources)
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tableformat-tests" / \
         f"minihdfs-{version}-{hashlib.sha256(src).hexdigest()[:12]}"
     jars, classes = cache / "jars", cache / "classes"
@@ -291,6 +292,7 @@ def minihdfs_classpath() -> str:
                         "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'jars'}"], check=True)
         subprocess.run(["javac", "-d", str(tmp / "classes"), "-cp", str(tmp / "jars" / "*"),
                         str(HDFS_SOURCES / "MiniHdfs.java")], check=True)
+        shutil.copy(HDFS_SOURCES / "hadoop-metrics2.properties", tmp / "classes")
         shutil.rmtree(cache, ignore_errors=True)
         os.replace(tmp, cache)
     return f"{jars / '*'}{os.pathsep}{classes}"
