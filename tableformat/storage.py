@@ -21,7 +21,7 @@ from typing import Any, Callable
 import fsspec
 import pyarrow as pa
 
-from .errors import InvalidURIError, TableFormatError
+from .errors import InvalidURIError, MissingDependencyError, TableFormatError
 
 _CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential")
 
@@ -50,6 +50,8 @@ class Storage:
                 fs, root = _webhdfs(uri, opts)
             else:
                 fs, root = fsspec.core.url_to_fs(uri, **opts)
+        except MissingDependencyError:
+            raise
         except (ValueError, ImportError, TypeError) as e:
             raise InvalidURIError(f"cannot open table URI {self._safe_uri(uri)!r}: {e}") from None
         self.fs = fs
@@ -276,7 +278,10 @@ def _webhdfs(uri: str, opts: dict):
     The RPC port in the URI is what Spark and Hadoop use; WebHDFS is served on the NameNode's
     HTTP address (`namenode_http_address`, "host:port" or a URL; default: the URI's host on 9870,
     9871 with use_https)."""
-    from fsspec.implementations.webhdfs import WebHDFS
+    try:
+        from fsspec.implementations.webhdfs import WebHDFS
+    except ImportError as e:
+        raise MissingDependencyError(f"hdfs:// needs requests (pip install -e '.[hdfs]'): {e}") from None
     u = urllib.parse.urlsplit(uri)
     if not u.hostname:
         raise ValueError("an hdfs:// URI names its NameNode: hdfs://namenode:8020/path")
