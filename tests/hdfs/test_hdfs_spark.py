@@ -70,3 +70,9 @@ def test_hadoop_schemes_need_no_jvm_schemes(uri):
     assert jvm_unreadable(storage, ()) is None
     assert jvm_path(storage, "tablets/a/base.parquet") == uri + "/tablets/a/base.parquet"
     assert "jvm_schemes" in jvm_unreadable(tf.Storage("memory://w/m"), ())
+
+
+def test_a_delta_mirror_names_hdfs_files_with_their_namenode():
+    from tableformat.delta_mirror import file_uri
+    storage = tf.Storage("hdfs://namenode:8020/w/m")
+    assert file_uri(storage, "tablets/r0/base 1.parquet") == "hdfs://namenode:8020/w/m/tablets/r0/base%201.parquet"
