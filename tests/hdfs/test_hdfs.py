@@ -70,36 +70,43 @@ def test_a_lost_commit_leaves_no_file(hdfs_table_root):
         tf.create_table(f"{root}/t", tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
 
 
+ROUNDS = 3
+
+
 def _race(uri, opts, wid, barrier, out):
-    t = tf.open_table(uri, storage_options=opts)
-    st = t.state
-    barrier.wait()
-    won = t.log.try_commit(st, f"W{wid}", [], {"writer": wid}, st.version)
-    out.put((wid, won is not None))
+    for rnd in range(ROUNDS):
+        st = tf.open_table(uri, storage_options=opts).state
+        barrier.wait()                  # all eight hold the same version, then go at once
+        won = tf.open_table(uri, storage_options=opts).log.try_commit(st, f"W{wid}", [], {}, st.version)
+        out.put((rnd, st.version + 1, wid, won is not None))
+        barrier.wait()                  # the round is over before anyone reads the next state
 
 
 def test_eight_writers_race_for_one_version(hdfs_table_root):
-    """Eight processes try to create the same version at the same moment: the NameNode lets exactly
-    one rename win, and the version holds that writer's commit, whole."""
+    """Eight processes try to create the same version at the same moment, three times: the NameNode
+    lets exactly one rename win each time, and the version holds that writer's commit, whole."""
     root, opts = hdfs_table_root
     uri = f"{root}/race"
     t = tf.create_table(uri, tf.Schema([tf.Column("k", "int64")], primary_key="k"), storage_options=opts)
     ctx = mp.get_context("spawn")
-    for rnd in range(3):
-        barrier, out = ctx.Barrier(8), ctx.Queue()
-        procs = [ctx.Process(target=_race, args=(uri, opts, w, barrier, out)) for w in range(8)]
-        for p in procs:
-            p.start()
-        results = dict(out.get(timeout=120) for _ in procs)
-        for p in procs:
-            p.join(60)
-            assert p.exitcode == 0
-        winners = [w for w, won in results.items() if won]
-        assert len(winners) == 1, results
-        fresh = tf.open_table(uri, storage_options=opts)
-        assert fresh.version == rnd + 1
-        assert fresh.history()[-1].operation == f"W{winners[0]}"
-        assert [n for n in fresh.storage.list("_log") if n.startswith(".tmp-")] == []
+    barrier, out = ctx.Barrier(8), ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(uri, opts, w, barrier, out)) for w in range(8)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=180) for _ in range(8 * ROUNDS)]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    fresh = tf.open_table(uri, storage_options=opts)
+    assert fresh.version == ROUNDS
+    ops = {h.version: h.operation for h in fresh.history()}
+    for rnd in range(ROUNDS):
+        this = [r for r in results if r[0] == rnd]
+        assert {v for _, v, _, _ in this} == {rnd + 1}, this          # all raced for the same version
+        winners = [w for _, _, w, won in this if won]
+        assert len(winners) == 1, this
+        assert ops[rnd + 1] == f"W{winners[0]}"
+    assert [n for n in fresh.storage.list("_log") if n.startswith(".tmp-")] == []
     assert t.check().ok
 
 
