@@ -13,7 +13,7 @@ import pytest
 
 import tableformat as tf
 
-from helpers import ROOT, TESTS, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import ROOT, TESTS, assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema, run
 
 KEY = ["host", "metric", "time"]
 
@@ -195,3 +195,19 @@ def test_the_checkpoint_hint_moves_on_hdfs(hdfs_table_root):
     checkpoints = sorted(n for n in t.storage.list("_log") if n.endswith(".checkpoint.json"))
     assert len(checkpoints) >= 2
     assert json.loads(t.storage.read("_log/_last_checkpoint"))["version"] == int(checkpoints[-1].split(".")[0])
+
+
+def test_the_command_line_on_hdfs(hdfs_table_root):
+    """The `tableformat` command, as a real process, on an hdfs:// table with --storage-option."""
+    root, opts = hdfs_table_root
+    uri = f"{root}/cli"
+    t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning(), storage_options=opts)
+    t.insert(metrics_rows(300))
+    t.delete(metrics_rows(300).select(KEY).slice(0, 5))
+    flags = [f"--storage-option=namenode_http_address={opts['namenode_http_address']}",
+             f"--storage-option=user={opts['user']}"]
+    assert run(*flags, "scan", uri, "--count").stdout.strip() == "295"
+    assert run(*flags, "scan", uri, "--as-of", "1", "--count").stdout.strip() == "300"
+    assert "0 violation(s)" in run(*flags, "check", uri).stdout
+    run(*flags, "vacuum", uri, "--grace-seconds", "0")
+    assert tf.open_table(uri, storage_options=opts).scan().count() == 295
