@@ -313,7 +313,8 @@ class MiniHdfs:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 ["java", "-Xmx768m", "-XX:+UseSerialGC", "-cp", minihdfs_classpath(), "MiniHdfs", str(base / "dfs"),
-                 str(datanodes)], stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+                 str(datanodes)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                start_new_session=True)       # stdin: the cluster ends when this process does
         deadline = time.time() + timeout
         info = None
         while info is None:

@@ -1,6 +1,4 @@
 import java.io.File;
-import java.util.concurrent.CountDownLatch;
-
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
@@ -8,7 +6,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * A real HDFS for the tests (tests/conftest.py `hdfs`): Hadoop's own MiniDFSCluster, one NameNode
  * and N DataNodes on free ports on 127.0.0.1, WebHDFS on, as Hudi's HdfsTestService runs it.
  * Prints one line `MINIHDFS {json}` with the addresses once the DataNodes are up, then runs
- * until the process is killed (SIGTERM shuts the cluster down; the fixture stops it by PID).
+ * until the process is killed (SIGTERM shuts the cluster down; the fixture stops it by PID) or
+ * its stdin ends.
  *
  * Usage: java -cp "jars/*:." MiniHdfs BASE_DIR [DATANODES]
  */
@@ -44,6 +43,11 @@ public final class MiniHdfs {
     System.out.println("MINIHDFS {\"rpc_port\": " + rpc + ", \"http_port\": " + http
         + ", \"uri\": \"hdfs://127.0.0.1:" + rpc + "\", \"datanode_http_ports\": [" + dn + "]}");
     System.out.flush();
-    new CountDownLatch(1).await();
+    // Runs until killed, or until the process that started it is gone (its stdin ends), so a test
+    // run that dies never leaves a NameNode behind. System.exit runs the shutdown hook.
+    while (System.in.read() != -1) {
+      // nothing is sent; the read only waits
+    }
+    System.exit(0);
   }
 }

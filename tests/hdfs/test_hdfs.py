@@ -211,3 +211,15 @@ def test_the_command_line_on_hdfs(hdfs_table_root):
     assert "0 violation(s)" in run(*flags, "check", uri).stdout
     run(*flags, "vacuum", uri, "--grace-seconds", "0")
     assert tf.open_table(uri, storage_options=opts).scan().count() == 295
+
+
+def test_the_cluster_ends_with_the_process_that_started_it(tmp_path):
+    """A test run that dies (its pipe to the launcher closes) leaves no NameNode running."""
+    pytest.importorskip("pyspark")
+    from helpers import MiniHdfs
+    cluster = MiniHdfs(tmp_path / "own", datanodes=1)
+    try:
+        cluster.proc.stdin.close()
+        assert cluster.proc.wait(60) == 0
+    finally:
+        cluster.stop()
