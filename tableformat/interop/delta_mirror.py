@@ -194,6 +194,8 @@ def file_uri(storage: Storage, rel: str) -> str:
     scheme = "file" if storage.is_local else storage.protocol
     if storage.is_local:
         return "file://" + urllib.parse.quote(p, safe="/")
+    if storage.is_hdfs:          # the NameNode is in the URI, not in the path
+        return f"hdfs://{urllib.parse.urlsplit(storage.uri).netloc}" + urllib.parse.quote(p, safe="/")
     return f"{scheme}://" + urllib.parse.quote(p, safe="/")
 
 
