@@ -20,7 +20,7 @@ from .predicate import Predicate
 from .rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
 from .scan import Scanner, ScanTask
 from .schema import Column, Schema
-from .storage import Storage
+from .storage import Storage, check_outside_table
 from .result import WriteResult
 from .snapshot import Snapshot
 from .table import Table, create_table, open_table
@@ -32,5 +32,5 @@ __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSche
            "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
            "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
            "DeltaFilePlan", "DeltaOp", "format", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of",
-           "MirrorResult"]
+           "MirrorResult", "check_outside_table"]
 __version__ = "0.1.0"

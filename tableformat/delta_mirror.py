@@ -34,7 +34,7 @@ from .delta_tracker import deleted_mask
 from .deltafile import REDO
 from .errors import InvalidOptionError, MirrorError, MissingDependencyError
 from .metadata import RowSetMeta, TableState
-from .storage import Storage
+from .storage import Storage, check_outside_table
 from .schema import value_from_json
 
 LOG = "_delta_log"
@@ -373,9 +373,8 @@ def _rel(storage: Storage, uri: str) -> str | None:
 
 
 def check_mirror_path(path: Any, table_uri: str) -> None:
-    """A mirror needs its own directory outside the table's: a Delta VACUUM there would delete our files."""
+    """A mirror needs its own directory apart from the table's: a Delta VACUUM of a directory
+    that holds the table, or lies inside it, deletes our files (§15)."""
     if not isinstance(path, str) or not path:
         raise InvalidOptionError(f"path must be a non-empty string (the Delta table's directory), got {path!r}")
-    if path.rstrip("/") == table_uri.rstrip("/") or path.rstrip("/").startswith(table_uri.rstrip("/") + "/"):
-        raise InvalidOptionError(f"the Delta mirror {path!r} must lie outside the table's directory "
-                                 f"{table_uri!r}: a Delta VACUUM there would delete our files")
+    check_outside_table(path, table_uri, "the Delta mirror")

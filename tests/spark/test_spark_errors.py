@@ -76,3 +76,22 @@ def test_read_table_of_a_bitshuffle_column_falls_back_instead_of_failing(spark, 
     assert read_table(spark, t.uri, columns=["id"]).selectExpr("sum(id)").collect()[0][0] == sum(range(50))
     with pytest.raises(tf.NativeReadUnavailableError, match="BYTE_STREAM_SPLIT"):
         read_table(spark, t.uri, path="native").count()
+
+
+@pytest.mark.parametrize("job", ["change_export", "delta_export", "backfill"])
+def test_outputs_that_overlap_the_table_are_refused_before_spark_runs(tmp_path, job):
+    """#34.1: an export or backfill output at the table's directory, inside it or above it was
+    written; a backfill's overwrite of the table's parent deletes the table. Refused (typed)
+    before any Spark job or write, so no session is needed to see it."""
+    from helpers import table_files
+    from spark_jobs.backfill import time_travel_backfill
+    from spark_jobs.export import change_export, delta_export
+    t = _table(tmp_path)
+    files = table_files(tmp_path)
+    run = {"change_export": lambda out: change_export(None, t.uri, out),
+           "delta_export": lambda out: delta_export(None, t.uri, out, "e", "apply"),
+           "backfill": lambda out: time_travel_backfill(None, t.uri, 1, out)}[job]
+    for out in (str(tmp_path), f"file://{tmp_path}/", t.uri, f"{t.uri}/export", f"{t.uri}/x/../"):
+        with pytest.raises(tf.PathOverlapError, match="outside the table's directory"):
+            run(out)
+    assert table_files(tmp_path) == files and t.refresh().version == 1
