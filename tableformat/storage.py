@@ -21,6 +21,14 @@ _CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential")
 _S3_SCHEMES = ("s3", "s3a", "s3n")     # one store under Hadoop's and fsspec's names
 
 
+def _redacted(uri: str) -> str:
+    """A URI to show: never echo credentials embedded in it (user:secret@host)."""
+    if "@" in uri and "://" in uri:
+        scheme, rest = uri.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return uri
+
+
 def location(uri: str) -> tuple[str, tuple[str, ...]]:
     """Where a URI points, as (store, path components), so that two spellings of one place
     compare equal: a local path or `file:` URI by its real path (symlinks, `..`, `.` and
@@ -59,8 +67,8 @@ def check_outside_table(path: str, table_uri: str, what: str) -> None:
     take the name of a log entry, and a foreign tool cleaning its own directory (Delta VACUUM,
     an overwrite) would delete ours. The one rule for every output path (specs/format.md §1)."""
     if overlaps(path, table_uri):
-        raise PathOverlapError(f"{what} {Storage._safe_uri(path)!r} overlaps the table at "
-                               f"{Storage._safe_uri(table_uri)!r} (it is the table's directory, lies inside it, "
+        raise PathOverlapError(f"{what} {_redacted(path)!r} overlaps the table at "
+                               f"{_redacted(table_uri)!r} (it is the table's directory, lies inside it, "
                                "or holds it); give a path outside the table's directory")
 
 
@@ -97,11 +105,7 @@ class Storage:
 
     @staticmethod
     def _safe_uri(uri: str) -> str:
-        # Never echo credentials embedded in a URI (user:secret@host).
-        if "@" in uri and "://" in uri:
-            scheme, rest = uri.split("://", 1)
-            return f"{scheme}://***@{rest.split('@', 1)[1]}"
-        return uri
+        return _redacted(uri)
 
     def __repr__(self) -> str:
         return f"Storage({self.protocol}://{self.root})"

@@ -304,3 +304,27 @@ def test_a_mirror_holding_the_table_is_refused_and_a_delta_vacuum_of_a_right_one
     rows = lambda tb: sorted((r["k"], "NaN" if r["f"] != r["f"] else r["f"]) for r in tb.to_pylist())  # noqa: E731
     assert rows(got.toArrow()) == rows(t.scan().to_arrow())
     assert sorted(r.k for r in got.where("f > 0.0").collect()) == [1, 5]
+
+
+def test_a_base_file_whose_old_footer_hides_nan_is_rewritten_before_it_is_mirrored(tmp_path, monkeypatch):
+    """Files written before §5's footer rule carry float min/max that leave NaN out; Delta's
+    readers would prune their NaN rows. The mirror rewrites them first (a merging compaction,
+    named in the result); a file without NaN, or written by the rule, is mirrored in place."""
+    import tableformat.diskrowset as drs
+    t = _nan_ranged_table(tmp_path)                      # by the rule: no float min/max
+    with monkeypatch.context() as mp:                    # the writer before the rule
+        mp.setattr(drs, "footer_statistics_safe", lambda col, arr, whole: True)
+        with t.alter() as a:
+            a.add_range_partition(20, 40)
+        t.insert(pa.table({"k": pa.array([21, 22, 30], pa.int64()), "f": [-1.0, float("nan"), -5.0]}))
+        t.insert(pa.table({"k": pa.array([35], pa.int64()), "f": [-1.0]}))
+    old = {rs.id for rs in t.state.rowsets.values() if rs.tablet.startswith("r2")}
+    r = t.mirror_delta(str(tmp_path / "m"))
+    assert len(r.compacted) == 1 and "footer" in next(iter(r.compacted.values()))
+    assert r.compacted.keys() < old                      # only the file that holds the NaN
+    for rs in t.refresh().rowsets.values():
+        md = pq.read_metadata(f"{t.uri}/{rs.base[0].path}")
+        f = f"c{t.schema.column('f').id}"
+        has_nan = rs.stats[t.schema.column("f").id].get("nan")
+        assert not has_nan or all(md.row_group(g).column(i).statistics is None for g in range(md.num_row_groups)
+                                  for i in range(md.num_columns) if md.row_group(g).column(i).path_in_schema == f)
