@@ -51,6 +51,8 @@ def location(uri: str) -> tuple[str, tuple[str, ...]]:
         return "file", tuple(x for x in p.split(os.sep) if x)
     if scheme in _S3_SCHEMES:
         scheme = "s3"
+    host, slash, tail = rest.partition("/")
+    rest = host.rpartition("@")[2] + slash + tail     # user:secret@host names the host
     return scheme, tuple(x for x in posixpath.normpath("/" + rest).split("/") if x)
 
 

@@ -326,7 +326,7 @@ def test_the_overlap_rule_normalises_every_spelling(tmp_path):
     for p in [str(tmp_path / "t2"), str(tmp_path / "tt" / "t"), str(tmp_path / "m"), "s3://b" + str(tmp_path)]:
         assert not overlaps(p, str(tmp_path / "t")), p
     for p in ["s3://b/w/t", "s3a://b/w/t/", "s3n://b/w/t/m", "s3a://b", "s3://b/", "s3://b/w", "s3a://b/w/x/../t/m",
-              "simplecache::s3a://b/w"]:
+              "simplecache::s3a://b/w", "s3://key:secret@b/w/t/x"]:
         assert overlaps(p, "s3://b/w/t"), p
     for p in ["s3://b/w/t2", "s3://c/w/t", "s3a://b/x", "gs://b/w/t", "/b/w/t"]:
         assert not overlaps(p, "s3a://b/w/t"), p
