@@ -69,6 +69,7 @@ def export_version(uri: str, storage_options: dict | None, output: str, output_o
 def change_export(spark: Any, uri: str, output: str, storage_options: dict | None = None,
                   output_options: dict | None = None, end: int | None = None) -> dict:
     """Export every change committed since the watermark. Returns the range and row count."""
+    tf.check_outside_table(output, uri, "the change export's output")
     t = tf.open_table(uri, storage_options=storage_options)
     start = read_watermark(output, output_options)
     end = t.version if end is None else end
@@ -153,7 +154,7 @@ def delta_export(spark: Any, uri: str, output: str, name: str, mode: str = "appe
     the commits made, the versions skipped because another export had
     written them, and the rows written.
     """
-    t, end = _open_for_export(uri, name, mode, storage_options, end)
+    t, end = _open_for_export(uri, output, name, mode, storage_options, end)
     keys = list(t.schema.primary_key)
     first = delta_watermark(output, name, delta_options)
     res = {"name": name, "mode": mode, "start": first, "end": end, "commits": [], "rows": 0}
@@ -186,13 +187,15 @@ def delta_export(spark: Any, uri: str, output: str, name: str, mode: str = "appe
     return res
 
 
-def _open_for_export(uri: str, name: str, mode: str, storage_options: dict | None, end: int | None) -> tuple:
+def _open_for_export(uri: str, output: str, name: str, mode: str, storage_options: dict | None,
+                     end: int | None) -> tuple:
     """The table and the last version to export; bad options fail before Spark or Delta is touched."""
     import tableformat as tf
     if mode not in DELTA_MODES:
         raise tf.InvalidOptionError(f"mode must be one of {DELTA_MODES}, got {mode!r}")
     if not isinstance(name, str) or not name:
         raise tf.InvalidOptionError("a Delta export needs a name (its Delta txnAppId)")
+    tf.check_outside_table(output, uri, "the Delta export's output")
     t = tf.open_table(uri, storage_options=storage_options)
     end = t.version if end is None else end
     if end > t.version:

@@ -38,6 +38,12 @@ class InvalidURIError(TableFormatError, ValueError):
     """The table URI cannot be parsed or names an unknown filesystem."""
 
 
+class PathOverlapError(InvalidOptionError):
+    """An output path (a Delta mirror, an export, a backfill, a CLI output or rejects file) is the
+    table's directory, lies inside it, or holds it: writing there, or a foreign tool cleaning
+    there (Delta VACUUM, an overwrite), would destroy the table's files. Give a path outside."""
+
+
 class TableNotFoundError(TableFormatError, FileNotFoundError):
     """There is no table at the URI (no transaction log)."""
 

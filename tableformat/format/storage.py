@@ -21,9 +21,63 @@ from typing import Any, Callable
 import fsspec
 import pyarrow as pa
 
-from .errors import InvalidURIError, MissingDependencyError, TableFormatError
+from .errors import InvalidURIError, MissingDependencyError, PathOverlapError, TableFormatError
 
 _CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential")
+_S3_SCHEMES = ("s3", "s3a", "s3n")     # one store under Hadoop's and fsspec's names
+
+
+def _redacted(uri: str) -> str:
+    """A URI to show: never echo credentials embedded in it (user:secret@host)."""
+    if "@" in uri and "://" in uri:
+        scheme, rest = uri.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return uri
+
+
+def location(uri: str) -> tuple[str, tuple[str, ...]]:
+    """Where a URI points, as (store, path components), so that two spellings of one place
+    compare equal: a local path or `file:` URI by its real path (symlinks, `..`, `.` and
+    trailing slashes resolved); `s3://`, `s3a://` and `s3n://` as one store, by bucket and key;
+    any other store by scheme, host and normalised path. A chained URL (`simplecache::s3://..`)
+    is its last link."""
+    if not isinstance(uri, str) or not uri.strip() or "\x00" in uri:
+        raise InvalidURIError(f"a path must be a non-empty string without NUL, got {uri!r}")
+    u = uri.strip().rsplit("::", 1)[-1]
+    scheme, sep, rest = u.partition("://")
+    if not sep and u.lower().startswith("file:"):
+        scheme, rest = "file", u[5:]
+    elif not sep:
+        scheme, rest = "file", u
+    scheme = scheme.lower()
+    if scheme in ("file", "local"):
+        if rest.startswith("//"):                    # file://host/path: the host names this machine
+            rest = "/" + rest[2:].partition("/")[2]
+        p = os.path.realpath(rest or ".")
+        return "file", tuple(x for x in p.split(os.sep) if x)
+    if scheme in _S3_SCHEMES:
+        scheme = "s3"
+    host, slash, tail = rest.partition("/")
+    rest = host.rpartition("@")[2] + slash + tail     # user:secret@host names the host
+    return scheme, tuple(x for x in posixpath.normpath("/" + rest).split("/") if x)
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Whether two locations are the same directory or one lies inside the other."""
+    (sa, pa_), (sb, pb) = location(a), location(b)
+    n = min(len(pa_), len(pb))
+    return sa == sb and pa_[:n] == pb[:n]
+
+
+def check_outside_table(path: str, table_uri: str, what: str) -> None:
+    """Refuse (PathOverlapError) a user's output path that is the table's directory, inside it or
+    an ancestor of it: our vacuum would delete files written inside, a file written there could
+    take the name of a log entry, and a foreign tool cleaning its own directory (Delta VACUUM,
+    an overwrite) would delete ours. The one rule for every output path (specs/format.md §1)."""
+    if overlaps(path, table_uri):
+        raise PathOverlapError(f"{what} {_redacted(path)!r} overlaps the table at "
+                               f"{_redacted(table_uri)!r} (it is the table's directory, lies inside it, "
+                               "or holds it); give a path outside the table's directory")
 
 
 def _sync_read(fs, body) -> bytes:
@@ -68,11 +122,7 @@ class Storage:
 
     @staticmethod
     def _safe_uri(uri: str) -> str:
-        # Never echo credentials embedded in a URI (user:secret@host).
-        if "@" in uri and "://" in uri:
-            scheme, rest = uri.split("://", 1)
-            return f"{scheme}://***@{rest.split('@', 1)[1]}"
-        return uri
+        return _redacted(uri)
 
     def __repr__(self) -> str:
         if self.is_hdfs:       # the NameNode is in the URI, not in the path

@@ -164,7 +164,9 @@ class DiskRowSetWriter:
             if pending < self.head_rows and not final:
                 return
             head = pa.concat_tables(self.rows)
-            schema, options = base_file_layout(self.cols, [one_array(head.column(c.name)) for c in self.cols])
+            # the head is the whole file only when the rowset ends inside it (footer statistics, §5)
+            schema, options = base_file_layout(self.cols, [one_array(head.column(c.name)) for c in self.cols],
+                                               whole=final)
             self._base = self._open(f"base-{uuid.uuid4().hex[:12]}.parquet", schema, **options)
         n = pending if final else pending - pending % self.rg_rows
         if not n:
