@@ -109,7 +109,7 @@ class WriteFragment:
             for kind in kinds:
                 reqs += [OfKind(kind, r) for r in _merged([r for f in fragments if f.kind == kind
                                                            for r in f.requirements])]
-            reqs += _inserts_unread(fragments)
+        reqs += _inserts_unread(fragments)
         return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
                              [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
                              summed if counts is None else dict(counts), reqs,
@@ -135,14 +135,22 @@ def _strictness(kind: str) -> tuple[int, int]:
 
 
 def _inserts_unread(fragments: Sequence["WriteFragment"]) -> list[Requirement]:
-    """An insert and a mutation of one commit must not meet on a key (specs/format.md §10.3): the
-    keys the mutations found absent are checked against the rowsets the inserts add. (A key a
-    mutation found live cannot be inserted by a fragment planned on the same snapshot.)"""
-    inserted = tuple(r.id for f in fragments if f.kind in INSERTS for r in f.rowsets)
-    absent = _merged([r for f in fragments if f.kind not in INSERTS for r in f.requirements
-                      if isinstance(r, KeysAbsent) and not r.own_rowsets])
-    keys = absent[0].keys if absent else {}
-    return [InsertsUnread(inserted, keys)] if inserted and keys else []
+    """A fragment that adds rows and another of the same commit must not meet on a key
+    (specs/format.md §10.3): for each fragment F adding rowsets (an insert, or a mutation's upsert),
+    the keys the OTHER mutation fragments found absent (skipped, or upserted) are checked against
+    F's rowsets. F's own absent keys are not: an upsert finds its own new key absent. (Insert
+    fragments' absent keys are the keys of their own rowsets, which `rowsets_disjoint` checks.)"""
+    absent = [(i, _merged([r for r in f.requirements if isinstance(r, KeysAbsent) and not r.own_rowsets]))
+              for i, f in enumerate(fragments) if f.kind not in INSERTS]
+    absent = [(i, a[0].keys) for i, a in absent if a]
+    out: list[Requirement] = []
+    for i, f in enumerate(fragments):
+        inserted = tuple(r.id for r in f.rowsets)
+        others = [KeysAbsent(k) for j, k in absent if j != i]
+        keys = _merged(others)[0].keys if inserted and others else {}
+        if keys:
+            out.append(InsertsUnread(inserted, keys))
+    return out
 
 
 def _merged(reqs: list[Requirement]) -> list[Requirement]:

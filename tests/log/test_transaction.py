@@ -509,6 +509,28 @@ def test_an_insert_and_a_mutation_of_one_key_in_one_commit_are_refused(tmp_path,
     assert not [p for p in ins.files + mut.files if t.storage.exists(p)]      # nothing left behind
 
 
+@pytest.mark.parametrize("op", ["delete_ignore", "update_ignore"])
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_upsert_fragment_beside_a_skip_of_its_absent_key_is_refused(tmp_path, op, order):
+    """§10.3: the upserter is a mutation fragment too (one kind, no insert fragment): 'upsert z'
+    beside 'delete_ignore z' has no one meaning either way round; an upsert of its own new key,
+    which it found absent, still commits."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    s = t.snapshot()
+    m1 = s.write_mutation(pa.table({"key": ["z"]}) if op == "delete_ignore" else pa.table({"key": ["z"], "val": [9]}),
+                          op=op)
+    m2 = s.write_mutation(pa.table({"key": ["z"], "val": [5]}), op="upsert")
+    with pytest.raises(tf.ContradictoryFragmentsError):
+        t.commit_fragments([m1, m2][::1 - 2 * order])
+    assert t.refresh().version == 1 and rows(t) == [{"key": "a", "val": 1}]
+    assert not [p for p in m1.files + m2.files if t.storage.exists(p)]
+    s = t.snapshot()
+    m3 = s.write_mutation(pa.table({"key": ["z"], "val": [5]}), op="upsert")
+    m4 = s.write_mutation(pa.table({"key": ["y"]}), op="delete_ignore")
+    assert t.commit_fragments([m3, m4]).inserted == 1 and rows(t)[-1] == {"key": "z", "val": 5}
+
+
 def test_a_mixed_fragment_round_trips_and_keeps_each_kind():
     from tableformat.log.conflicts import InsertsUnread, OfKind
     req = OfKind("insert", KeysAbsent({"t0": pa.array([b"a"], pa.binary())}))
