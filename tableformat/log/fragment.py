@@ -17,7 +17,7 @@ from .actions import Action, AddRowSet, action_from_json
 from .conflicts import InsertsUnread, KeysAbsent, OfKind, Requirement, RowsLive, RowSetsDisjoint
 from . import retention, sequence  # noqa: F401  (their requirements register for from_json)
 from .matrix import MATRIX, OPERATIONS, Outcome
-from ..format.errors import InvalidOptionError, TableFormatError
+from ..format.errors import ContradictoryFragmentsError, InvalidOptionError, TableFormatError
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,8 @@ class WriteFragment:
         for f in fragments:
             for k, v in f.counts.items():
                 summed[k] = summed.get(k, 0) + v
+        if len(fragments) > 1:
+            _rows_once(fragments)
         if len(kinds) == 1:
             reqs = _merged(reqs + [r for f in fragments for r in f.requirements])
         else:       # each fragment's requirements answer as its own row of the matrix (§10.2)
@@ -151,6 +153,31 @@ def _inserts_unread(fragments: Sequence["WriteFragment"]) -> list[Requirement]:
         if keys:
             out.append(InsertsUnread(inserted, keys))
     return out
+
+
+def _rows_once(fragments: Sequence["WriteFragment"]) -> None:
+    """Two fragments of one commit must not change one live row (specs/format.md §10.3): they read
+    one snapshot and have no order, so an update beside a delete of one key has no one meaning.
+    Each fragment's `rows_live` rows are made unique, and a rowid found in two fragments' rows
+    refuses the commit before anything is written."""
+    per_rowset: dict[str, list[np.ndarray]] = {}
+    for f in fragments:
+        live: dict[str, list[np.ndarray]] = {}
+        for r in f.requirements:
+            if isinstance(r, RowsLive):
+                for rid, ids in r.rows.items():
+                    live.setdefault(rid, []).append(np.asarray(ids, np.int64))
+        for rid, arrs in live.items():
+            per_rowset.setdefault(rid, []).append(np.unique(np.concatenate(arrs)))
+    hits = 0
+    for rid, arrs in per_rowset.items():
+        if len(arrs) > 1:
+            _, n = np.unique(np.concatenate(arrs), return_counts=True)
+            hits += int((n > 1).sum())
+    if hits:
+        raise ContradictoryFragmentsError(
+            f"{hits} row(s) are changed by two fragments of this commit; fragments of one commit all read "
+            "the same snapshot and have no order: write these keys in separate commits", hits)
 
 
 def _merged(reqs: list[Requirement]) -> list[Requirement]:

@@ -531,6 +531,26 @@ def test_an_upsert_fragment_beside_a_skip_of_its_absent_key_is_refused(tmp_path,
     assert t.commit_fragments([m3, m4]).inserted == 1 and rows(t)[-1] == {"key": "z", "val": 5}
 
 
+@pytest.mark.parametrize("ops", [("update", "delete"), ("update", "update"), ("delete", "upsert")])
+@pytest.mark.parametrize("order", [0, 1])
+def test_two_mutation_fragments_on_one_live_key_are_refused(tmp_path, ops, order):
+    """§10.3 'one key, one event per commit': two fragments changing one live row have no order,
+    so the result would depend on the list's order (update + delete: two events at one version)."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "c"], "val": [1, 2]}))
+    s = t.snapshot()
+    frags = [s.write_mutation(pa.table({"key": ["c"]}) if op == "delete" else pa.table({"key": ["c"], "val": [5]}),
+                              op=op) for op in ops]
+    with pytest.raises(tf.ContradictoryFragmentsError, match="separate commits"):
+        t.commit_fragments(frags[::1 - 2 * order])
+    assert t.refresh().version == 1 and rows(t) == [{"key": "a", "val": 1}, {"key": "c", "val": 2}]
+    assert not [p for f in frags for p in f.files if t.storage.exists(p)]
+    s = t.snapshot()                 # other keys of one rowset: no contradiction
+    res = t.commit_fragments([s.write_mutation(pa.table({"key": ["a"], "val": [7]}), op="update"),
+                              s.write_mutation(pa.table({"key": ["c"]}), op="delete")])
+    assert (res.updated, res.deleted) == (1, 1) and rows(t) == [{"key": "a", "val": 7}]
+
+
 def test_a_mixed_fragment_round_trips_and_keeps_each_kind():
     from tableformat.log.conflicts import InsertsUnread, OfKind
     req = OfKind("insert", KeysAbsent({"t0": pa.array([b"a"], pa.binary())}))
