@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
-from .conflicts import InsertsUnread, KeysAbsent, OfKind, Requirement, RowsLive, RowSetsDisjoint
+from .conflicts import (InsertsUnread, KeysAbsent, OfKind, Requirement, RowsLive, RowSetsDisjoint,
+                        SkippedKeysStillLive)
 from . import retention, sequence  # noqa: F401  (their requirements register for from_json)
 from .matrix import MATRIX, OPERATIONS, Outcome
 from ..format.errors import ContradictoryFragmentsError, InvalidOptionError, TableFormatError
@@ -158,26 +159,40 @@ def _inserts_unread(fragments: Sequence["WriteFragment"]) -> list[Requirement]:
 def _rows_once(fragments: Sequence["WriteFragment"]) -> None:
     """Two fragments of one commit must not change one live row (specs/format.md §10.3): they read
     one snapshot and have no order, so an update beside a delete of one key has no one meaning.
-    Each fragment's `rows_live` rows are made unique, and a rowid found in two fragments' rows
-    refuses the commit before anything is written."""
+    Each fragment's rows (its `rows_live`, and the live rows an insert_ignore skipped) are made
+    unique, and a rowid found in two fragments' rows refuses the commit before anything is written.
+    Two insert_ignore fragments that skipped one live key agree (both skip): not a contradiction."""
     per_rowset: dict[str, list[np.ndarray]] = {}
+    skipped: dict[str, list[np.ndarray]] = {}
     for f in fragments:
         live: dict[str, list[np.ndarray]] = {}
+        skip: dict[str, list[np.ndarray]] = {}
         for r in f.requirements:
             if isinstance(r, RowsLive):
                 for rid, ids in r.rows.items():
                     live.setdefault(rid, []).append(np.asarray(ids, np.int64))
+            elif isinstance(r, SkippedKeysStillLive):
+                for rid, ids in r.rows.items():
+                    skip.setdefault(rid, []).append(np.asarray(ids, np.int64))
         for rid, arrs in live.items():
             per_rowset.setdefault(rid, []).append(np.unique(np.concatenate(arrs)))
+        for rid, arrs in skip.items():
+            # a row one fragment skipped and itself changes cannot be: count the fragment once
+            own = np.concatenate(live[rid]) if rid in live else np.zeros(0, np.int64)
+            skipped.setdefault(rid, []).append(np.setdiff1d(np.concatenate(arrs), own))
     hits = 0
     for rid, arrs in per_rowset.items():
+        changed = np.concatenate(arrs)
         if len(arrs) > 1:
-            _, n = np.unique(np.concatenate(arrs), return_counts=True)
+            _, n = np.unique(changed, return_counts=True)
             hits += int((n > 1).sum())
+        if rid in skipped:
+            hits += len(np.intersect1d(np.unique(changed), np.concatenate(skipped[rid])))
     if hits:
         raise ContradictoryFragmentsError(
-            f"{hits} row(s) are changed by two fragments of this commit; fragments of one commit all read "
-            "the same snapshot and have no order: write these keys in separate commits", hits)
+            f"{hits} row(s) are changed by one fragment of this commit and changed or skipped as live by "
+            "another; fragments of one commit all read the same snapshot and have no order: write these "
+            "keys in separate commits", hits)
 
 
 def _merged(reqs: list[Requirement]) -> list[Requirement]:
@@ -185,6 +200,8 @@ def _merged(reqs: list[Requirement]) -> list[Requirement]:
     out: list[Requirement] = []
     keys: dict[tuple, dict] = {}
     rows: dict = {}
+    skipped: dict = {}
+    skips = False
     for r in reqs:
         if isinstance(r, KeysAbsent) and not r.own_rowsets:
             acc = keys.setdefault((), {})
@@ -193,9 +210,15 @@ def _merged(reqs: list[Requirement]) -> list[Requirement]:
         elif isinstance(r, RowsLive):
             for rid, ids in r.rows.items():
                 rows[rid] = np.union1d(rows[rid], ids) if rid in rows else ids
+        elif isinstance(r, SkippedKeysStillLive):
+            for rid, ids in r.rows.items():
+                skipped[rid] = np.union1d(skipped[rid], ids) if rid in skipped else ids
+            skips = True
         elif all(o.to_json() != r.to_json() for o in out):
             out.append(r)
     out += [KeysAbsent(v, False) for v in keys.values()]
     if rows:
         out.append(RowsLive(rows))
+    if skips:
+        out.append(SkippedKeysStillLive(skipped))
     return out

@@ -551,6 +551,33 @@ def test_two_mutation_fragments_on_one_live_key_are_refused(tmp_path, ops, order
     assert (res.updated, res.deleted) == (1, 1) and rows(t) == [{"key": "a", "val": 7}]
 
 
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_insert_ignore_that_skipped_a_live_key_beside_its_change_is_refused(tmp_path, order):
+    """§10.3: 'skip c (it exists)' beside 'delete c' has no one meaning (was c there to skip?).
+    Two insert_ignore fragments that skipped one key agree, and commit."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "c"], "val": [1, 2]}))
+    s = t.snapshot()
+    ins = s.write_insert(pa.table({"key": ["c", "d"], "val": [30, 4]}), "ignore")
+    mut = s.write_mutation(pa.table({"key": ["c"]}), op="delete")
+    with pytest.raises(tf.ContradictoryFragmentsError):
+        t.commit_fragments([ins, mut][::1 - 2 * order])
+    assert t.refresh().version == 1 and not [p for p in ins.files + mut.files if t.storage.exists(p)]
+    back = tf.WriteFragment.from_json(json.loads(json.dumps(s.write_insert(pa.table({"key": ["c"], "val": [3]}),
+                                                                           "ignore").to_json())))
+    with pytest.raises(tf.ContradictoryFragmentsError):          # the skipped rows survive the wire
+        t.commit_fragments([back, s.write_mutation(pa.table({"key": ["c"], "val": [6]}), op="update")])
+    res = t.commit_fragments([s.write_insert(pa.table({"key": ["c"], "val": [3]}), "ignore"),
+                              s.write_insert(pa.table({"key": ["c", "e"], "val": [3, 5]}), "ignore")])
+    assert res.inserted == 1 and rows(t)[1] == {"key": "c", "val": 2}
+    s = t.snapshot()                 # a streaming (Spark task's) insert_ignore records its skips too
+    w = s.rowset_writer(s.tablet_ids[0], on_duplicate="ignore")
+    w.write(pa.table({"key": ["c", "f"], "val": [3, 6]}))
+    with pytest.raises(tf.ContradictoryFragmentsError):
+        t.commit_fragments([w.finish(), s.write_mutation(pa.table({"key": ["c"]}), op="delete")])
+    assert not [p for p in w.written if t.storage.exists(p)]
+
+
 def test_a_mixed_fragment_round_trips_and_keeps_each_kind():
     from tableformat.log.conflicts import InsertsUnread, OfKind
     req = OfKind("insert", KeysAbsent({"t0": pa.array([b"a"], pa.binary())}))
