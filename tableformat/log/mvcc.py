@@ -98,9 +98,9 @@ def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Ti
     if isinstance(value, str):
         s = value.strip()
         if re.fullmatch(r"\d+", s):
-            return int(s)
+            return int(_digits(s, what, "version", VersionNotFoundError))
         if s[:3].lower() == "ts:" and re.fullmatch(r"\d+", s[3:].strip()):
-            return Timestamp(int(s[3:].strip()))
+            return Timestamp(int(_digits(s[3:].strip(), what, "timestamp", TimestampAfterLatestError)))
         if s[:4].lower() == "tag:":
             return TagName(validate_tag_name(s[4:].strip()))
         try:
@@ -113,6 +113,18 @@ def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Ti
                                      "date-time such as 2024-05-01T12:00:00Z or tag:<name>") from None
     raise InvalidOptionError(f"{what} must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
                              f"got {type(value).__name__}")
+
+
+_MAX_DIGITS = 40      # far past any int64 version or timestamp, far below Python's int() digit limit
+
+
+def _digits(s: str, what: str, name: str, error: type) -> str:
+    """A number too long for Python's int() (a bare ValueError past 4300 digits) names no version
+    or time of any table: refused as one the log does not have (specs/format.md §9.1)."""
+    n = s.lstrip("0") or "0"
+    if len(n) > _MAX_DIGITS:
+        raise error(f"{what}: {name} {n[:20]}... ({len(n)} digits) does not exist")
+    return n
 
 
 def is_version(as_of: Any) -> bool:

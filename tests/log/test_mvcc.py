@@ -86,3 +86,14 @@ def test_a_read_as_of_a_time_gives_the_same_answer_forever(tmp_path):
                if again.snapshot(tf.Timestamp(ts)).version != v}
     assert changed == {}
     assert refused > 0
+
+
+def test_a_version_beyond_any_integer_python_reads_is_a_typed_error():
+    """Python refuses int() of more than 4300 digits with a bare ValueError: the version is refused as
+    not found (no table has it), as any large version is."""
+    from tableformat.log.mvcc import parse_as_of
+    with pytest.raises(tf.VersionNotFoundError):
+        parse_as_of("9" * 5000)
+    with pytest.raises(tf.TimestampAfterLatestError):
+        parse_as_of("ts:" + "9" * 5000)
+    assert parse_as_of("0" * 5000 + "7") == 7          # leading zeros are no digits of the number
