@@ -473,6 +473,17 @@ def test_a_corrupted_commit_is_refused(jvm, tmp_path):
     assert jvm.ask(request(t.uri, {}))["error"] == "CorruptFileError"
 
 
+def test_a_commit_with_trailing_bytes_is_corrupt_for_both(jvm, tmp_path):
+    """json.loads refuses data after the value ("Extra data"); Jackson's readTree ignored it."""
+    t = _table(tmp_path)
+    path = Path(t.uri) / "_log" / f"{2:020d}.json"
+    path.write_text(path.read_text() + '{"junk": 1}')
+    assert engine_plan(t.uri, {})[0].get("error") == "CorruptFileError"
+    assert jvm.ask(request(t.uri, {})).get("error") == "CorruptFileError"
+    path.write_text(path.read_text().removesuffix('{"junk": 1}') + " \n\t")     # whitespace is no data
+    check_same_plan(jvm, t.uri, {})
+
+
 def test_a_commit_without_its_checksum_or_relabelled_to_an_older_format_is_refused(jvm, tmp_path):
     t = _table(tmp_path)
     path = Path(t.uri) / "_log" / f"{2:020d}.json"
