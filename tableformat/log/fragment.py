@@ -148,11 +148,13 @@ def _inserts_unread(fragments: Sequence["WriteFragment"]) -> list[Requirement]:
     absent = [(i, a[0].keys) for i, a in absent if a]
     out: list[Requirement] = []
     for i, f in enumerate(fragments):
-        inserted = tuple(r.id for r in f.rowsets)
-        others = [KeysAbsent(k) for j, k in absent if j != i]
-        keys = _merged(others)[0].keys if inserted and others else {}
+        rowsets = f.rowsets
+        tablets = {r.tablet for r in rowsets}     # a key can meet only rowsets of its own tablet
+        others = [KeysAbsent(sub) for j, k in absent if j != i
+                  for sub in [{t: v for t, v in k.items() if t in tablets}] if sub]
+        keys = _merged(others)[0].keys if others else {}
         if keys:
-            out.append(InsertsUnread(inserted, keys))
+            out.append(InsertsUnread(tuple(r.id for r in rowsets), keys))
     return out
 
 
