@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import tableformat as tf
 
+from .changes import read_changes  # noqa: F401  (the change read, beside read_table)
 from .jvm_paths import configure_s3a, jvm_unreadable, s3a_ready
 from .read_filters import quoted, spark_filter
 from .read_join import MAX_JOIN_ROWS, native_parts, reads_byte_stream_split

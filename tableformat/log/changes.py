@@ -150,6 +150,10 @@ class ChangePlan(NamedTuple):
         """The columns of every part's table and of Table.changes() with these options."""
         return _output_schema(list(self.schema.columns), self.before_image, self.skipped)
 
+    def header(self) -> "ChangePlan":
+        """The plan without its parts: what a task needs beside its own part."""
+        return self._replace(parts=())
+
 
 def _output_schema(cols: list[Column], before_image: bool, skipped: bool) -> pa.Schema:
     fields = [pa.field("_op", pa.string()), pa.field("_version", pa.int64()), pa.field("_timestamp", TS_TYPE)] + \
