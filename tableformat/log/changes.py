@@ -171,7 +171,7 @@ def _plan_parts(start: TableState, commits: list[Commit], net: bool, skipped: bo
     rowset's changes need only that rowset, so mode "all" makes one part per rowset. Mode "net"
     collapses each key's changes, so its parts are key-closed: a key lives in one tablet at a
     time, but compactions move it between rowsets of that tablet and a range partition dropped
-    and added again can move it to another tablet with the same hash buckets (§5). So net parts
+    and added again can move it to another tablet with the same hash buckets (§4). So net parts
     are tablets, joined when they share hash buckets and their rowsets' key bounds overlap.
     """
     in_range: dict[str, dict] = {}               # rowset id -> {delta path: (version, ts)}
@@ -218,7 +218,7 @@ def _net_groups(added: list, touched: list) -> list[ChangePart]:
     for m in metas:
         lo_hi = bounds.setdefault(m.tablet, [m.min_key, m.max_key])
         lo_hi[0], lo_hi[1] = min(lo_hi[0], m.min_key), max(lo_hi[1], m.max_key)
-    buckets = {t: t.partition("-")[2] for t in tablets}      # tablet ids are r<range>-h<bucket>... (§5)
+    buckets = {t: t.partition("-")[2] for t in tablets}      # tablet ids are r<range>-h<bucket>... (§4)
     for i, a in enumerate(tablets):
         for b in tablets[i + 1:]:
             if buckets[a] == buckets[b] and bounds[a][0] <= bounds[b][1] and bounds[b][0] <= bounds[a][1]:
@@ -482,10 +482,11 @@ def with_skipped(out: pa.Table, storage: Storage, skipped: Sequence[tuple], end:
 
 
 def plan_changes(handle: TableHandle, start, end=None, mode: str = "all", before_image: bool = False,
-                 images: str = "full", skipped: bool = False) -> ChangePlan:
+                 images: str = "full", skipped: bool = False, by_rowset: bool = False) -> ChangePlan:
     """A change read planned from the log (Table.changes has the contract): the options checked,
     the versions resolved and checked against the history horizon, the commits between cut into
-    parts. Nothing but the log is read."""
+    parts. Nothing but the log is read. by_rowset: one part per rowset even in mode "net" (for a
+    caller that nets the parts' records together, as changes() does)."""
     arg.choice(mode, "mode", ("all", "net"))
     arg.boolean(skipped, "skipped")
     if skipped and mode != "all":
@@ -509,15 +510,16 @@ def plan_changes(handle: TableHandle, start, end=None, mode: str = "all", before
             "their files)")
     end_state, start_state = handle.state_at(e), handle.state_at(s)
     commits = [handle.log.read_commit(v) for v in range(s + 1, e + 1)]
-    parts = _plan_parts(start_state, commits, mode == "net", skipped)
+    parts = _plan_parts(start_state, commits, mode == "net" and not by_rowset, skipped)
     return ChangePlan(s, e, mode, before_image, images, skipped, end_state.schema, parts)
 
 
 def changes(handle: TableHandle, start, end=None, mode: str = "all", before_image: bool = False,
             images: str = "full", skipped: bool = False) -> pa.Table:
-    """Changes committed after `start` up to `end`: the planned parts' records, gathered in
-    parallel, finished together in commit order (the same rows as the parts computed apart)."""
-    plan = plan_changes(handle, start, end, mode, before_image, images, skipped)
+    """Changes committed after `start` up to `end`: the planned parts' records (one part per
+    rowset), gathered in parallel, finished together in commit order: the same rows as the
+    parts of change_plan computed apart."""
+    plan = plan_changes(handle, start, end, mode, before_image, images, skipped, by_rowset=True)
     cols = list(plan.schema.columns)
     recs = _Records(cols, before_image, list(plan.schema.primary_key))
     data = [p for p in plan.parts if not p.skipped]
