@@ -79,6 +79,14 @@ def _timestamp(raw: Any, name: str) -> tf.Timestamp:
     return ts
 
 
+def feed_columns(raw: Any) -> str:
+    """Option changeFeedColumns: "tableformat" (Table.changes' columns) or "delta"."""
+    columns = str(raw).strip().lower()
+    if columns not in COLUMNS:
+        raise tf.InvalidOptionError(f"option 'changeFeedColumns' must be one of {COLUMNS}, got {raw!r}")
+    return columns
+
+
 @dataclass(frozen=True)
 class ChangeOptions:
     """A change read's options, checked: Table.changes' arguments plus the column naming."""
@@ -108,9 +116,7 @@ class ChangeOptions:
             (_timestamp(et, "endingTimestamp") if et is not None else None)
         if starting_version is not None and ev is not None and starting_version > end:
             raise tf.InvalidOptionError(f"startingVersion {starting_version} is after endingVersion {end}")
-        columns = str(o.get("changefeedcolumns", "tableformat")).strip().lower()
-        if columns not in COLUMNS:
-            raise tf.InvalidOptionError(f"option 'changeFeedColumns' must be one of {COLUMNS}, got {columns!r}")
+        columns = feed_columns(o.get("changefeedcolumns", "tableformat"))
         mode = str(o.get("mode", "all"))
         images = str(o.get("images", "full"))
         before = _bool(o.get("before_image", False), "before_image")
@@ -174,7 +180,8 @@ def delta_rows(t: pa.Table, plan: tf.ChangePlan) -> pa.Table:
                                 ("update_preimage", "update", True), ("update_postimage", "update", False)):
         sel = t.filter(pc.equal(op, when))
         cols = [sel.column(("_before_" if before else "") + n) for n in names]
-        cols += [pa.array([label] * sel.num_rows, pa.string()), sel.column("_version"), sel.column("_timestamp")]
+        cols += [pa.repeat(pa.scalar(label, pa.string()), sel.num_rows), sel.column("_version"),
+                 sel.column("_timestamp")]
         out.append(pa.Table.from_arrays(cols, names=names + list(DELTA_META)))
     return pa.concat_tables(out)
 
@@ -237,8 +244,7 @@ def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = 
         t = tf.open_table(uri, storage_options=storage_options)
         plan = t.change_plan(start, end, mode, before_image, images, skipped)   # checks every option
         if plan.start == plan.end:             # no commit in range: no version to start from
-            return spark.createDataFrame([], struct_type(plan, ChangeOptions.parse(
-                {"startingVersion": "0", "changeFeedColumns": columns}).columns))
+            return spark.createDataFrame([], struct_type(plan, feed_columns(columns)))
         register(spark)
         r = (spark.read.format(NAME).option("readChangeFeed", "true")
              .option("startingVersion", str(plan.start + 1)).option("endingVersion", str(plan.end))
