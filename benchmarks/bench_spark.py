@@ -3,6 +3,7 @@
     python -m benchmarks.bench_spark [--rows 2000000]
     python -m benchmarks.bench_spark --writes-only --rss-rows 2000000,10000000   # insert/merge/RSS rows
     python -m benchmarks.bench_spark --delta-only [--rows 1000000]   # Delta Lake (delta-spark) as the peer
+    python -m benchmarks.bench_spark --changes-only [--rows 2000000]   # batch change read vs Delta's readChangeFeed
     python -m benchmarks.bench_spark --connector-only [--s3]   # the JVM connector (--s3: through s3a on moto)
 
 Writes: the insert against Spark's own repartitionByRange + sortWithinPartitions + write.parquet
@@ -222,7 +223,12 @@ def main() -> None:
     ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--delta-only", action="store_true",
                     help="only the Delta Lake peer table (delta-spark, deletion vectors and change feed on)")
+    ap.add_argument("--changes-only", action="store_true",
+                    help="only the batch change read against Delta's readChangeFeed (delta-spark)")
+    ap.add_argument("--commits", type=int, default=10, help="with --changes-only: commits of changes read")
     args = ap.parse_args()
+    if args.changes_only:
+        return bench_changes(args.rows, args.commits, args.repeat)
     if args.rss_child:
         return rss_child(args.rss_child)
     if args.delta_only:
@@ -540,6 +546,87 @@ def bench_delta(n: int) -> None:
           f"{'met' if m[4] * 20 <= m[2] else 'missed'}")
     print(f"target our read after changes >= Delta's: {r[1] / r[3]:.2f}x  {'met' if r[3] <= r[1] else 'missed'}")
     print(f"duplicate key insert: Delta {d_dup}, ours {o_dup}")
+
+
+def bench_changes(n: int, commits: int = 10, repeat: int = 3) -> None:
+    """#36's batch change read: `commits` commits, each updating 1% of the rows (one column) and
+    deleting 0.1%, on a Delta table (change data feed and deletion vectors on) and on ours; then the
+    change feed of those commits read in full (a hash of every column forces every value), Delta's
+    readChangeFeed against our readChangeFeed with Delta's columns (the same rows: insert, delete,
+    update_preimage, update_postimage). Bytes: what the commits wrote (each directory's growth)."""
+    from pyspark.sql import functions as F
+    from delta.tables import DeltaTable
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    from spark_jobs.session import get_spark
+    spark = get_spark("tableformat-bench-changes", delta=True)
+    spark.sparkContext.setLogLevel("ERROR")
+    for k in ("enableDeletionVectors", "enableChangeDataFeed"):
+        spark.conf.set(f"spark.databricks.delta.properties.defaults.{k}", "true")
+    work = tempfile.mkdtemp(prefix="tf-bench-changes-")
+    keys = ["host", "metric", "time"]
+    cond = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+    dpath, uri = os.path.join(work, "delta"), os.path.join(work, "ours")
+    try:
+        df = spark.read.parquet(_write_input(work, n, seed=21)).cache()
+        df.count()
+        df.write.format("delta").save(dpath)
+        tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
+        partitioned_insert(spark, df, uri)
+        d0, o0 = _dir_bytes(dpath), _dir_bytes(uri)
+        d_first = DeltaTable.forPath(spark, dpath).history(1).collect()[0]["version"] + 1
+        o_first = tf.open_table(uri).version + 1
+        d_secs = o_secs = 0.0
+        for i in range(commits):
+            upd = df.select(*keys).sample(fraction=0.01, seed=100 + i).withColumn("value", F.lit(float(i)))
+            dels = df.select(*keys).sample(fraction=0.001, seed=200 + i).withColumn("value", F.lit(None).cast("double"))
+            ops = (upd.withColumn("op", F.lit("update")).unionByName(dels.withColumn("op", F.lit("delete")))
+                   .dropDuplicates(keys).cache())
+            ops.count()
+            t0 = time.perf_counter()
+            (DeltaTable.forPath(spark, dpath).alias("t").merge(ops.alias("s"), cond)
+             .whenMatchedDelete("s.op = 'delete'").whenMatchedUpdate("s.op = 'update'", {"value": "s.value"})
+             .execute())
+            t1 = time.perf_counter()
+            mutation_merge(spark, ops, uri, op_column="op", on_error="ignore")   # keys deleted earlier: skipped
+            o_secs, d_secs = o_secs + time.perf_counter() - t1, d_secs + t1 - t0
+            ops.unpersist()
+        d_bytes, o_bytes = _dir_bytes(dpath) - d0, _dir_bytes(uri) - o0
+        d_last = DeltaTable.forPath(spark, dpath).history(1).collect()[0]["version"]
+        o_last = tf.open_table(uri).version
+        cols = "host, metric, time, value, _change_type, _commit_version"
+        delta_feed = (spark.read.format("delta").option("readChangeFeed", "true")
+                      .option("startingVersion", d_first).option("endingVersion", d_last).load(dpath))
+        ours_feed = (spark.read.format("tableformat").option("readChangeFeed", "true")
+                     .option("startingVersion", o_first).option("endingVersion", o_last)
+                     .option("changeFeedColumns", "delta").load(uri))
+        ours_plain = (spark.read.format("tableformat").option("readChangeFeed", "true")
+                      .option("startingVersion", o_first).option("endingVersion", o_last).load(uri))
+        count = {}
+
+        def read(name, feed, expr):
+            count[name] = feed.selectExpr("count(*)", f"sum(hash({expr}))").first()[0]
+        d_s = best(lambda: read("delta", delta_feed, cols), repeat)
+        o_s = best(lambda: read("ours", ours_feed, cols), repeat)
+        p_s = best(lambda: read("plain", ours_plain, "host, metric, time, value, _op"), repeat)
+        kinds = {r[0]: r[1] for r in delta_feed.groupBy("_change_type").count().collect()}
+        ours_kinds = {r[0]: r[1] for r in ours_feed.groupBy("_change_type").count().collect()}
+        parts = ours_feed.rdd.getNumPartitions()
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"batch change read: {n:,} rows, {commits} commits of 1% updates + 0.1% deletes (local Spark, one session)")
+    print(f"  change rows: Delta {count['delta']:,} {kinds}; ours {count['ours']:,} {ours_kinds}; "
+          f"ours ({parts} partitions)")
+    print(f"  the commits: Delta {d_secs:.2f}s {d_bytes / 2**20:.2f} MiB, ours {o_secs:.2f}s {o_bytes / 2**20:.2f} MiB")
+    label = f"read of the {commits} commits"
+    print(f"{label:<52} {'seconds':>8} {'vs Delta':>9}")
+    print(f"{'Delta readChangeFeed':<52} {d_s:8.2f}")
+    print(f"{'ours, changeFeedColumns=delta':<52} {o_s:8.2f} {o_s / d_s:8.2f}x")
+    print(f"{'ours, our columns (_op, _changed_columns)':<52} {p_s:8.2f} {p_s / d_s:8.2f}x")
+    print(f"target read <= 1.5x Delta's time: {o_s / d_s:.2f}x  {'met' if o_s <= 1.5 * d_s else 'missed'}")
+    print(f"target bytes written <= 1/20 of Delta's: {o_bytes / max(d_bytes, 1):.4f}  "
+          f"{'met' if o_bytes * 20 <= d_bytes else 'missed'}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ columns: `.schema("value double")`, `.option("columns", "value")`, or in SQL
 `CREATE TEMPORARY VIEW v (value DOUBLE) USING tableformat OPTIONS (...)`.
 Option `rowsets` (comma-separated rowset ids) restricts the read to those rowsets.
 Filters are pushed when `spark.sql.python.filterPushdown.enabled` is true.
+Option `readChangeFeed` true reads Table.changes() instead, on the executors (spark_jobs/changes.py).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from pyspark.sql.types import StructType
 
 import tableformat as tf
 
+from .changes import ChangeReader, change_schema, wants_changes
 from .snapshots import delete_files, open_snapshot, parse_as_of, spark_schema, storage_options_from
 from .writes import check_input_types, commit_fragments, insert_unsorted
 
@@ -201,6 +203,8 @@ class TableFormatDataSource(DataSource):
         return NAME
 
     def schema(self):
+        if wants_changes(self.options):         # readChangeFeed: Table.changes() (spark_jobs/changes.py)
+            return change_schema(dict(self.options))
         snap = open_snapshot(self.options["path"], storage_options_from(self.options),
                              parse_as_of(self.options.get("as_of")))
         cols = self.options.get("columns")
@@ -208,6 +212,8 @@ class TableFormatDataSource(DataSource):
         return spark_schema(snap.schema, names)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if wants_changes(self.options):
+            return ChangeReader(dict(self.options))
         return TableFormatReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> TableFormatWriter:

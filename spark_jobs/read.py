@@ -1,9 +1,10 @@
 """Native reads: a table as an ordinary Spark DataFrame, and which reader reads each rowset.
 
-    from spark_jobs.read import read_table, register_view
+    from spark_jobs.read import read_changes, read_table, register_view
     df = read_table(spark, "/data/metrics", as_of=None)
     register_view(spark, "metrics", "/data/metrics")
     spark.sql("SELECT host, avg(value) FROM metrics GROUP BY host")
+    changes = read_changes(spark, "/data/metrics", start=3)     # Table.changes(3) (spark_jobs/changes.py)
 
 The JVM connector (`spark_jobs/connector/`, format `tableformat-jvm`) is the first choice:
 it gets the plan as JSON (`connector/plan.py`), reads base files with Spark's vectorized
@@ -31,6 +32,7 @@ from typing import Any, Iterable, Sequence
 
 import tableformat as tf
 
+from .changes import read_changes  # noqa: F401  (the change read, beside read_table)
 from .jvm_paths import configure_s3a, jvm_unreadable, s3a_ready
 from .read_filters import quoted, spark_filter
 from .read_join import MAX_JOIN_ROWS, native_parts, reads_byte_stream_split

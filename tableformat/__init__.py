@@ -12,6 +12,7 @@ from .interop.delta_mirror import MirrorResult
 from .maintenance.compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from . import format
 from .format.constants import DeltaOp
+from .log.changes import ChangePart, ChangePlan, compute_part as compute_changes
 from .log.fragment import WriteFragment
 from .format.metadata import FORMAT_VERSION, CommitInfo
 from .log.mvcc import Timestamp, parse_as_of
@@ -33,5 +34,5 @@ __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSche
            "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
            "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
            "DeltaFilePlan", "DeltaOp", "format", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of",
-           "MirrorResult", "check_outside_table"]
+           "MirrorResult", "check_outside_table", "ChangePlan", "ChangePart", "compute_changes"]
 __version__ = "0.1.0"

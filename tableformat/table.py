@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .format import arguments as arg
 from .log import changes as change_feed, mvcc
+from .log.changes import ChangePlan
 from .maintenance import maintenance, tags as tagging, vacuum as vacuuming
 from .log.actions import CreateTable, apply_commit
 from .write.alter import AlterTable
@@ -108,6 +109,13 @@ class Table:
         ("stale_sequence": an ordered upsert's sequence was below the row's).
         """
         return change_feed.changes(self.handle, start, end, mode, before_image, images, skipped)
+
+    def change_plan(self, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
+                    images: str = "full", skipped: bool = False) -> ChangePlan:
+        """changes() planned as independent, picklable parts (from the log alone), so a cluster
+        computes one part per task with compute_changes(storage, plan, part): the parts' rows,
+        together, are changes()'s rows. Mode "net" parts are key-closed (tablets)."""
+        return change_feed.plan_changes(self.handle, start, end, mode, before_image, images, skipped)
 
     def inspect(self, kind: str, as_of: Any = None) -> pa.Table:
         """A metadata table of the snapshot, from the log alone: `kind` is history, tablets,

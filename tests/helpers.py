@@ -379,3 +379,98 @@ class MiniHdfs:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
+
+
+def change_history(path, seed, steps=25, nkeys=40):
+    """A table with a random history for change reads: inserts, updates, deletes, upserts (some
+    with a stale sequence, so skipped rows), per-row ops, compactions, an added column and a range
+    partition dropped and added again (its keys move to new tablets with the same hash buckets).
+    Returns (table, versions): the version after each step."""
+    import random
+    rng = random.Random(seed)
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True),
+                     tf.Column("b", "string", nullable=True), tf.Column("lsn", "int64")], primary_key="k")
+    half = nkeys // 2
+    part = tf.PartitionSchema(hash=[tf.HashPartition(["k"], 2)],
+                              range=tf.RangePartition(["k"], bounds=[(0, half), (half, nkeys)]))
+    t = tf.create_table(str(path), sch, partitioning=part,
+                        properties={"sequence_column": "lsn", "rowset_target_bytes": 1 << 16})
+    lsn = [1]
+    live: set = set()
+    extra: list = []
+    ranges = {"high": True}
+    versions = [t.version]
+
+    def rows(ks, stale=()):
+        out = {"k": pa.array(ks, pa.int64()),
+               "a": pa.array([rng.choice([None, rng.randint(0, 9)]) for _ in ks], pa.int64()),
+               "b": pa.array([rng.choice([None, f"s{rng.randint(0, 9)}"]) for _ in ks], pa.string())}
+        seq = []
+        for k in ks:
+            lsn[0] += 1
+            seq.append(0 if k in stale else lsn[0])
+        out["lsn"] = pa.array(seq, pa.int64())
+        for c in extra:
+            out[c] = pa.array([rng.randint(0, 9) for _ in ks], pa.int64())
+        return pa.table(out)
+
+    for _ in range(steps):
+        keyspace = [k for k in range(nkeys) if ranges["high"] or k < half]
+        ks = sorted(rng.sample(keyspace, min(len(keyspace), rng.randint(1, 8))))
+        op = rng.choice(["insert", "insert", "update", "delete", "upsert", "upsert", "apply", "compact",
+                         "compact", "alter", "range"])
+        if op == "insert":
+            ks = [k for k in ks if k not in live]
+            if not ks:
+                continue
+            t.insert(rows(ks))
+            live.update(ks)
+        elif op == "update":
+            ks = [k for k in ks if k in live]
+            if not ks:
+                continue
+            t.update(rows(ks))
+        elif op == "delete":
+            ks = [k for k in ks if k in live]
+            if not ks:
+                continue
+            t.delete(pa.table({"k": pa.array(ks, pa.int64())}))
+            live.difference_update(ks)
+        elif op == "upsert":
+            stale = {k for k in ks if k in live and rng.random() < 0.3}
+            t.upsert(rows(ks, stale))
+            live.update(ks)
+        elif op == "apply":
+            ops, ids = [], []
+            for k in ks:
+                seq = rng.choice([["delete", "insert"], ["update", "delete"], ["upsert"]] if k in live
+                                 else [["insert"], ["insert", "update"], ["insert", "delete"]])
+                ops += seq
+                ids += [k] * len(seq)
+                if seq[-1] == "delete":
+                    live.discard(k)
+                else:
+                    live.add(k)
+            t.apply(rows(ids).append_column("op", pa.array(ops)))
+        elif op == "compact":
+            if rng.random() < 0.5:
+                merge_all(t)
+            else:
+                t.compact(t.compaction_plan())
+        elif op == "alter":
+            if extra:
+                continue
+            with t.alter() as a:
+                a.add_column("d", "int64", nullable=True)
+            extra.append("d")
+        else:
+            with t.alter() as a:
+                if ranges["high"]:
+                    a.drop_range_partition(half, nkeys)
+                else:
+                    a.add_range_partition(half, nkeys)
+            if ranges["high"]:
+                live = {k for k in live if k < half}
+            ranges["high"] = not ranges["high"]
+        versions.append(t.version)
+    return t, versions

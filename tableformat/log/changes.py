@@ -30,6 +30,7 @@ from ..format.errors import HistoryExpiredError, InvalidOptionError
 from .handle import TableHandle
 
 _SPARSE_ROWS = 16384   # touched rows are read in slices of this many rowids
+TS_TYPE = pa.timestamp("us", tz="UTC")
 
 
 class ChangeOp(IntEnum):
@@ -119,32 +120,75 @@ def _arr(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
-def collect_changes(storage: Storage, start: TableState, end: TableState, commits: list[Commit],
-                    before_image: bool, full_images: bool,
-                    state_at: Callable[[int], TableState] | None = None) \
-        -> tuple[pa.Table | None, np.ndarray, list[Column]]:
-    """Every change in `commits` (the log from `start`, exclusive, to `end`, inclusive).
+class ChangePart(NamedTuple):
+    """One piece of a change read that is computed on its own (an executor's task, or one of
+    the engine's threads): the rowsets inserted in range and the rowsets whose in-range REDO
+    files it replays, and, for the part that carries them, the commits with skipped rows.
 
-    A rowset's history is replayed from its delta files as of `start` plus the
-    data-changing delta files the range added, so compactions in between (or
-    after) never hide or duplicate a change. A commit that removes rowsets and
-    adds none (an ALTER dropping range partitions) takes their live rows out of
-    the table: those are deletes, read from the version before it (`state_at`).
+    Parts hold only log metadata, so they pickle. In mode "net" a part holds every rowset that
+    may hold a key it holds (the tablets a key can have lived in), so its net changes are final."""
+
+    inserts: tuple          # (version, timestamp, RowSetMeta) of each rowset a data commit added
+    rowsets: tuple          # (RowSetMeta as first seen, its delta files up to end, {path: (version, ts)})
+    skipped: tuple = ()     # (version, timestamp, schema then, file) of each skipped-rows file it reads
+    dropped: tuple = ()     # (version, timestamp, state before it, RowSetMeta) of each rowset a commit
+                            # removed without rewriting it (a dropped range partition): its rows leave
+
+
+class ChangePlan(NamedTuple):
+    """A change read planned from the log: the commits after `start` up to `end`, cut into
+    independent parts. `compute_part` of each part, concatenated, is what Table.changes()
+    returns (as a set of rows; changes() orders them)."""
+
+    start: int              # exclusive
+    end: int                # inclusive
+    mode: str
+    before_image: bool
+    images: str
+    skipped: bool
+    schema: Schema          # the end version's schema: the output's columns
+    parts: tuple
+
+    def arrow_schema(self) -> pa.Schema:
+        """The columns of every part's table and of Table.changes() with these options."""
+        return _output_schema(list(self.schema.columns), self.before_image, self.skipped)
+
+    def header(self) -> "ChangePlan":
+        """The plan without its parts: what a task needs beside its own part."""
+        return self._replace(parts=())
+
+
+def _output_schema(cols: list[Column], before_image: bool, skipped: bool) -> pa.Schema:
+    fields = [pa.field("_op", pa.string()), pa.field("_version", pa.int64()), pa.field("_timestamp", TS_TYPE)] + \
+        [pa.field(c.name, c.arrow_type) for c in cols] + [pa.field("_changed_columns", pa.list_(pa.string()))] + \
+        ([pa.field("_before_" + c.name, c.arrow_type) for c in cols] if before_image else []) + \
+        ([pa.field("_reason", pa.string())] if skipped else [])
+    return pa.schema(fields)
+
+
+def _plan_parts(start: TableState, commits: list[Commit], net: bool, skipped: bool,
+                state_at: Callable[[int], TableState]) -> tuple:
+    """The parts of a change read: the log from `start` (exclusive) through `commits`.
+
+    A rowset's history is replayed from its delta files as of `start` plus the delta files the
+    range added, so compactions in between (or after) never hide or duplicate a change. Each
+    rowset's changes need only that rowset, so mode "all" makes one part per rowset. Mode "net"
+    collapses each key's changes, so its parts are key-closed: a key lives in one tablet at a
+    time, but compactions move it between rowsets of that tablet and a range partition dropped
+    and added again can move it to another tablet with the same hash buckets (§4). So net parts
+    are tablets, joined when they share hash buckets and their rowsets' key bounds overlap.
     """
-    schema = end.schema
-    cols = list(schema.columns)
-    key_ids = {c.id for c in schema.key_columns}
-    recs = _Records(cols, before_image, list(schema.primary_key))
-    in_range: dict[str, tuple[int, int]] = {}        # delta path -> (version, ts)
+    in_range: dict[str, dict] = {}               # rowset id -> {delta path: (version, ts)}
     added: list[tuple[int, int, RowSetMeta]] = []
     metas: dict[str, RowSetMeta] = dict(start.rowsets)
     history: dict[str, list[DeltaFileMeta]] = {rid: list(ds) for rid, ds in start.deltas.items()}
-    touched: set[str] = set()
-    dropped: list[tuple[Commit, set[str]]] = []
+    dropped: list = []
     for c in commits:
-        gone = {a.rowset_id for a in c.of(RemoveRowSet)}
-        if gone and not c.of(AddRowSet) and not all(metas[r].history_only for r in gone if r in metas):
-            dropped.append((c, gone))       # history-only rowsets hold no live row: nothing leaves
+        gone = [metas[a.rowset_id] for a in c.of(RemoveRowSet) if a.rowset_id in metas]
+        gone = [m for m in gone if not m.history_only]     # a history-only rowset holds no live row
+        if gone and not c.of(AddRowSet):        # removed, not rewritten: an ALTER dropping ranges (§9.2)
+            prev = start if c.version - 1 == start.version else state_at(c.version - 1)
+            dropped += [(c.version, c.timestamp, prev, m) for m in gone]
         for a in c.of(AddRowSet, AddDelta):
             if isinstance(a, AddRowSet):
                 metas.setdefault(a.rowset.id, a.rowset)   # a rowset's base as first seen: its history replays on it
@@ -154,42 +198,96 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
                 m = a.delta
                 history.setdefault(m.rowset, []).append(m)
                 if c.data_change:
-                    in_range[m.path] = (c.version, c.timestamp)
-                    touched.add(m.rowset)
+                    in_range.setdefault(m.rowset, {})[m.path] = (c.version, c.timestamp)
                 # else a compaction's file: not a change, but part of the rowset's state that later
                 # changes replay over (a merge's remapped concurrent REDOs; others repeat records)
+    touched = [(metas[rid], tuple(history[rid]), paths) for rid, paths in in_range.items()]
+    if not net:
+        parts = [ChangePart((i,), ()) for i in added] + [ChangePart((), (r,)) for r in touched] + \
+            [ChangePart((), (), (), (d,)) for d in dropped]
+    else:
+        parts = _net_groups(added, touched, dropped)
+    files = _skipped_files(commits, start.schema) if skipped else ()
+    if files:
+        parts.append(ChangePart((), (), files))
+    return tuple(parts)
 
-    def inserts(item):
-        v, ts, rs = item
+
+def _net_groups(added: list, touched: list, dropped: list) -> list[ChangePart]:
+    """Key-closed parts for mode "net": rowsets by tablet, tablets joined (union-find) when
+    their hash buckets match and their key bounds overlap (a key may have moved between them)."""
+    metas = [i[2] for i in added] + [r[0] for r in touched] + [d[3] for d in dropped]
+    tablets = sorted({m.tablet for m in metas})
+    parent = {t: t for t in tablets}
+
+    def root(t):
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+    bounds: dict[str, list] = {}
+    for m in metas:
+        lo_hi = bounds.setdefault(m.tablet, [m.min_key, m.max_key])
+        lo_hi[0], lo_hi[1] = min(lo_hi[0], m.min_key), max(lo_hi[1], m.max_key)
+    buckets = {t: t.partition("-")[2] for t in tablets}      # tablet ids are r<range>-h<bucket>... (§4)
+    for i, a in enumerate(tablets):
+        for b in tablets[i + 1:]:
+            if buckets[a] == buckets[b] and bounds[a][0] <= bounds[b][1] and bounds[b][0] <= bounds[a][1]:
+                parent[root(b)] = root(a)
+    groups: dict[str, tuple[list, list, list]] = {}
+    for i in added:
+        groups.setdefault(root(i[2].tablet), ([], [], []))[0].append(i)
+    for r in touched:
+        groups.setdefault(root(r[0].tablet), ([], [], []))[1].append(r)
+    for d in dropped:
+        groups.setdefault(root(d[3].tablet), ([], [], []))[2].append(d)
+    return [ChangePart(tuple(ins), tuple(rs), (), tuple(dr)) for _, (ins, rs, dr) in sorted(groups.items())]
+
+
+def _part_records(storage: Storage, plan: ChangePlan, part: ChangePart) -> _Records:
+    """A part's change records, unsorted and unfinished."""
+    cols = list(plan.schema.columns)
+    key_ids = {c.id for c in plan.schema.key_columns}
+    recs = _Records(cols, plan.before_image, list(plan.schema.primary_key))
+    for v, ts, rs in part.inserts:
         arrays = read_base_columns(storage, rs, cols)
         n = rs.num_rows
-        return (np.full(n, ChangeOp.INSERT, np.int8), np.full(n, v, np.int64), np.full(n, ts, np.int64),
-                arrays, np.zeros((n, len(cols)), dtype=bool), None, np.arange(n, dtype=np.int64))
-    for part in pmap(inserts, added):
-        op, ver, ts, arrays, changed, _, order = part
-        before = {c.id: pa.nulls(len(op), c.arrow_type) for c in cols} if before_image else None
-        recs.add(op, ver, ts, arrays, changed, before, order)
-
-    for rid in touched:
-        _rowset_changes(storage, metas[rid], history[rid], in_range, cols, key_ids, recs, before_image,
-                        full_images)
-    for c, gone in dropped:
-        prev = start if c.version - 1 == start.version else state_at(c.version - 1)
-        _removed_rows(storage, prev, gone, c, cols, key_ids, recs)
-    t, changed = recs.table()
-    return t, changed, cols
+        before = {c.id: pa.nulls(n, c.arrow_type) for c in cols} if plan.before_image else None
+        recs.add(np.full(n, ChangeOp.INSERT, np.int8), np.full(n, v, np.int64), np.full(n, ts, np.int64),
+                 arrays, np.zeros((n, len(cols)), dtype=bool), before, np.arange(n, dtype=np.int64))
+    for rs, deltas, in_range in part.rowsets:
+        _rowset_changes(storage, rs, list(deltas), in_range, cols, key_ids, recs, plan.before_image,
+                        plan.images == "full")
+    for version, ts, prev, rs in part.dropped:
+        _removed_rows(storage, prev, rs.id, version, ts, cols, key_ids, recs)
+    return recs
 
 
-def _removed_rows(storage: Storage, prev: TableState, gone: set[str], c: Commit, cols: list[Column],
-                  key_ids: set[int], recs: _Records) -> None:
-    """The rows live at `prev` (the version before commit `c`) in the rowsets `c` removed without
-    rewriting them, as deletes of `c` (§9.2): the key, NULL after-images, the values as of `prev`
-    as before-images. Columns are matched by ID (`c` may rename or drop some as it drops ranges);
-    one added since is NULL before."""
+def compute_part(storage: Storage, plan: ChangePlan, part: ChangePart) -> pa.Table:
+    """One part's changes, finished (labels, `_changed_columns`, net per key, skipped rows), with
+    the columns of `plan.arrow_schema()`. An executor computes one part from the plan it was sent."""
+    cols = list(plan.schema.columns)
+    keys = list(plan.schema.primary_key)
+    if part.skipped:
+        empty = finish(None, np.zeros((0, len(cols)), dtype=bool), cols, keys, False, plan.before_image, TS_TYPE)
+        return with_skipped(empty, storage, part.skipped, plan.schema)
+    t, changed = _part_records(storage, plan, part).table()
+    out = finish(t, changed, cols, keys, plan.mode == "net", plan.before_image, TS_TYPE)
+    if plan.skipped:
+        out = out.append_column(pa.field("_reason", pa.string()), pa.nulls(out.num_rows, pa.string()))
+    return out
+
+
+def _removed_rows(storage: Storage, prev: TableState, gone: str, version: int, timestamp: int,
+                  cols: list[Column], key_ids: set[int], recs: _Records) -> None:
+    """The rows live at `prev` (the version before commit `version`) in rowset `gone`, which that
+    commit removed without rewriting it, as deletes of that commit (§9.2): the key, NULL
+    after-images, the values as of `prev` as before-images. Columns are matched by ID (the commit
+    may rename or drop some as it drops ranges); one added since is NULL before."""
     names = {col.id: col.name for col in prev.schema.columns}
     sc = Scanner(storage, prev, [names[col.id] for col in cols if col.id in names])
     for task in sc.plan():                  # plan() leaves out rowsets with no row visible at prev
-        if task.rowset.id not in gone:
+        if task.rowset.id != gone:
             continue
         rows = sc.read_task(task)
         n = rows.num_rows
@@ -198,8 +296,8 @@ def _removed_rows(storage: Storage, prev: TableState, gone: set[str], c: Commit,
         values = {col.id: rows.column(names[col.id]).combine_chunks().cast(col.arrow_type) if col.id in names
                   else pa.nulls(n, col.arrow_type) for col in cols}
         image = {col.id: values[col.id] if col.id in key_ids else pa.nulls(n, col.arrow_type) for col in cols}
-        recs.add(np.full(n, ChangeOp.DELETE, np.int8), np.full(n, c.version, np.int64),
-                 np.full(n, c.timestamp, np.int64), image, np.zeros((n, len(cols)), dtype=bool), values,
+        recs.add(np.full(n, ChangeOp.DELETE, np.int8), np.full(n, version, np.int64),
+                 np.full(n, timestamp, np.int64), image, np.zeros((n, len(cols)), dtype=bool), values,
                  np.arange(n, dtype=np.int64))
 
 
@@ -307,11 +405,7 @@ def finish(t: pa.Table | None, changed: np.ndarray, cols: list[Column], key_name
            before_image: bool, ts_type: pa.DataType) -> pa.Table:
     """Label ops, build `_changed_columns`, and collapse to one net change per key if asked."""
     names = [c.name for c in cols]
-    out_fields = [pa.field("_op", pa.string()), pa.field("_version", pa.int64()),
-                  pa.field("_timestamp", ts_type)] + \
-        [pa.field(c.name, c.arrow_type) for c in cols] + [pa.field("_changed_columns", pa.list_(pa.string()))] + \
-        ([pa.field("_before_" + c.name, c.arrow_type) for c in cols] if before_image else [])
-    schema = pa.schema(out_fields)
+    schema = _output_schema(cols, before_image, False)
     if t is None or t.num_rows == 0:
         return schema.empty_table()
     op = t.column("_op").to_numpy()
@@ -374,51 +468,63 @@ def _net(t, op, changed, cols, key_names, before_image):
     return out.take(pa.array(perm)), new_op[keep][perm], any_changed[keep][perm]
 
 
-def with_skipped(out: pa.Table, storage: Storage, commits: Sequence[Commit], start: Schema, end: Schema) -> pa.Table:
-    """The changes plus the rows those commits skipped (`skipped` actions, §14): `_op` "skipped",
-    the input's values (null for a column the input lacked) and a `_reason`, in commit order.
-
-    A skipped file names its columns as the schema of its commit did; they are matched to the
-    output's (the `end` schema's) by column ID, as every reader matches columns, so a column
-    dropped and added again under the same name since is the new column, NULL in the old rows."""
+def _skipped_files(commits: Sequence[Commit], start: Schema) -> tuple:
+    """(version, timestamp, schema as of the commit, skipped file) of each `skipped` action, in
+    commit order: plain, picklable data for the part that reads them."""
     from .actions import AddSkipped, AlterDefinition
-    from .sequence import read_skipped
-    reason = pa.field("_reason", pa.string())
-    parts = [out.append_column(reason, pa.nulls(out.num_rows, pa.string()))]
+    out = []
     schema = start                                     # the schema as of each commit
     for c in commits:
         for a in c.of(AlterDefinition):
             schema = a.schema
         for a in c.of(AddSkipped):
-            t = read_skipped(storage, a.file)
-            n = t.num_rows
-            arrays = []
-            for f in out.schema:
-                src = None                             # the file's column holding this output column
-                if end.has_column(f.name):
-                    cid = end.column(f.name).id
-                    src = next((x.name for x in schema.columns if x.id == cid), None)
-                if f.name == "_op":
-                    arrays.append(pa.array(["skipped"] * n, pa.string()))
-                elif f.name == "_version":
-                    arrays.append(pa.array(np.full(n, c.version, np.int64)))
-                elif f.name == "_timestamp":
-                    arrays.append(pa.array(np.full(n, c.timestamp, np.int64)).cast(f.type))
-                elif src is not None and src in t.column_names:
-                    arrays.append(t.column(src).cast(f.type))
-                else:
-                    arrays.append(pa.nulls(n, f.type))
-            arrays.append(t.column("_reason"))
-            parts.append(pa.Table.from_arrays(arrays, schema=parts[0].schema))
+            out.append((c.version, c.timestamp, schema, a.file))
+    return tuple(out)
+
+
+def with_skipped(out: pa.Table, storage: Storage, skipped: Sequence[tuple], end: Schema) -> pa.Table:
+    """The changes plus the rows the commits skipped (`skipped` actions, §14; `_skipped_files`):
+    `_op` "skipped", the input's values (null for a column the input lacked) and a `_reason`,
+    in commit order.
+
+    A skipped file names its columns as the schema of its commit did; they are matched to the
+    output's (the `end` schema's) by column ID, as every reader matches columns, so a column
+    dropped and added again under the same name since is the new column, NULL in the old rows."""
+    from .sequence import read_skipped
+    reason = pa.field("_reason", pa.string())
+    parts = [out.append_column(reason, pa.nulls(out.num_rows, pa.string()))]
+    for version, ts, schema, file in skipped:
+        t = read_skipped(storage, file)
+        n = t.num_rows
+        arrays = []
+        for f in out.schema:
+            src = None                             # the file's column holding this output column
+            if end.has_column(f.name):
+                cid = end.column(f.name).id
+                src = next((x.name for x in schema.columns if x.id == cid), None)
+            if f.name == "_op":
+                arrays.append(pa.array(["skipped"] * n, pa.string()))
+            elif f.name == "_version":
+                arrays.append(pa.array(np.full(n, version, np.int64)))
+            elif f.name == "_timestamp":
+                arrays.append(pa.array(np.full(n, ts, np.int64)).cast(f.type))
+            elif src is not None and src in t.column_names:
+                arrays.append(t.column(src).cast(f.type))
+            else:
+                arrays.append(pa.nulls(n, f.type))
+        arrays.append(t.column("_reason"))
+        parts.append(pa.Table.from_arrays(arrays, schema=parts[0].schema))
     t = pa.concat_tables(parts)
     return t.take(pc.sort_indices(pa.table({"v": t.column("_version"), "i": pa.array(np.arange(t.num_rows))}),
                                   sort_keys=[("v", "ascending"), ("i", "ascending")]))
 
 
-def changes(handle: TableHandle, start, end=None, mode: str = "all", before_image: bool = False,
-            images: str = "full", skipped: bool = False) -> pa.Table:
-    """Changes committed after `start` up to `end` (Table.changes has the full contract): the
-    versions resolved and checked against the history horizon, then the commits between read."""
+def plan_changes(handle: TableHandle, start, end=None, mode: str = "all", before_image: bool = False,
+                 images: str = "full", skipped: bool = False, by_rowset: bool = False) -> ChangePlan:
+    """A change read planned from the log (Table.changes has the contract): the options checked,
+    the versions resolved and checked against the history horizon, the commits between cut into
+    parts. Nothing but the log is read. by_rowset: one part per rowset even in mode "net" (for a
+    caller that nets the parts' records together, as changes() does)."""
     arg.choice(mode, "mode", ("all", "net"))
     arg.boolean(skipped, "skipped")
     if skipped and mode != "all":
@@ -442,8 +548,24 @@ def changes(handle: TableHandle, start, end=None, mode: str = "all", before_imag
             "their files)")
     end_state, start_state = handle.state_at(e), handle.state_at(s)
     commits = [handle.log.read_commit(v) for v in range(s + 1, e + 1)]
-    t, changed, cols = collect_changes(handle.storage, start_state, end_state, commits, before_image,
-                                       images == "full", handle.state_at)
-    out = finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
-                 pa.timestamp("us", tz="UTC"))
-    return with_skipped(out, handle.storage, commits, start_state.schema, end_state.schema) if skipped else out
+    parts = _plan_parts(start_state, commits, mode == "net" and not by_rowset, skipped, handle.state_at)
+    return ChangePlan(s, e, mode, before_image, images, skipped, end_state.schema, parts)
+
+
+def changes(handle: TableHandle, start, end=None, mode: str = "all", before_image: bool = False,
+            images: str = "full", skipped: bool = False) -> pa.Table:
+    """Changes committed after `start` up to `end`: the planned parts' records (one part per
+    rowset), gathered in parallel, finished together in commit order: the same rows as the
+    parts of change_plan computed apart."""
+    plan = plan_changes(handle, start, end, mode, before_image, images, skipped, by_rowset=True)
+    cols = list(plan.schema.columns)
+    recs = _Records(cols, before_image, list(plan.schema.primary_key))
+    data = [p for p in plan.parts if not p.skipped]
+    for r in pmap(lambda p: _part_records(handle.storage, plan, p), data):
+        recs.parts.extend(r.parts)
+    t, changed = recs.table()
+    out = finish(t, changed, cols, list(plan.schema.primary_key), mode == "net", before_image, TS_TYPE)
+    if not skipped:
+        return out
+    files = [f for p in plan.parts for f in p.skipped]
+    return with_skipped(out, handle.storage, files, plan.schema)

@@ -1,0 +1,258 @@
+"""Batch change reads in Spark: Table.changes() as a DataFrame, computed on executors.
+
+    df = (spark.read.format("tableformat").option("readChangeFeed", "true")
+          .option("startingVersion", 3).option("endingVersion", 7).load(uri))
+    df = read_changes(spark, uri, start=2, end=7, mode="net")      # Table.changes' own arguments
+
+The driver plans from the log alone (Table.change_plan): the commits in range cut into
+independent parts, one per rowset (mode "all") or per key-closed group of tablets (mode "net",
+whose per-key collapse needs every rowset a key lived in). Each Spark partition computes one
+part with tf.compute_changes; nothing is collected on the driver. The rows are exactly
+Table.changes()'s, with the same columns and types.
+
+Versions, as Delta's change data feed reads them: `startingVersion` and `endingVersion` are both
+inclusive, so they are Table.changes(startingVersion - 1, endingVersion), whose start is the
+state the changes apply to (exclusive). Version 0 is the table's creation and holds no rows, so
+startingVersion 0 reads as 1. `startingTimestamp` is the first commit at or after it (changes
+after the state just before it: start = Timestamp(T - 1 µs)); `endingTimestamp` the last commit
+at or before it. No end: the latest version. A start behind the history horizon raises
+HistoryExpiredError (typed through spark_jobs.errors.typed_errors).
+
+Our options: `mode` (all | net), `before_image`, `images` (full | changed), `skipped`.
+`changeFeedColumns` = "delta" gives Delta's columns instead: the table's columns, then
+`_change_type` (insert / update_preimage / update_postimage / delete), `_commit_version` and
+`_commit_timestamp`; an update is two rows, its before-image and its after-image, and a delete
+carries the row's last values, as Delta writes them. It needs full images and no skipped rows.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+import tableformat as tf
+
+from .errors import typed_errors
+from .snapshots import spark_schema, storage_options_from
+
+COLUMNS = ("tableformat", "delta")
+DELTA_META = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def wants_changes(options: dict) -> bool:
+    """Whether a read asks for the change feed (option readChangeFeed, as Delta's)."""
+    raw = _lower(options).get("readchangefeed")
+    if raw is None:
+        return False
+    return _bool(raw, "readChangeFeed")
+
+
+def _lower(options: dict) -> dict:
+    return {str(k).lower(): v for k, v in options.items()}
+
+
+def _bool(raw: Any, name: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    s = str(raw).strip().lower()
+    if s not in ("true", "false"):
+        raise tf.InvalidOptionError(f"option {name!r} must be true or false, got {raw!r}")
+    return s == "true"
+
+
+def _version(raw: Any, name: str) -> int:
+    s = str(raw).strip()
+    if not s.isdigit():
+        raise tf.InvalidOptionError(f"option {name!r} must be a version number (0 or more), got {raw!r}")
+    return int(s)
+
+
+def _timestamp(raw: Any, name: str) -> tf.Timestamp:
+    ts = tf.parse_as_of(str(raw), f"option {name!r}")
+    if not isinstance(ts, tf.Timestamp):
+        raise tf.InvalidOptionError(f"option {name!r} must be a date-time such as 2024-05-01 12:00:00 "
+                                    f"(UTC), got {raw!r}")
+    return ts
+
+
+def feed_columns(raw: Any) -> str:
+    """Option changeFeedColumns: "tableformat" (Table.changes' columns) or "delta"."""
+    columns = str(raw).strip().lower()
+    if columns not in COLUMNS:
+        raise tf.InvalidOptionError(f"option 'changeFeedColumns' must be one of {COLUMNS}, got {raw!r}")
+    return columns
+
+
+@dataclass(frozen=True)
+class ChangeOptions:
+    """A change read's options, checked: Table.changes' arguments plus the column naming."""
+
+    start: Any                 # Table.changes' start (exclusive)
+    end: Any                   # inclusive; None: latest
+    starting_version: int | None
+    mode: str
+    before_image: bool
+    images: str
+    skipped: bool
+    columns: str
+
+    @classmethod
+    def parse(cls, options: dict) -> "ChangeOptions":
+        o = _lower(options)
+        sv, st = o.get("startingversion"), o.get("startingtimestamp")
+        ev, et = o.get("endingversion"), o.get("endingtimestamp")
+        if (sv is None) == (st is None):
+            raise tf.InvalidOptionError("a change read needs exactly one of startingVersion and startingTimestamp")
+        if ev is not None and et is not None:
+            raise tf.InvalidOptionError("give at most one of endingVersion and endingTimestamp")
+        starting_version = None if sv is None else _version(sv, "startingVersion")
+        start = max(starting_version - 1, 0) if sv is not None else \
+            tf.Timestamp(_timestamp(st, "startingTimestamp") - 1)
+        end = _version(ev, "endingVersion") if ev is not None else \
+            (_timestamp(et, "endingTimestamp") if et is not None else None)
+        if starting_version is not None and ev is not None and starting_version > end:
+            raise tf.InvalidOptionError(f"startingVersion {starting_version} is after endingVersion {end}")
+        columns = feed_columns(o.get("changefeedcolumns", "tableformat"))
+        mode = str(o.get("mode", "all"))
+        images = str(o.get("images", "full"))
+        before = _bool(o.get("before_image", False), "before_image")
+        skipped = _bool(o.get("skipped", False), "skipped")
+        if columns == "delta":
+            if images != "full":
+                raise tf.InvalidOptionError("changeFeedColumns='delta' gives whole rows: it needs images='full'")
+            if skipped:
+                raise tf.InvalidOptionError("changeFeedColumns='delta' has no skipped rows: Delta's change "
+                                            "types are insert, update_preimage, update_postimage and delete")
+            before = True                  # a preimage row, and a delete's values, are before-images
+        return cls(start, end, starting_version, mode, before, images, skipped, columns)
+
+    def plan(self, uri: str, storage_options: dict | None) -> tf.ChangePlan:
+        """The change read planned from the log (on the driver: no data is read)."""
+        t = tf.open_table(uri, storage_options=storage_options)
+        plan = t.change_plan(self.start, self.end, self.mode, self.before_image, self.images, self.skipped)
+        if self.starting_version is not None and self.starting_version > plan.end:
+            raise tf.InvalidOptionError(f"startingVersion {self.starting_version} is after the last version "
+                                        f"read, {plan.end}")
+        return plan
+
+
+def arrow_schema(plan: tf.ChangePlan, columns: str) -> pa.Schema:
+    """The Arrow schema every batch of the read has."""
+    s = plan.arrow_schema()
+    if columns != "delta":
+        return s
+    data = [s.field(c.name) for c in plan.schema.columns]
+    return pa.schema(data + [pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64()),
+                             s.field("_timestamp").with_name("_commit_timestamp")])
+
+
+def struct_type(plan: tf.ChangePlan, columns: str):
+    """The Spark schema of the read, declared field by field (every field nullable: a delete's
+    after-image is NULL outside the key, a skipped row lacks what its input lacked)."""
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType, TimestampType
+    data = {f.name: f.dataType for f in spark_schema(plan.schema).fields}
+    fields = []
+    for f in arrow_schema(plan, columns):
+        if f.name in data:
+            typ = data[f.name]
+        elif f.name.startswith("_before_") and f.name[len("_before_"):] in data:
+            typ = data[f.name[len("_before_"):]]
+        else:
+            typ = {"_op": StringType(), "_version": LongType(), "_timestamp": TimestampType(),
+                   "_changed_columns": ArrayType(StringType(), True), "_reason": StringType(),
+                   "_change_type": StringType(), "_commit_version": LongType(),
+                   "_commit_timestamp": TimestampType()}[f.name]
+        fields.append(StructField(f.name, typ, True))
+    return StructType(fields)
+
+
+def delta_rows(t: pa.Table, plan: tf.ChangePlan) -> pa.Table:
+    """Changes (with before-images) as Delta's change feed rows: an insert its row, a delete its
+    before-image, an update its before-image (update_preimage) and after-image (update_postimage)."""
+    names = [c.name for c in plan.schema.columns]
+    op = t.column("_op")
+    out = []
+    for label, when, before in (("insert", "insert", False), ("delete", "delete", True),
+                                ("update_preimage", "update", True), ("update_postimage", "update", False)):
+        sel = t.filter(pc.equal(op, when))
+        cols = [sel.column(("_before_" if before else "") + n) for n in names]
+        cols += [pa.repeat(pa.scalar(label, pa.string()), sel.num_rows), sel.column("_version"),
+                 sel.column("_timestamp")]
+        out.append(pa.Table.from_arrays(cols, names=names + list(DELTA_META)))
+    return pa.concat_tables(out)
+
+
+@dataclass
+class ChangePartition(InputPartition):
+    """One part of a planned change read: the plan's header (no parts) and the part itself."""
+
+    uri: str
+    options: str               # JSON storage options
+    plan: Any                  # tf.ChangePlan with parts=()
+    part: Any                  # tf.ChangePart, or None for an empty read
+    columns: str
+
+    def __init__(self, uri, options, plan, part, columns):
+        super().__init__(None)
+        self.uri, self.options, self.plan, self.part, self.columns = uri, options, plan, part, columns
+
+
+class ChangeReader(DataSourceReader):
+    """Plans on the driver from the log; each partition computes one part on an executor."""
+
+    def __init__(self, options: dict):
+        self.uri = options["path"]
+        self.storage_options = storage_options_from(options)
+        self.opts = ChangeOptions.parse(options)
+
+    def partitions(self):
+        plan = self.opts.plan(self.uri, self.storage_options)
+        head, opts = plan.header(), json.dumps(self.storage_options)
+        return [ChangePartition(self.uri, opts, head, p, self.opts.columns) for p in plan.parts] or \
+            [ChangePartition(self.uri, opts, head, None, self.opts.columns)]
+
+    def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
+        if partition.part is None:
+            return
+        storage = tf.Storage(partition.uri, json.loads(partition.options))
+        t = tf.compute_changes(storage, partition.plan, partition.part)
+        if partition.columns == "delta":
+            t = delta_rows(t, partition.plan)
+        yield from t.cast(arrow_schema(partition.plan, partition.columns)).to_batches()
+
+
+def change_schema(options: dict):
+    """The Spark schema of a change read with these options (the data source's schema())."""
+    o = ChangeOptions.parse(options)
+    return struct_type(o.plan(options["path"], storage_options_from(options)), o.columns)
+
+
+def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
+                 images: str = "full", skipped: bool = False, columns: str = "tableformat",
+                 storage_options: dict | None = None) -> Any:
+    """Table.changes(start, end, ...) as a DataFrame computed on the executors, one part per task.
+
+    `start` and `end` are Table.changes' own (start exclusive: the changes committed after it;
+    a version, Timestamp, datetime, ISO string or tag), resolved here to the data source's
+    inclusive versions. `columns="delta"` gives Delta's change feed columns. Errors are typed."""
+    from .datasource import NAME, register
+    with typed_errors():
+        t = tf.open_table(uri, storage_options=storage_options)
+        plan = t.change_plan(start, end, mode, before_image, images, skipped)   # checks every option
+        if plan.start == plan.end:             # no commit in range: no version to start from
+            return spark.createDataFrame([], struct_type(plan, feed_columns(columns)))
+        register(spark)
+        r = (spark.read.format(NAME).option("readChangeFeed", "true")
+             .option("startingVersion", str(plan.start + 1)).option("endingVersion", str(plan.end))
+             .option("mode", mode).option("before_image", str(before_image).lower()).option("images", images)
+             .option("skipped", str(skipped).lower()).option("changeFeedColumns", columns))
+        if storage_options:
+            r = r.option("storage_options", json.dumps(storage_options))
+        return r.load(uri)
+
+
+__all__ = ["read_changes", "ChangeReader", "ChangeOptions", "change_schema", "wants_changes"]
