@@ -6,13 +6,12 @@ import datetime
 import itertools
 import os
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
 import tableformat as tf
 
-from helpers import assert_same_rows
+from helpers import assert_same_rows, range_keyed as ranged
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -38,25 +37,6 @@ def catalog(spark, warehouse) -> str:
 
 def plan_text(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
-
-
-def ranged(path, ranges=10, width=100):
-    """A table keyed by int64 `k` in `ranges` range partitions of `width` keys each (one rowset
-    each after the insert), with a double `v` holding NULL, NaN, -0.0 and 0.0, and a string `s`."""
-    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True),
-                        tf.Column("s", "string", nullable=True)], primary_key="k")
-    part = tf.PartitionSchema(range=tf.RangePartition(["k"], bounds=[(0, ranges * width)],
-                                                      splits=[i * width for i in range(1, ranges)]))
-    t = tf.create_table(str(path), schema, partitioning=part)
-    k = np.arange(ranges * width)
-    v = np.sin(k).astype(float)
-    v[k % 13 == 0] = np.nan
-    v[k % 17 == 0] = -0.0
-    v[k % 19 == 0] = 0.0
-    t.insert(pa.table({"k": pa.array(k, pa.int64()),
-                       "v": pa.array(v, mask=(k % 11 == 0)),
-                       "s": pa.array([f"s{x % 7}" for x in k])}))
-    return t
 
 
 def same(df, expect, key=("k",)):
