@@ -44,7 +44,7 @@ def spark_sql(jar, tmp, conf: dict, queries: list[str]) -> list[list[list[str]]]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
     env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python",
                PYSPARK_DRIVER_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
     assert proc.returncode == 0, proc.stderr[-4000:]
     out: list[list[list[str]]] = []
     for line in proc.stdout.splitlines():
