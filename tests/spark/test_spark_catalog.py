@@ -185,3 +185,31 @@ def test_pruned_sql_reads_equal_the_engine(spark, tmp_path, where, flt):
     if flt is None:
         flt = [("k", "in", [5, 905])]
     same(spark.sql(f"SELECT * FROM {c}.ns.t WHERE {where}"), t.scan(filter=flt).to_arrow())
+
+
+def test_the_scan_reports_the_exact_row_count_with_pending_deletes(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=4)
+    t.delete(pa.table({"k": pa.array([1, 2, 3, 150, 399], pa.int64())}))
+    t.update(pa.table({"k": pa.array([4], pa.int64()), "v": pa.array([1.0])}))
+    t.insert(pa.table({"k": pa.array([2], pa.int64()), "v": pa.array([5.0]), "s": pa.array(["back"])}))  # reinsert
+    c = catalog(spark, tmp_path / "wh")
+
+    def scan_stats(df):
+        leaf = df._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
+        return leaf.rowCount().get(), leaf.sizeInBytes()
+
+    spark.conf.set("spark.sql.cbo.planStats.enabled", "true")       # Spark keeps row counts only then (or CBO)
+    try:
+        check_stats(spark, t, c, scan_stats)
+    finally:
+        spark.conf.unset("spark.sql.cbo.planStats.enabled")
+
+
+def check_stats(spark, t, c, scan_stats):
+    rows, size = scan_stats(spark.sql(f"SELECT * FROM {c}.ns.t"))
+    assert rows == t.scan().to_arrow().num_rows == 396
+    assert size > 0
+    rows, _ = scan_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k < 200"))   # the first two ranges' rowsets
+    assert rows == t.scan(filter=("k", "<", 200)).to_arrow().num_rows
+    old = spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF 1")
+    assert scan_stats(old)[0] == 400

@@ -10,7 +10,6 @@ import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import tableformat.connector.ReadPlan;
 import tableformat.connector.TableFormatScanBuilder;
 import tableformat.log.InvalidFilterError;
 import tableformat.log.TableState;
@@ -58,14 +57,14 @@ final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredC
   public Scan build() {
     List<String> cols = new ArrayList<>();
     for (StructField f : required.fields()) if (tableSchema.getFieldIndex(f.name()).isDefined()) cols.add(f.name());
-    ReadPlan plan;
+    Snapshots.Planned plan;
     try {
       plan = Snapshots.plan(uri, state, cols, terms == null || terms.isEmpty() ? null : terms);
     } catch (InvalidFilterError e) {        // a literal the planner does not take: no pruning, Spark filters
       plan = Snapshots.plan(uri, state, cols, null);
     }
-    TableFormatScanBuilder b = new TableFormatScanBuilder(plan);
+    TableFormatScanBuilder b = new TableFormatScanBuilder(plan.connector());
     b.pushFilters(filters);
-    return b.build();
+    return new CatalogScan(b.build(), plan.log());
   }
 }

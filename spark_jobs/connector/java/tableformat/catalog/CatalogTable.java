@@ -40,7 +40,7 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     this.uri = Location.normalize(uri);
     this.asOf = asOf;
     this.loaded = Snapshots.open(this.uri, asOf);
-    this.schema = Snapshots.plan(this.uri, loaded, null, null).schema();
+    this.schema = Snapshots.plan(this.uri, loaded, null, null).connector().schema();
   }
 
   /** A table by path, for {@code spark.read.format("tableformat-jvm").load(path)}. */

@@ -30,10 +30,13 @@ final class Snapshots {
     return Mvcc.stateAt(new LogReader(new LogStore(uri, hadoopConf())), asOf);
   }
 
-  /** The connector's read plan of {@code state}: {@code columns} null for all, {@code filter} the planner's terms. */
-  static ReadPlan plan(String uri, TableState state, java.util.List<String> columns, JsonNode filter) {
+  /** One plan in the planner's form (log records: counts, statistics) and the connector's. */
+  record Planned(Planner.ReadPlan log, ReadPlan connector) {}
+
+  /** The plan of {@code state}: {@code columns} null for all, {@code filter} the planner's terms. */
+  static Planned plan(String uri, TableState state, java.util.List<String> columns, JsonNode filter) {
     LogStore store = new LogStore(uri, hadoopConf());
     Planner.ReadPlan p = Planner.plan(state, columns, filter, (KeySeek) null);
-    return ReadPlan.parse(PlanJson.of(store, p).toString());
+    return new Planned(p, ReadPlan.parse(PlanJson.of(store, p).toString()));
   }
 }
