@@ -11,7 +11,7 @@ import pytest
 
 import tableformat as tf
 
-from helpers import assert_same_rows, range_keyed as ranged
+from helpers import assert_same_rows, int_keyed, range_keyed as ranged
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -213,3 +213,35 @@ def check_stats(spark, t, c, scan_stats):
     assert rows == t.scan(filter=("k", "<", 200)).to_arrow().num_rows
     old = spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF 1")
     assert scan_stats(old)[0] == 400
+    # column statistics: range 2 has no deltas, range 3 a pending delete (min and max stay bounds)
+    assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k >= 200 AND k < 300"))["k"] == (200, 299, 0)
+    assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k >= 300"))["k"] == (300, 399, None)
+    assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t"))["k"] == (0, 399, None)
+    assert "v" not in column_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k >= 200 AND k < 300"))  # doubles: none
+
+
+def test_column_statistics_leave_out_a_column_a_pending_update_changes(spark, tmp_path):
+    t, rows = int_keyed(tmp_path / "wh" / "ns" / "t", composite=False, partitioned=False, props={})
+    t.insert(rows(list(range(100)), [None if k % 10 == 0 else k * 2 for k in range(100)]))
+    c = catalog(spark, tmp_path / "wh")
+    spark.conf.set("spark.sql.cbo.planStats.enabled", "true")
+    try:
+        assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t")) == {"k": (0, 99, 0), "a": (2, 198, 10)}
+        t.update(rows([5], [1000]))
+        assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t")) == {"k": (0, 99, 0)}
+    finally:
+        spark.conf.unset("spark.sql.cbo.planStats.enabled")
+
+
+def column_stats(df) -> dict:
+    """The scan's column statistics: name -> (min, max, null count or None)."""
+    stats = df._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
+    out = {}
+    it = stats.attributeStats().iterator()
+    while it.hasNext():
+        kv = it.next()
+        cs = kv._2()
+        opt = [cs.min(), cs.max(), cs.nullCount()]
+        mn, mx, nc = (o.get() if o.isDefined() else None for o in opt)
+        out[kv._1().name()] = (mn, mx, None if nc is None else int(str(nc)))
+    return out

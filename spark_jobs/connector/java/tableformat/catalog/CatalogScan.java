@@ -1,6 +1,9 @@
 package tableformat.catalog;
 
+import java.util.Map;
 import java.util.OptionalLong;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.read.colstats.ColumnStatistics;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.Batch;
@@ -15,7 +18,7 @@ import tableformat.plan.Planner;
  * The connector's scan of a catalog read, with statistics from the log (issue #35 item 4): the
  * exact row count of the planned rowsets with pending deletes subtracted, as the engine's
  * {@code live_rows} counts them (rows less REDO deletes plus reinserts, §5), and the bytes of the
- * base files read. A read at a cut (behind the horizon) reports no row count: a REDO file may lie
+ * base files read, and column statistics ({@link ColumnStats}). A read at a cut (behind the horizon) reports no row count: a REDO file may lie
  * partly after it.
  */
 final class CatalogScan implements Scan, SupportsReportStatistics {
@@ -51,9 +54,11 @@ final class CatalogScan implements Scan, SupportsReportStatistics {
   public Statistics estimateStatistics() {
     Statistics base = ((SupportsReportStatistics) scan).estimateStatistics();
     long rows = liveRows();
+    Map<NamedReference, ColumnStatistics> cols = ColumnStats.of(plan);
     return new Statistics() {
       @Override public OptionalLong sizeInBytes() { return base.sizeInBytes(); }
       @Override public OptionalLong numRows() { return rows < 0 ? OptionalLong.empty() : OptionalLong.of(rows); }
+      @Override public Map<NamedReference, ColumnStatistics> columnStats() { return cols; }
     };
   }
 }
