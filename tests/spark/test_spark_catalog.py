@@ -245,3 +245,16 @@ def column_stats(df) -> dict:
         mn, mx, nc = (o.get() if o.isDefined() else None for o in opt)
         out[kv._1().name()] = (mn, mx, None if nc is None else int(str(nc)))
     return out
+
+
+def test_history_and_tags_metadata_tables(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)
+    t.tag("nightly")
+    t.delete(pa.table({"k": pa.array([1], pa.int64())}))
+    c = catalog(spark, tmp_path / "wh")
+    hist = spark.sql(f"SELECT version, unix_micros(timestamp) AS ts, operation FROM {c}.ns.t.history "
+                     "ORDER BY version").collect()
+    assert [(r.version, r.ts, r.operation) for r in hist] == [(h.version, h.timestamp, h.operation)
+                                                              for h in sorted(t.history(), key=lambda h: h.version)]
+    tags = spark.sql(f"SELECT name, version FROM {c}.`{t.uri}`.tags").collect()
+    assert [(r.name, r.version) for r in tags] == sorted(t.tags().items())
