@@ -73,7 +73,7 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | No
     """The JVM connector (read_table's default path when the session has its jar) against
     spark.read.parquet of the same base files, same session, sides alternated after a warm-up.
     Numeric columns are written PLAIN: pyspark 4.2's vectorized reader (the baseline) cannot
-    decode BYTE_STREAM_SPLIT, the format's default for numbers. Targets from issue 22.
+    decode BYTE_STREAM_SPLIT (bitshuffle). Targets from issue 22.
     `s3` (storage options of a table root `work` on S3): both sides read through s3a."""
     import numpy as np
     from spark_jobs.connector import loaded

@@ -14,6 +14,8 @@ import argparse
 import json
 from typing import Any, Callable
 
+import tableformat as tf
+
 from .session import get_spark
 from .read import read_table
 
@@ -27,7 +29,9 @@ def read_as_of(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
 def time_travel_backfill(spark: Any, uri: str, as_of: Any, output: str, sql: str | None = None,
                          transform: Callable | None = None, storage_options: dict | None = None,
                          mode: str = "overwrite") -> int:
-    """Recompute `output` from the table as of `as_of`. Returns the number of output rows."""
+    """Recompute `output` from the table as of `as_of`. Returns the number of output rows.
+    `output` must lie apart from the table: an overwrite there would delete the table's files."""
+    tf.check_outside_table(output, uri, "the backfill's output")
     df = read_as_of(spark, uri, as_of, storage_options)
     if transform is not None:
         df = transform(df)

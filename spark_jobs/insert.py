@@ -44,6 +44,8 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         raise tf.InvalidOptionError(f"on_duplicate must be fail, ignore or collect, got {on_duplicate!r}")
     if on_duplicate == "collect" and not error_path:
         raise tf.InvalidOptionError("on_duplicate='collect' needs error_path")
+    if on_duplicate == "collect":
+        tf.check_outside_table(error_path, uri, "error_path")
     def make_task(version, table_id):
         return insert_task(uri, storage_options, version, table_id, on_duplicate, error_path)
 

@@ -10,12 +10,17 @@ from typing import Iterable
 import tableformat as tf
 
 
+# Hadoop's own file systems: every Spark build carries the HDFS client (pyspark's
+# hadoop-client-api and -runtime jars hold DistributedFileSystem and WebHdfsFileSystem).
+HADOOP_SCHEMES = ("hdfs", "webhdfs", "swebhdfs", "viewfs")
+
+
 def jvm_unreadable(storage: tf.Storage, jvm_schemes: Iterable[str]) -> str | None:
     """Why Spark's own reader cannot open the table's files (None: it can)."""
     if storage.is_local:
         return None
     scheme = storage.uri.split("://", 1)[0].lower() if "://" in storage.uri else storage.protocol
-    if scheme in {s.lower() for s in jvm_schemes}:
+    if scheme in HADOOP_SCHEMES or scheme in {s.lower() for s in jvm_schemes}:
         return None
     return (f"the JVM is not known to read {scheme}:// URIs (declare it with jvm_schemes=[{scheme!r}] when "
             "the cluster has its Hadoop file system)")

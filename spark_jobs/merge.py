@@ -167,6 +167,8 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         raise tf.InvalidOptionError(f"op must be one of {OPS}, got {op!r}")
     if on_error not in ("fail", "ignore", "collect") or (on_error == "collect" and not error_path):
         raise tf.InvalidOptionError("on_error must be fail, ignore or collect (collect needs error_path)")
+    if on_error == "collect":
+        tf.check_outside_table(error_path, uri, "error_path")
     def make_task(version, table_id):
         return merge_task(uri, storage_options, version, table_id, op, op_column, update_columns, on_error,
                           error_path)

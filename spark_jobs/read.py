@@ -15,7 +15,8 @@ by row), and one log line says why.
 
 Where neither JVM path can read a rowset, it falls back to the Python data source
 (`datasource.py`), and one log line says why: a URI scheme the JVM cannot open (only local
-paths and `file://` are assumed readable; declare others with `jvm_schemes`, `jvm_paths.py`),
+paths, `file://` and Hadoop's own `hdfs://`, `webhdfs://`, `viewfs://` are assumed readable;
+declare others with `jvm_schemes`, `jvm_paths.py`),
 or (without the connector) a version behind the history horizon that needs UNDO records.
 `path="native"` refuses to fall back (NativeReadUnavailableError); `path="python"` reads
 everything through the data source; `path="join"` skips the connector. Whatever reads them,
@@ -51,7 +52,7 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     same semantics (specs/format.md §13). `path`: "auto" (the JVM connector, else Spark's
     Parquet scan plus a join, where possible), "native" (never the Python data source),
     "join" (never the connector; also TABLEFORMAT_SPARK_READ=join) or "python". `jvm_schemes`: URI schemes the cluster's JVM can
-    read (e.g. {"s3a", "hdfs"}).
+    read beyond Hadoop's own (hdfs, webhdfs, viewfs: always there), e.g. {"gs"}.
     """
     if path not in PATHS:
         raise tf.InvalidOptionError(f"path must be one of {PATHS}, got {path!r}")

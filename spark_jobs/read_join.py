@@ -176,8 +176,8 @@ _SPLIT_PROBED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def reads_byte_stream_split(spark: Any) -> bool:
-    """Whether this session's Parquet reader decodes BYTE_STREAM_SPLIT (bitshuffle, the default
-    encoding of integer, float and time columns): probed once per session on a one-row file, since
+    """Whether this session's Parquet reader decodes BYTE_STREAM_SPLIT (a column encoded
+    bitshuffle; numbers default to plain, §5): probed once per session on a one-row file, since
     it depends on the Spark version (pyspark 4.2's vectorized reader cannot)."""
     if spark not in _SPLIT_PROBED:
         import shutil

@@ -21,7 +21,7 @@ from .read.predicate import Predicate
 from .read.rowset_plan import BaseFilePlan, DeltaFilePlan, ReadPlan, RowSetPlan
 from .read.scan import Scanner, ScanTask
 from .format.schema import Column, Schema
-from .format.storage import Storage
+from .format.storage import Storage, check_outside_table
 from .write.result import WriteResult
 from .snapshot import Snapshot
 from .table import Table, create_table, open_table
@@ -33,5 +33,5 @@ __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSche
            "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
            "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
            "DeltaFilePlan", "DeltaOp", "format", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of",
-           "MirrorResult"]
+           "MirrorResult", "check_outside_table"]
 __version__ = "0.1.0"

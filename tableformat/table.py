@@ -20,7 +20,7 @@ from .format.batch import to_arrow_table
 from .maintenance.check import CheckReport, check
 from .maintenance.compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy
 from .interop.delta_mirror import MirrorResult, check_mirror_path, mirror_delta
-from .format.errors import SchemaError, TableExistsError
+from .format.errors import ContradictoryFragmentsError, SchemaError, TableExistsError
 from .log.fragment import WriteFragment
 from .log.handle import TableHandle
 from .read.inspect import KINDS as INSPECT_KINDS, inspect
@@ -201,8 +201,12 @@ class Table:
         arg.string(operation, "operation", none=True)
         properties = arg.instance(properties, "properties", CommitProperties, "a tf.CommitProperties", none=True)
         arg.mapping(counts, "counts")
-        frag = WriteFragment.combine([WriteFragment.from_json(f) if isinstance(f, dict) else f for f in fragments],
-                                     operation, counts)
+        frags = [WriteFragment.from_json(f) if isinstance(f, dict) else f for f in fragments]
+        try:
+            frag = WriteFragment.combine(frags, operation, counts)
+        except ContradictoryFragmentsError:       # nothing of it lands, its files go (§10.3)
+            self.storage.delete_quietly([p for f in frags if isinstance(f, WriteFragment) for p in f.files])
+            raise
         if frag.empty:
             return write_result(None, frag, self.handle.state_at(frag.read_version), frag.operation)
         commit = Transaction(self.handle, frag, properties or self.commit_properties).commit()

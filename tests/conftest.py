@@ -72,12 +72,31 @@ def s3_table_root(s3_endpoint, request):
     return f"s3://{bucket}", opts
 
 
+@pytest.fixture(scope="session")
+def hdfs(tmp_path_factory):
+    """A real HDFS (Hadoop's MiniDFSCluster: a NameNode and two DataNodes, WebHDFS on) in a JVM of its
+    own for the whole run; its jars come from Maven Central once per machine (helpers.MiniHdfs)."""
+    pytest.importorskip("pyspark")          # the Hadoop version to run is pyspark's
+    from helpers import MiniHdfs
+    cluster = MiniHdfs(tmp_path_factory.mktemp("minihdfs"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def hdfs_table_root(hdfs, request):
+    """(hdfs://127.0.0.1:<port>/<a directory of this test's own>, storage options)."""
+    return f"{hdfs.uri}/t{abs(hash(request.node.nodeid)) % 10**10}", dict(hdfs.storage_options)
+
+
 # --- layers: a marker per test from its directory, and one pass/fail line per layer ----------
 LAYERS = {"engine": "the pure-Python engine", "cli": "the command line", "spark": "runs local Spark",
-          "s3": "runs against the loopback S3 server", "airflow": "runs real Airflow DAGs"}
+          "s3": "runs against the loopback S3 server", "hdfs": "runs against a MiniDFSCluster (a real HDFS)",
+          "airflow": "runs real Airflow DAGs"}
 # tests/<dir>/ -> its layer; the engine's tests mirror its wings (tableformat/format/ -> tests/format/, ...)
 DIR_LAYER = {"format": "engine", "read": "engine", "log": "engine", "write": "engine", "maintenance": "engine",
              "interop": "engine", "api": "engine", "project": "engine", "cli": "cli", "spark": "spark", "s3": "s3",
+             "hdfs": "hdfs",
              "airflow": "airflow"}
 TESTS = os.path.dirname(os.path.abspath(__file__))
 LAYER_OF: dict = {}         # test id -> its layer (a test's keywords also hold its directory's name)
@@ -102,6 +121,8 @@ def _layer(item) -> str:
         return "airflow"
     if fixtures & {"s3_endpoint", "s3_table_root"}:
         return "s3"
+    if fixtures & {"hdfs", "hdfs_table_root"}:
+        return "hdfs"
     if "spark" in fixtures:
         return "spark"
     return DIR_LAYER[top]

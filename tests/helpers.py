@@ -287,6 +287,100 @@ def int_keyed(path, composite: bool, partitioned: bool, props: dict):
     return t, rows
 
 
+# --- a real HDFS: Hadoop's MiniDFSCluster in a JVM of its own (tests/hdfs/MiniHdfs.java) ----------
+HDFS_SOURCES = Path(__file__).parent / "hdfs"
+
+
+def hadoop_version() -> str:
+    """The Hadoop version pyspark bundles (its hadoop-client-api jar): the minicluster must match it."""
+    import glob
+
+    import pyspark
+    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-api-*.jar"))
+    if not jars:
+        raise RuntimeError("pyspark has no hadoop-client-api jar")
+    return os.path.basename(jars[0])[len("hadoop-client-api-"):-len(".jar")]
+
+
+def minihdfs_classpath() -> str:
+    """The launcher's classpath: hadoop-client-minicluster and what it needs, resolved by Maven from
+    Maven Central into ~/.m2 (once per machine) and copied to a cache directory with the compiled
+    launcher (keyed by the Hadoop version and the launcher's source)."""
+    import hashlib
+    import shutil
+    version = hadoop_version()
+    sources = ("MiniHdfs.java", "pom.xml", "hadoop-metrics2.properties")
+    src = b"".join((HDFS_SOURCES / n).read_bytes() for n in sources)
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tableformat-tests" / \
+        f"minihdfs-{version}-{hashlib.sha256(src).hexdigest()[:12]}"
+    jars, classes = cache / "jars", cache / "classes"
+    if not (classes / "MiniHdfs.class").exists():
+        for tool in ("mvn", "javac", "java"):
+            if shutil.which(tool) is None:
+                raise RuntimeError(f"the test HDFS needs {tool} on PATH (a JDK 17 and Maven)")
+        tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["mvn", "-q", "-B", "-f", str(HDFS_SOURCES / "pom.xml"), f"-Dhadoop.version={version}",
+                        "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'jars'}"], check=True)
+        subprocess.run(["javac", "-d", str(tmp / "classes"), "-cp", str(tmp / "jars" / "*"),
+                        str(HDFS_SOURCES / "MiniHdfs.java")], check=True)
+        shutil.copy(HDFS_SOURCES / "hadoop-metrics2.properties", tmp / "classes")
+        shutil.rmtree(cache, ignore_errors=True)
+        os.replace(tmp, cache)
+    return f"{jars / '*'}{os.pathsep}{classes}"
+
+
+class MiniHdfs:
+    """A running MiniDFSCluster (one NameNode, `datanodes` DataNodes, WebHDFS on, free ports on
+    127.0.0.1), stopped by its PID. `uri` is hdfs://127.0.0.1:<rpc port>; `storage_options` are what
+    a user passes for it (the NameNode's WebHDFS address and the user)."""
+
+    def __init__(self, base_dir, datanodes: int = 2, timeout: float = 180):
+        import getpass
+        import json
+        import time
+        base = Path(base_dir)
+        base.mkdir(parents=True, exist_ok=True)
+        self.log_path = base / "minihdfs.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["java", "-Xmx768m", "-XX:+UseSerialGC", "-cp", minihdfs_classpath(), "MiniHdfs", str(base / "dfs"),
+                 str(datanodes)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                start_new_session=True)       # stdin: the cluster ends when this process does
+        deadline = time.time() + timeout
+        info = None
+        while info is None:
+            line = self.proc.stdout.readline().decode()
+            if line.startswith("MINIHDFS "):
+                info = json.loads(line[len("MINIHDFS "):])
+            elif not line or time.time() > deadline:
+                self.stop()
+                raise RuntimeError(f"the MiniDFSCluster did not start; its log: {self.log_path}")
+        self.pid = self.proc.pid
+        self.rpc_port, self.http_port = info["rpc_port"], info["http_port"]
+        self.uri = info["uri"]
+        self.user = getpass.getuser()     # the NameNode's superuser: the JVM's user
+        self.storage_options = {"namenode_http_address": f"127.0.0.1:{self.http_port}", "user": self.user}
+
+    def jmx(self, query: str) -> dict:
+        """The NameNode's JMX bean `query` (e.g. Hadoop:service=NameNode,name=NameNodeActivity)."""
+        import json
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/jmx?qry={query}") as r:
+            beans = json.loads(r.read())["beans"]
+        return beans[0] if beans else {}
+
+    def stop(self):
+        import signal
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+
 def range_keyed(path, ranges=10, width=100, storage_options=None):
     """A table keyed by int64 `k` in `ranges` range partitions of `width` keys each (one rowset
     each after the insert), with a double `v` holding NULL, NaN, -0.0 and 0.0, and a string `s`."""

@@ -6,6 +6,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from ..format.storage import check_outside_table
 from .commands import EXIT_ERROR
 from .options import error_line, redact, secrets, storage_options
 from .parser import build_parser
@@ -18,6 +19,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         opts = storage_options(args)
         known = secrets(opts)
+        refuse_outputs_in_table(args)
         return args.func(args, opts)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -32,6 +34,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(redact("".join(traceback.format_exception(e)), known))
         print(error_line(e, known), file=sys.stderr)
         return EXIT_ERROR
+
+
+def refuse_outputs_in_table(args) -> None:
+    """Every file a command writes (`--output`, `--on-error collect=`, a mirror's `--delta`) lies
+    outside the table's directory, checked before anything runs (storage.check_outside_table)."""
+    uri = getattr(args, "uri", None)
+    if not isinstance(uri, str):
+        return
+    on_error = getattr(args, "on_error", None)
+    for flag, path in (("--output", getattr(args, "output", None)), ("--delta", getattr(args, "delta", None)),
+                       ("--on-error collect=", on_error[1] if isinstance(on_error, tuple) else None)):
+        if isinstance(path, str) and path:
+            check_outside_table(path, uri, flag)
 
 
 def console_main() -> None:

@@ -379,8 +379,8 @@ def _input_file(storage: Storage, ref: FileRef):
         data = storage.read(ref.path)
         verify_file_bytes(ref, data, "file")
         return pa.BufferReader(data), False
-    if storage.is_s3 and ref.size:
-        return _RangedFile(storage, ref), True      # Content-Range tells the size: no HEAD
+    if (storage.is_s3 or storage.is_hdfs) and ref.size:
+        return _RangedFile(storage, ref), True      # the log knows the size: no HEAD (GETFILESTATUS)
     if storage.is_local:
         f = pafs.LocalFileSystem().open_input_file(storage.path(ref.path))
     else:

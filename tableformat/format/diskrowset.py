@@ -65,9 +65,22 @@ def parquet_encoding(col: Column, arr: pa.Array) -> tuple[bool, str | None]:
     return False, "PLAIN"
 
 
-def base_file_layout(columns: Sequence[Column], arrays: Sequence[pa.Array]) -> tuple[pa.Schema, dict]:
-    """A base file's Arrow schema and Parquet write options, encodings chosen from `arrays`."""
-    fields, codecs, dict_cols, encodings = [], {}, [], {}
+def footer_statistics_safe(col: Column, arr: pa.Array | pa.ChunkedArray, whole: bool) -> bool:
+    """Whether a column's Parquet footer may carry min/max statistics (§5). A float or double
+    min/max leaves NaN out (Parquet's rule), so a reader pruning row groups by them (Spark,
+    DuckDB, Trino) drops NaN rows that match `f > 0.0` (NaN ranks above every number, §13):
+    a float column gets them only when `arr` is the whole file's column (`whole`) and holds
+    no NaN. Our own pruning uses the log's statistics (§8.2), never the footer's."""
+    if col.type.kind not in ("float", "double"):
+        return True
+    return whole and not pc.any(pc.is_nan(arr)).as_py()
+
+
+def base_file_layout(columns: Sequence[Column], arrays: Sequence[pa.Array], whole: bool = True) \
+        -> tuple[pa.Schema, dict]:
+    """A base file's Arrow schema and Parquet write options, encodings chosen from `arrays`: the
+    file's whole columns, or (`whole` False: a streaming writer) a sample of its first rows."""
+    fields, codecs, dict_cols, encodings, stats = [], {}, [], {}, []
     for col, arr in zip(columns, arrays):
         name = field_name(col.id)
         fields.append(pa.field(name, col.arrow_type, nullable=col.nullable,
@@ -78,10 +91,12 @@ def base_file_layout(columns: Sequence[Column], arrays: Sequence[pa.Array]) -> t
             dict_cols.append(name)
         else:
             encodings[name] = enc
+        if footer_statistics_safe(col, arr, whole):
+            stats.append(name)
     names = {field_name(c.id): c.name for c in columns}
     schema = pa.schema(fields, metadata={b"tableformat.column_names": json.dumps(names).encode()})
     return schema, dict(compression=codecs, use_dictionary=dict_cols or False, column_encoding=encodings or None,
-                        data_page_version="2.0")
+                        data_page_version="2.0", write_statistics=True if len(stats) == len(fields) else stats)
 
 
 def write_base_file(storage: Storage, rowset_dir: str, columns: Sequence[Column], arrays: Sequence[pa.Array],

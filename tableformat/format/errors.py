@@ -38,6 +38,12 @@ class InvalidURIError(TableFormatError, ValueError):
     """The table URI cannot be parsed or names an unknown filesystem."""
 
 
+class PathOverlapError(InvalidOptionError):
+    """An output path (a Delta mirror, an export, a backfill, a CLI output or rejects file) is the
+    table's directory, lies inside it, or holds it: writing there, or a foreign tool cleaning
+    there (Delta VACUUM, an overwrite), would destroy the table's files. Give a path outside."""
+
+
 class TableNotFoundError(TableFormatError, FileNotFoundError):
     """There is no table at the URI (no transaction log)."""
 
@@ -193,3 +199,9 @@ class NativeReadUnavailableError(TableFormatError):
 class MirrorError(TableFormatError):
     """A Delta mirror cannot be written: its log was written concurrently or cleaned up, or a
     rowset cannot be expressed in Delta and compaction was not allowed."""
+
+
+class ExportSchemaError(TableFormatError, ValueError):
+    """A change export cannot carry a schema change into its sink: a Delta change log (append
+    mode) keeps every column it ever had by name, so a column dropped and added again under the
+    same name with another type cannot join it. The message names the way on."""

@@ -7,7 +7,8 @@ never copied) plus a deletion vector of its deleted rowids. Column mapping
 (`name` mode) maps each column to our `c<id>` Parquet field, so renames and
 dropped columns cost nothing. Rowsets Delta cannot express (pending REDO
 updates or REINSERTs, several column groups, a column added with a read
-default the file lacks) are first rewritten by our own merging compaction.
+default the file lacks, float footer statistics written before §5's rule that
+hide NaN) are first rewritten by our own merging compaction.
 
 Each call writes one Delta commit holding only the difference from the last
 mirrored version (`remove` + `add` actions; a file whose deletes grew gets a
@@ -32,10 +33,11 @@ import numpy as np
 from ..maintenance.compaction_policy import CompactionAction
 from ..read.delta_tracker import deleted_mask
 from ..format.constants import field_name
+from ..format.cfile_set import parquet_file
 from ..format.deltafile import REDO
 from ..format.errors import InvalidOptionError, MirrorError, MissingDependencyError
 from ..format.metadata import RowSetMeta, TableState
-from ..format.storage import Storage
+from ..format.storage import Storage, check_outside_table
 from ..format.schema import value_from_json
 
 LOG = "_delta_log"
@@ -74,8 +76,9 @@ class MirrorResult:
 
 
 # --- what Delta cannot express ------------------------------------------------------------------
-def inexpressible(state: TableState, rs: RowSetMeta) -> str | None:
-    """Why a live rowset cannot be a Delta logical file as it stands (None: it can)."""
+def inexpressible(state: TableState, rs: RowSetMeta, storage: Storage | None = None) -> str | None:
+    """Why a live rowset cannot be a Delta logical file as it stands (None: it can). With
+    `storage`, a base file's footer is read where its float statistics may hide NaN."""
     if len(rs.base) > 1:
         return "several column groups"
     redo = [d for d in state.deltas_of(rs.id) if d.kind == REDO]
@@ -87,6 +90,27 @@ def inexpressible(state: TableState, rs: RowSetMeta) -> str | None:
     for c in state.schema.columns:
         if c.id not in have and c.read_default is not None:
             return f"column {c.name!r} added with a read default its base file lacks"
+    return _footer_hides_nan(storage, state, rs) if storage is not None else None
+
+
+def _footer_hides_nan(storage: Storage, state: TableState, rs: RowSetMeta) -> str | None:
+    """A base file written before specs §5's footer rule: a float column that holds NaN (the
+    log's statistics say so, or do not say) with footer min/max that leave it out, so Delta's
+    readers, pruning row groups by them, would drop NaN rows. Its rewrite follows the rule."""
+    ref = rs.base[0]
+    names = {field_name(c.id): c.name for c in state.schema.columns
+             if c.type.kind in ("float", "double") and c.id in ref.column_ids
+             and (rs.stats.get(c.id) or {}).get("nan", 1)}
+    if not names:
+        return None
+    md = parquet_file(storage, ref).metadata
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for j in range(rg.num_columns):
+            cc = rg.column(j)
+            if cc.path_in_schema in names and cc.statistics is not None and cc.statistics.has_min_max:
+                return (f"column {names[cc.path_in_schema]!r} holds NaN and its Parquet footer's min/max "
+                        "leave it out (a file written before specs §5's rule)")
     return None
 
 
@@ -99,7 +123,7 @@ def _compact_inexpressible(table: Any) -> dict[str, str]:
         for rs in st.rowsets.values():
             if rs.history_only:
                 continue
-            why = inexpressible(st, rs)
+            why = inexpressible(st, rs, table.storage)
             if why:
                 todo.setdefault(rs.tablet, []).append((rs.id, why))
         if not todo:
@@ -194,6 +218,8 @@ def file_uri(storage: Storage, rel: str) -> str:
     scheme = "file" if storage.is_local else storage.protocol
     if storage.is_local:
         return "file://" + urllib.parse.quote(p, safe="/")
+    if storage.is_hdfs:          # the NameNode is in the URI, not in the path
+        return f"hdfs://{urllib.parse.urlsplit(storage.uri).netloc}" + urllib.parse.quote(p, safe="/")
     return f"{scheme}://" + urllib.parse.quote(p, safe="/")
 
 
@@ -300,7 +326,7 @@ def _logical_files(storage: Storage, state: TableState, prev: _MirrorState,
     for rs in sorted(state.rowsets.values(), key=lambda r: r.id):
         if rs.history_only:
             continue
-        why = inexpressible(state, rs)
+        why = inexpressible(state, rs, storage)
         if why:
             raise MirrorError(f"rowset {rs.id} cannot be mirrored ({why}); run mirror_delta with compact=True")
         ref = rs.base[0]
@@ -374,9 +400,8 @@ def _rel(storage: Storage, uri: str) -> str | None:
 
 
 def check_mirror_path(path: Any, table_uri: str) -> None:
-    """A mirror needs its own directory outside the table's: a Delta VACUUM there would delete our files."""
+    """A mirror needs its own directory apart from the table's: a Delta VACUUM of a directory
+    that holds the table, or lies inside it, deletes our files (§15)."""
     if not isinstance(path, str) or not path:
         raise InvalidOptionError(f"path must be a non-empty string (the Delta table's directory), got {path!r}")
-    if path.rstrip("/") == table_uri.rstrip("/") or path.rstrip("/").startswith(table_uri.rstrip("/") + "/"):
-        raise InvalidOptionError(f"the Delta mirror {path!r} must lie outside the table's directory "
-                                 f"{table_uri!r}: a Delta VACUUM there would delete our files")
+    check_outside_table(path, table_uri, "the Delta mirror")

@@ -9,18 +9,19 @@ grows with the number of changes and the rows they touch, not with the table.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .actions import AddDelta, AddRowSet, Commit
+from .actions import AddDelta, AddRowSet, Commit, RemoveRowSet
 from ..format.deltafile import DELETE, REINSERT, REDO, DeltaFileMeta, flag_name, read_delta
 from ..format.cfile_set import field_name
 from ..format.diskrowset import read_base_columns
 from ..format.metadata import RowSetMeta, TableState
 from ..format.parallel import pmap
+from ..read.scan import Scanner
 from ..format.schema import Column, Schema
 from ..format.storage import Storage
 from ..format import arguments as arg
@@ -119,12 +120,16 @@ def _arr(a):
 
 
 def collect_changes(storage: Storage, start: TableState, end: TableState, commits: list[Commit],
-                    before_image: bool, full_images: bool) -> tuple[pa.Table | None, np.ndarray, list[Column]]:
+                    before_image: bool, full_images: bool,
+                    state_at: Callable[[int], TableState] | None = None) \
+        -> tuple[pa.Table | None, np.ndarray, list[Column]]:
     """Every change in `commits` (the log from `start`, exclusive, to `end`, inclusive).
 
     A rowset's history is replayed from its delta files as of `start` plus the
     data-changing delta files the range added, so compactions in between (or
-    after) never hide or duplicate a change.
+    after) never hide or duplicate a change. A commit that removes rowsets and
+    adds none (an ALTER dropping range partitions) takes their live rows out of
+    the table: those are deletes, read from the version before it (`state_at`).
     """
     schema = end.schema
     cols = list(schema.columns)
@@ -135,7 +140,11 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
     metas: dict[str, RowSetMeta] = dict(start.rowsets)
     history: dict[str, list[DeltaFileMeta]] = {rid: list(ds) for rid, ds in start.deltas.items()}
     touched: set[str] = set()
+    dropped: list[tuple[Commit, set[str]]] = []
     for c in commits:
+        gone = {a.rowset_id for a in c.of(RemoveRowSet)}
+        if gone and not c.of(AddRowSet) and not all(metas[r].history_only for r in gone if r in metas):
+            dropped.append((c, gone))       # history-only rowsets hold no live row: nothing leaves
         for a in c.of(AddRowSet, AddDelta):
             if isinstance(a, AddRowSet):
                 metas.setdefault(a.rowset.id, a.rowset)   # a rowset's base as first seen: its history replays on it
@@ -164,8 +173,34 @@ def collect_changes(storage: Storage, start: TableState, end: TableState, commit
     for rid in touched:
         _rowset_changes(storage, metas[rid], history[rid], in_range, cols, key_ids, recs, before_image,
                         full_images)
+    for c, gone in dropped:
+        prev = start if c.version - 1 == start.version else state_at(c.version - 1)
+        _removed_rows(storage, prev, gone, c, cols, key_ids, recs)
     t, changed = recs.table()
     return t, changed, cols
+
+
+def _removed_rows(storage: Storage, prev: TableState, gone: set[str], c: Commit, cols: list[Column],
+                  key_ids: set[int], recs: _Records) -> None:
+    """The rows live at `prev` (the version before commit `c`) in the rowsets `c` removed without
+    rewriting them, as deletes of `c` (§9.2): the key, NULL after-images, the values as of `prev`
+    as before-images. Columns are matched by ID (`c` may rename or drop some as it drops ranges);
+    one added since is NULL before."""
+    names = {col.id: col.name for col in prev.schema.columns}
+    sc = Scanner(storage, prev, [names[col.id] for col in cols if col.id in names])
+    for task in sc.plan():                  # plan() leaves out rowsets with no row visible at prev
+        if task.rowset.id not in gone:
+            continue
+        rows = sc.read_task(task)
+        n = rows.num_rows
+        if not n:
+            continue
+        values = {col.id: rows.column(names[col.id]).combine_chunks().cast(col.arrow_type) if col.id in names
+                  else pa.nulls(n, col.arrow_type) for col in cols}
+        image = {col.id: values[col.id] if col.id in key_ids else pa.nulls(n, col.arrow_type) for col in cols}
+        recs.add(np.full(n, ChangeOp.DELETE, np.int8), np.full(n, c.version, np.int64),
+                 np.full(n, c.timestamp, np.int64), image, np.zeros((n, len(cols)), dtype=bool), values,
+                 np.arange(n, dtype=np.int64))
 
 
 def _rowset_changes(storage: Storage, rs: RowSetMeta, deltas: list[DeltaFileMeta], in_range: dict[str, tuple[int, int]],
@@ -408,7 +443,7 @@ def changes(handle: TableHandle, start, end=None, mode: str = "all", before_imag
     end_state, start_state = handle.state_at(e), handle.state_at(s)
     commits = [handle.log.read_commit(v) for v in range(s + 1, e + 1)]
     t, changed, cols = collect_changes(handle.storage, start_state, end_state, commits, before_image,
-                                       images == "full")
+                                       images == "full", handle.state_at)
     out = finish(t, changed, cols, list(end_state.schema.primary_key), mode == "net", before_image,
                  pa.timestamp("us", tz="UTC"))
     return with_skipped(out, handle.storage, commits, start_state.schema, end_state.schema) if skipped else out

@@ -312,12 +312,23 @@ class RowSetsDisjoint(Requirement):
             "semantics or deduplicate", n))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SkippedKeysStillLive(Requirement):
     """insert_ignore skipped keys as existing: a concurrent delete may have removed one, and
-    then the key must be inserted after all."""
+    then the key must be inserted after all. `rows` (rowset -> rowids of the live rows it
+    skipped) lets a commit of fragments refuse a skip beside another fragment's change of that
+    row (specs/format.md §10.3); the check against winners stays coarse (any delete)."""
 
+    rows: Mapping[str, np.ndarray] = field(default_factory=dict)
     kind: ClassVar[str] = "skipped_keys_still_live"
+
+    def _body(self) -> dict:
+        return {"rows": {r: pack_rowids(v) for r, v in self.rows.items()}}
+
+    @classmethod
+    def from_body(cls, d: dict) -> "SkippedKeysStillLive":
+        # fragments written before the rows were recorded carry none
+        return cls({r: unpack_rowids(v) for r, v in d.get("rows", {}).items()})
 
     def check(self, ctx: Context) -> Verdict:
         return strictest(Verdict(ctx.decide(c), "rows were deleted concurrently: a skipped key may be gone")

@@ -14,10 +14,11 @@ import numpy as np
 import pyarrow as pa
 
 from .actions import Action, AddRowSet, action_from_json
-from .conflicts import InsertsUnread, KeysAbsent, OfKind, Requirement, RowsLive, RowSetsDisjoint
+from .conflicts import (InsertsUnread, KeysAbsent, OfKind, Requirement, RowsLive, RowSetsDisjoint,
+                        SkippedKeysStillLive)
 from . import retention, sequence  # noqa: F401  (their requirements register for from_json)
 from .matrix import MATRIX, OPERATIONS, Outcome
-from ..format.errors import InvalidOptionError, TableFormatError
+from ..format.errors import ContradictoryFragmentsError, InvalidOptionError, TableFormatError
 
 
 @dataclass(frozen=True)
@@ -103,13 +104,15 @@ class WriteFragment:
         for f in fragments:
             for k, v in f.counts.items():
                 summed[k] = summed.get(k, 0) + v
+        if len(fragments) > 1:
+            _rows_once(fragments)
         if len(kinds) == 1:
             reqs = _merged(reqs + [r for f in fragments for r in f.requirements])
         else:       # each fragment's requirements answer as its own row of the matrix (§10.2)
             for kind in kinds:
                 reqs += [OfKind(kind, r) for r in _merged([r for f in fragments if f.kind == kind
                                                            for r in f.requirements])]
-            reqs += _inserts_unread(fragments)
+        reqs += _inserts_unread(fragments)
         return WriteFragment(operation or fragments[0].operation, fragments[0].read_version,
                              [a for f in fragments for a in f.actions], [p for f in fragments for p in f.files],
                              summed if counts is None else dict(counts), reqs,
@@ -135,14 +138,63 @@ def _strictness(kind: str) -> tuple[int, int]:
 
 
 def _inserts_unread(fragments: Sequence["WriteFragment"]) -> list[Requirement]:
-    """An insert and a mutation of one commit must not meet on a key (specs/format.md §10.3): the
-    keys the mutations found absent are checked against the rowsets the inserts add. (A key a
-    mutation found live cannot be inserted by a fragment planned on the same snapshot.)"""
-    inserted = tuple(r.id for f in fragments if f.kind in INSERTS for r in f.rowsets)
-    absent = _merged([r for f in fragments if f.kind not in INSERTS for r in f.requirements
-                      if isinstance(r, KeysAbsent) and not r.own_rowsets])
-    keys = absent[0].keys if absent else {}
-    return [InsertsUnread(inserted, keys)] if inserted and keys else []
+    """A fragment that adds rows and another of the same commit must not meet on a key
+    (specs/format.md §10.3): for each fragment F adding rowsets (an insert, or a mutation's upsert),
+    the keys the OTHER mutation fragments found absent (skipped, or upserted) are checked against
+    F's rowsets. F's own absent keys are not: an upsert finds its own new key absent. (Insert
+    fragments' absent keys are the keys of their own rowsets, which `rowsets_disjoint` checks.)"""
+    absent = [(i, _merged([r for r in f.requirements if isinstance(r, KeysAbsent) and not r.own_rowsets]))
+              for i, f in enumerate(fragments) if f.kind not in INSERTS]
+    absent = [(i, a[0].keys) for i, a in absent if a]
+    out: list[Requirement] = []
+    for i, f in enumerate(fragments):
+        rowsets = f.rowsets
+        tablets = {r.tablet for r in rowsets}     # a key can meet only rowsets of its own tablet
+        others = [KeysAbsent(sub) for j, k in absent if j != i
+                  for sub in [{t: v for t, v in k.items() if t in tablets}] if sub]
+        keys = _merged(others)[0].keys if others else {}
+        if keys:
+            out.append(InsertsUnread(tuple(r.id for r in rowsets), keys))
+    return out
+
+
+def _rows_once(fragments: Sequence["WriteFragment"]) -> None:
+    """Two fragments of one commit must not change one live row (specs/format.md §10.3): they read
+    one snapshot and have no order, so an update beside a delete of one key has no one meaning.
+    Each fragment's rows (its `rows_live`, and the live rows an insert_ignore skipped) are made
+    unique, and a rowid found in two fragments' rows refuses the commit before anything is written.
+    Two insert_ignore fragments that skipped one live key agree (both skip): not a contradiction."""
+    per_rowset: dict[str, list[np.ndarray]] = {}
+    skipped: dict[str, list[np.ndarray]] = {}
+    for f in fragments:
+        live: dict[str, list[np.ndarray]] = {}
+        skip: dict[str, list[np.ndarray]] = {}
+        for r in f.requirements:
+            if isinstance(r, RowsLive):
+                for rid, ids in r.rows.items():
+                    live.setdefault(rid, []).append(np.asarray(ids, np.int64))
+            elif isinstance(r, SkippedKeysStillLive):
+                for rid, ids in r.rows.items():
+                    skip.setdefault(rid, []).append(np.asarray(ids, np.int64))
+        for rid, arrs in live.items():
+            per_rowset.setdefault(rid, []).append(np.unique(np.concatenate(arrs)))
+        for rid, arrs in skip.items():
+            # a row one fragment skipped and itself changes cannot be: count the fragment once
+            own = np.concatenate(live[rid]) if rid in live else np.zeros(0, np.int64)
+            skipped.setdefault(rid, []).append(np.setdiff1d(np.concatenate(arrs), own))
+    hits = 0
+    for rid, arrs in per_rowset.items():
+        changed = np.concatenate(arrs)
+        if len(arrs) > 1:
+            _, n = np.unique(changed, return_counts=True)
+            hits += int((n > 1).sum())
+        if rid in skipped:
+            hits += len(np.intersect1d(np.unique(changed), np.concatenate(skipped[rid])))
+    if hits:
+        raise ContradictoryFragmentsError(
+            f"{hits} row(s) are changed by one fragment of this commit and changed or skipped as live by "
+            "another; fragments of one commit all read the same snapshot and have no order: write these "
+            "keys in separate commits", hits)
 
 
 def _merged(reqs: list[Requirement]) -> list[Requirement]:
@@ -150,6 +202,8 @@ def _merged(reqs: list[Requirement]) -> list[Requirement]:
     out: list[Requirement] = []
     keys: dict[tuple, dict] = {}
     rows: dict = {}
+    skipped: dict = {}
+    skips = False
     for r in reqs:
         if isinstance(r, KeysAbsent) and not r.own_rowsets:
             acc = keys.setdefault((), {})
@@ -158,9 +212,15 @@ def _merged(reqs: list[Requirement]) -> list[Requirement]:
         elif isinstance(r, RowsLive):
             for rid, ids in r.rows.items():
                 rows[rid] = np.union1d(rows[rid], ids) if rid in rows else ids
+        elif isinstance(r, SkippedKeysStillLive):
+            for rid, ids in r.rows.items():
+                skipped[rid] = np.union1d(skipped[rid], ids) if rid in skipped else ids
+            skips = True
         elif all(o.to_json() != r.to_json() for o in out):
             out.append(r)
     out += [KeysAbsent(v, False) for v in keys.values()]
     if rows:
         out.append(RowsLive(rows))
+    if skips:
+        out.append(SkippedKeysStillLive(skipped))
     return out

@@ -97,22 +97,59 @@ def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Ti
         return Timestamp(_micros(value))
     if isinstance(value, str):
         s = value.strip()
-        if re.fullmatch(r"\d+", s):
-            return int(s)
-        if s[:3].lower() == "ts:" and re.fullmatch(r"\d+", s[3:].strip()):
-            return Timestamp(int(s[3:].strip()))
+        if _DIGITS.fullmatch(s):
+            return int(_digits(s, what, "version", VersionNotFoundError))
+        if s[:3].lower() == "ts:" and _DIGITS.fullmatch(s[3:].strip()):
+            return Timestamp(int(_digits(s[3:].strip(), what, "timestamp", TimestampAfterLatestError)))
         if s[:4].lower() == "tag:":
             return TagName(validate_tag_name(s[4:].strip()))
-        try:
-            iso = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
-            return Timestamp(_micros(_dt.datetime.fromisoformat(iso)))
-        except ValueError:
-            if tags and _TAG_NAME.fullmatch(s):
-                return _BareTagName(s)
-            raise InvalidOptionError(f"{what} {value!r} is not a version number, ts:<microseconds>, an ISO "
-                                     "date-time such as 2024-05-01T12:00:00Z or tag:<name>") from None
+        m = ISO_AS_OF.fullmatch(s)
+        micros = _iso_micros(m) if m else None
+        if micros is not None:
+            return Timestamp(micros)
+        if tags and m is None and _TAG_NAME.fullmatch(s):
+            return _BareTagName(s)
+        raise InvalidOptionError(f"{what} {value!r} is not a version number, ts:<microseconds>, an ISO "
+                                 "date-time such as 2024-05-01T12:00:00Z or tag:<name>")
     raise InvalidOptionError(f"{what} must be a version (int), a tf.Timestamp, a datetime or an ISO string; "
                              f"got {type(value).__name__}")
+
+
+_DIGITS = re.compile(r"[0-9]+")
+# The one date-time grammar of as_of (specs/format.md §9.1), the JVM reader's too (AsOf.java):
+# YYYY-MM-DD[(T|t| )HH:MM[:SS[.f{1,9}]][Z|z|±HH:MM|±HHMM]]; no Python version's fromisoformat.
+ISO_AS_OF = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?"
+                       r"(?:([Zz])|([+-])([0-9]{2}):?([0-9]{2}))?)?")
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def _iso_micros(m: "re.Match") -> int | None:
+    """Microseconds since the epoch (UTC) of an ISO_AS_OF match: naive means UTC, fractions are cut to
+    microseconds, offsets at most ±18:00; None for a date or time that does not exist (2024-02-30)."""
+    y, mo, d, h, mi, sec, frac, _, sign, oh, om = m.groups()
+    try:
+        t = _dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0))
+    except ValueError:
+        return None
+    off = 0
+    if sign:
+        if int(om) > 59 or int(oh) * 60 + int(om) > 18 * 60:
+            return None
+        off = (int(oh) * 60 + int(om)) * 60 * (1 if sign == "+" else -1)
+    micros = ((t - _EPOCH) // _dt.timedelta(seconds=1) - off) * 1_000_000
+    return micros + int((frac or "0").ljust(6, "0")[:6])
+
+
+_MAX_DIGITS = 40      # far past any int64 version or timestamp, far below Python's int() digit limit
+
+
+def _digits(s: str, what: str, name: str, error: type) -> str:
+    """A number too long for Python's int() (a bare ValueError past 4300 digits) names no version
+    or time of any table: refused as one the log does not have (specs/format.md §9.1)."""
+    n = s.lstrip("0") or "0"
+    if len(n) > _MAX_DIGITS:
+        raise error(f"{what}: {name} {n[:20]}... ({len(n)} digits) does not exist")
+    return n
 
 
 def is_version(as_of: Any) -> bool:

@@ -55,6 +55,8 @@ class VacuumResult:
 
 
 def _mtime(info: dict) -> float:
+    if isinstance(info.get("modificationTime"), (int, float)):      # WebHDFS's FileStatus: milliseconds
+        return info["modificationTime"] / 1000
     for k in ("mtime", "LastModified", "last_modified", "created"):
         v = info.get(k)
         if v is None:

@@ -8,7 +8,7 @@ that is the rebase that makes concurrent inserts of one key fail exactly once.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ class InsertPlan:
     batch: pa.Table
     batches: list[TabletBatch]
     ignored: int = 0
+    skipped: dict[str, np.ndarray] = field(default_factory=dict)   # rowset -> live rowids of skipped keys
 
     @property
     def rows(self) -> int:
@@ -321,26 +322,29 @@ def plan_insert(storage: Storage, state: TableState, batch: pa.Table, ignore: bo
             rows, k = rows[~dup], k.filter(pa.array(~dup))
         existing = state.rowsets_in(tablet) if check_existing else []
         if not existing:                           # a new or empty tablet: nothing to probe
-            return tablet, rows, k, np.zeros(len(rows), dtype=bool), repeats
-        which, _ = probe(storage, existing, k, state.deltas_of)
-        return tablet, rows, k, which >= 0, repeats
+            return tablet, rows, k, np.zeros(len(rows), dtype=bool), repeats, {}
+        which, rowid = probe(storage, existing, k, state.deltas_of)
+        found = which >= 0
+        skipped = {existing[i].id: np.sort(rowid[found & (which == i)]) for i in np.unique(which[found])}
+        return tablet, rows, k, found, repeats, skipped
 
     checked = pmap(one_tablet, routed)
     del routed
-    dup_rows = [repeats for *_, repeats in checked if len(repeats)]
+    dup_rows = [repeats for *_, repeats, _ in checked if len(repeats)]
     if dup_rows and not ignore:
         raise duplicate_error(state, batch, np.concatenate(dup_rows), "appear more than once in the batch")
-    exists = [rows[ex] for _, rows, _, ex, _ in checked if ex.any()]
+    exists = [rows[ex] for _, rows, _, ex, _, _ in checked if ex.any()]
     if exists and not ignore:
         raise duplicate_error(state, batch, np.concatenate(exists), "already exist")
-    batches, ignored = [], 0
-    for tablet, rows, k, ex, repeats in checked:
+    batches, ignored, skipped = [], 0, {}
+    for tablet, rows, k, ex, repeats, skip in checked:
+        skipped.update(skip)
         ignored += len(repeats) + int(ex.sum())
         if ex.any():
             rows, k = rows[~ex], k.filter(pa.array(~ex))
         if len(rows):
             batches.append(TabletBatch(tablet, rows, k))
-    return InsertPlan(batch, batches, ignored)
+    return InsertPlan(batch, batches, ignored, skipped)
 
 
 def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: list[str],
@@ -418,9 +422,11 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
         kept = np.concatenate([b.rows for b in plan.batches]) if plan.batches else np.zeros(0, np.int64)
         rejected = (batch, np.setdiff1d(np.arange(batch.num_rows), kept))
     counts = {"inserted": plan.rows, "ignored": plan.ignored}
+    # the live rows it skipped: a fragment of the same commit changing one is refused (§10.3)
+    skips = [SkippedKeysStillLive(plan.skipped)] if plan.skipped and ignore else []
     if not plan.batches or (rejected is not None and len(rejected[1]) and not write_when_rejected):
-        return WriteFragment(operation, state.version, counts=counts, rejected=rejected, table_id=state.table_id,
-                             kind=kind)
+        return WriteFragment(operation, state.version, requirements=skips,
+                             counts=counts, rejected=rejected, table_id=state.table_id, kind=kind)
     written: list[str] = []
     try:
         rowsets = write_plan(storage, state, plan, written)
@@ -435,5 +441,5 @@ def write_insert(storage: Storage, state: TableState, data: Any, on_duplicate: s
             by_tablet.setdefault(b.tablet, []).append(b.keys)
         keys = KeysAbsent({t: v[0] if len(v) == 1 else pa.concat_arrays(v) for t, v in by_tablet.items()})
     return WriteFragment(operation, state.version, [AddRowSet(r) for r in rowsets], written, counts,
-                         [DefinitionUnchanged(), keys] + ([SkippedKeysStillLive()] if plan.ignored and ignore else []),
+                         [DefinitionUnchanged(), keys] + skips,
                          rejected=rejected, table_id=state.table_id, kind=kind)

@@ -164,7 +164,9 @@ class DiskRowSetWriter:
             if pending < self.head_rows and not final:
                 return
             head = pa.concat_tables(self.rows)
-            schema, options = base_file_layout(self.cols, [one_array(head.column(c.name)) for c in self.cols])
+            # the head is the whole file only when the rowset ends inside it (footer statistics, §5)
+            schema, options = base_file_layout(self.cols, [one_array(head.column(c.name)) for c in self.cols],
+                                               whole=final)
             self._base = self._open(f"base-{uuid.uuid4().hex[:12]}.parquet", schema, **options)
         n = pending if final else pending - pending % self.rg_rows
         if not n:
@@ -251,6 +253,7 @@ class RollingRowSetWriter:
         self.written: list[str] = []
         self.rowsets: list[RowSetMeta] = []
         self.inserted = self.ignored = 0
+        self.skipped: dict[str, list[np.ndarray]] = {}     # rowset -> live rowids of keys it skipped
         self.aborted = self.finished = False
         self._last_key: bytes | None = None
         self._open: DiskRowSetWriter | None = None
@@ -284,8 +287,10 @@ class RollingRowSetWriter:
         fresh = np.flatnonzero(~dup)
         exists = np.zeros(n, dtype=bool)
         if self.rowsets_meta and len(fresh):
-            which, _ = probe(self.storage, self.rowsets_meta, keys.take(pa.array(fresh)), self.state.deltas_of)
+            which, rowid = probe(self.storage, self.rowsets_meta, keys.take(pa.array(fresh)), self.state.deltas_of)
             exists[fresh[which >= 0]] = True
+            for i in np.unique(which[which >= 0]):
+                self.skipped.setdefault(self.rowsets_meta[i].id, []).append(rowid[which == i])
         rejected = np.flatnonzero(dup | exists)
         if len(rejected) and not self.ignore:
             self.abort()
@@ -368,7 +373,8 @@ class RollingRowSetWriter:
             return WriteFragment(operation, self.state.version, counts=counts, table_id=self.state.table_id,
                                  kind=kind)
         # keys skipped as existing must still be live at commit, even when nothing was written
-        reqs = [SkippedKeysStillLive()] if self.ignored and self.ignore else []
+        reqs = [SkippedKeysStillLive({r: np.unique(np.concatenate(v)) for r, v in self.skipped.items()})] \
+            if self.ignored and self.ignore else []
         if self.rowsets:
             reqs[:0] = [DefinitionUnchanged(), KeysAbsent(own_rowsets=True)]
         return WriteFragment(operation, self.state.version, [AddRowSet(r) for r in self.rowsets],

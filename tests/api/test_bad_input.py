@@ -2,6 +2,7 @@
 import datetime as dt
 import decimal
 import json
+import os
 
 import pyarrow as pa
 import pytest
@@ -305,3 +306,40 @@ def test_a_double_beyond_a_float_columns_range_is_typed_not_infinity(tmp_path, v
     t.insert({"k": [1, 2, 3, 4], "x": [float("inf"), float("-inf"), float("nan"), 3.4e38]})
     got = t.scan().to_arrow().sort_by("k").column("x").to_pylist()
     assert got[:2] == [float("inf"), float("-inf")] and got[2] != got[2] and got[3] == pytest.approx(3.4e38, rel=1e-6)
+
+
+def _overlapping_spellings(root):
+    """Every spelling of the table's directory, a path inside it and an ancestor of it (#34.1)."""
+    t = str(root / "t")
+    os.symlink(root, root / "link")
+    return [t, t + "/", t + "//", "file://" + t, f"file:{t}", t + "/tablets/../", str(root), str(root) + "/",
+            "file://" + str(root), f"{t}/mirror", f"file://{t}/mirror/", str(root / "link" / "t"),
+            str(root / "link"), f"{root}/x/../t", "/"]
+
+
+def test_the_overlap_rule_normalises_every_spelling(tmp_path):
+    """storage.overlaps is the one rule for every output path: file:// URIs, trailing slashes,
+    `..`, symlinks (real paths), and S3 as one store under s3://, s3a:// and s3n://."""
+    from tableformat.format.storage import overlaps
+    for p in _overlapping_spellings(tmp_path):
+        assert overlaps(p, str(tmp_path / "t")), p
+    for p in [str(tmp_path / "t2"), str(tmp_path / "tt" / "t"), str(tmp_path / "m"), "s3://b" + str(tmp_path)]:
+        assert not overlaps(p, str(tmp_path / "t")), p
+    for p in ["s3://b/w/t", "s3a://b/w/t/", "s3n://b/w/t/m", "s3a://b", "s3://b/", "s3://b/w", "s3a://b/w/x/../t/m",
+              "simplecache::s3a://b/w", "s3://key:secret@b/w/t/x"]:
+        assert overlaps(p, "s3://b/w/t"), p
+    for p in ["s3://b/w/t2", "s3://c/w/t", "s3a://b/x", "gs://b/w/t", "/b/w/t"]:
+        assert not overlaps(p, "s3a://b/w/t"), p
+
+
+def test_a_mirror_that_overlaps_the_table_is_refused_before_anything_is_written(tmp_path):
+    """#34.1: a mirror at the table's parent was accepted (so was `file://` + the table's own
+    path), and a Delta VACUUM there then deleted our PK indexes and UNDO files."""
+    t = base_table(tmp_path)
+    before, files = t.version, table_files(tmp_path)
+    for p in _overlapping_spellings(tmp_path):
+        with pytest.raises(tf.PathOverlapError, match="outside the table's directory"):
+            t.mirror_delta(p)
+        with pytest.raises(tf.InvalidOptionError):          # the typed error is an InvalidOptionError
+            tf.check_outside_table(p, t.uri, "x")
+    assert t.refresh().version == before and table_files(tmp_path) == files

@@ -367,3 +367,22 @@ def test_a_failed_insert_exits_1_every_time(t, tmp_path):
     for _ in range(15):
         one_line_error(run("insert", t.uri, "--input", ins, code=1), "DuplicateKeyError")
     assert t.refresh().version == 1
+
+
+def test_output_and_rejects_files_inside_the_table_are_refused(t, tmp_path):
+    """#34.1: `--on-error collect=` and `--output` wrote wherever they were told, the table's
+    own directory included (a file named like the next log entry would take its place, and our
+    vacuum deletes files no commit references). Refused before anything runs."""
+    from helpers import table_files
+    t.insert(rows(3))
+    ins = write(tmp_path, rows(2, start=2), "jsonl")
+    files = table_files(t.uri)
+    log_entry = f"{t.uri}/_log/{t.version + 1:020d}.json"
+    for args in (["insert", t.uri, "--input", ins, "--on-error", f"collect=file://{t.uri}/rejects.parquet"],
+                 ["insert", t.uri, "--input", ins, "--on-error", f"collect={log_entry}"],
+                 ["scan", t.uri, "--format", "json", "--output", log_entry],
+                 ["changes", t.uri, "--start", "0", "--format", "csv", "--output", f"{t.uri}/../t/c.csv"],
+                 ["inspect", t.uri, "history", "--format", "json", "--output", str(tmp_path)]):
+        line = one_line_error(run(*args, code=1), "PathOverlapError")
+        assert "outside the table's directory" in line
+    assert table_files(t.uri) == files and t.refresh().version == 1

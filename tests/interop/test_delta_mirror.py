@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import tableformat as tf
@@ -91,8 +92,8 @@ def test_delta_rs_reads_every_mirrored_version(mirrored):
 @pytest.fixture
 def delta_reader(spark):
     """The session, reading Parquet as delta-spark can read our files: Spark 4.2's vectorized
-    reader cannot decode BYTE_STREAM_SPLIT (bitshuffle, our default for numbers), its row reader
-    can, so there the vectorized one is turned off (README "Delta Lake")."""
+    reader cannot decode BYTE_STREAM_SPLIT (a column encoded bitshuffle), its row reader can, so
+    there the vectorized one is turned off (README "Delta Lake")."""
     from spark_jobs.read import reads_byte_stream_split
     from spark_jobs.session import has_delta
     if not has_delta(spark):
@@ -226,3 +227,131 @@ def test_cli_mirror(tmp_path, capsys):
     got = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(tmp_path / "m")))
                    .execute("SELECT * FROM t").read_all())
     assert norm_table(got, ["k", "v"]).equals(norm_table(t.scan().to_arrow(), ["k", "v"]))
+
+
+def test_delta_spark_with_default_settings_reads_a_mirror_of_a_default_table(spark, tmp_path):
+    """A mirror is for readers that know nothing of us, with their defaults: Spark 4.2's vectorized
+    reader (every delta-spark user's) cannot decode BYTE_STREAM_SPLIT, so a table made with
+    default settings writes numbers PLAIN (§5) and the vectorized reader stays on."""
+    from spark_jobs.session import has_delta
+    if not has_delta(spark):
+        pytest.skip("the Spark session has no Delta Lake")
+    assert spark.conf.get("spark.sql.parquet.enableVectorizedReader") == "true"
+    s = tf.Schema([tf.Column("k", "int64"), tf.Column("i", "int32", nullable=True), tf.Column("f", "float", nullable=True),
+                   tf.Column("v", "double", nullable=True), tf.Column("d", "decimal(12,2)", nullable=True),
+                   tf.Column("dt", "date", nullable=True), tf.Column("ts", "unixtime_micros", nullable=True)],
+                  primary_key="k")
+    t = tf.create_table(str(tmp_path / "t"), s)
+    n = 500
+    t.insert(pa.table({"k": np.arange(n, dtype=np.int64), "i": pa.array(np.arange(n, dtype=np.int32) * 3),
+                       "f": pa.array(np.linspace(0, 1, n, dtype=np.float32)), "v": np.linspace(-5, 5, n),
+                       "d": pa.array(np.arange(n), pa.int64()).cast(pa.decimal128(38, 0)).cast(pa.decimal128(12, 2)),
+                       "dt": pa.array(np.arange(n, dtype=np.int32), pa.date32()),
+                       "ts": pa.array(np.arange(n) + 10**15, pa.timestamp("us", tz="UTC"))}))
+    m = str(tmp_path / "m")
+    t.mirror_delta(m)
+    got = spark.read.format("delta").load(m).toArrow()
+    cols = [c.name for c in s.columns]
+    assert norm_table(got, cols).equals(norm_table(t.scan().to_arrow(), cols))
+    assert spark.read.format("delta").load(m).where("v > 4.5").count() == t.scan(filter=[("v", ">", 4.5)]).count()
+
+
+def _nan_ranged_table(root):
+    """A table with both kinds of trouble #34 found: NaN in a double, and range partitions."""
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("f", "double", nullable=True)], primary_key="k")
+    part = tf.PartitionSchema(range=tf.RangePartition(["k"], bounds=[(0, 10), (10, 20)]))
+    t = tf.create_table(str(root / "t"), sch, partitioning=part)
+    t.insert(pa.table({"k": pa.array(range(20), pa.int64()),
+                       "f": [-1.0, float("nan"), -2.0] + [-float(i) for i in range(3, 20)]}))
+    return t
+
+
+def test_the_nan_row_survives_footer_pruning_in_spark_and_through_the_mirror(spark, tmp_path):
+    """#34.2: Spark's Parquet reader (filterPushdown on, its default) pruned the row group of
+    [-1.0, NaN, -2.0] for `f > 0.0` by the footer's min/max, which leave NaN out; so did a
+    delta-spark read of the mirror. The engine returns the NaN row (§13)."""
+    t = _nan_ranged_table(tmp_path)
+    want = t.scan(filter=[("f", ">", 0.0)]).to_arrow().column("k").to_pylist()
+    assert want == [1]
+    assert spark.conf.get("spark.sql.parquet.filterPushdown") == "true"
+    from spark_jobs.read import reads_byte_stream_split
+    vec = reads_byte_stream_split(spark)
+    if not vec:
+        spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    try:
+        fid = f"c{t.schema.column('f').id}"
+        kid = f"c{t.schema.column('k').id}"
+        seen = []
+        for rs in t.state.rowsets.values():
+            path = f"{t.uri}/{rs.base[0].path}"
+            rows = pq.read_table(path).to_pylist()
+            expect = sorted(r[kid] for r in rows if r[fid] != r[fid] or r[fid] > 0)   # NaN ranks above 0
+            got = sorted(r[0] for r in spark.read.parquet(path).where(f"{fid} > 0.0").select(kid).collect())
+            assert got == expect, rs.tablet
+            seen.extend(got)
+        assert seen == want
+        from spark_jobs.session import has_delta
+        if has_delta(spark):
+            m = str(tmp_path / "m")
+            t.mirror_delta(m)
+            got = [r.k for r in spark.read.format("delta").load(m).where("f > 0.0").collect()]
+            assert got == want
+    finally:
+        if not vec:
+            spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+
+
+def test_a_mirror_holding_the_table_is_refused_and_a_delta_vacuum_of_a_right_one_keeps_check_ok(delta_reader,
+                                                                                              tmp_path):
+    """#34.1 as the issue ran it: a mirror at the table's parent (or `file://` + the table's
+    own path) was accepted, and `VACUUM ... RETAIN 0 HOURS` there deleted our PK indexes and
+    UNDO files (check() found 7 violations). Now refused before anything is written; a mirror
+    beside the table survives a real Delta VACUUM with check() ok, through a range drop and NaN."""
+    spark = delta_reader
+    t = _nan_ranged_table(tmp_path)
+    t.delete(pa.table({"k": pa.array([4, 15], pa.int64())}))
+    files = {os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs}
+    for bad in (str(tmp_path), f"file://{tmp_path}/", f"file://{t.uri}", f"{t.uri}/../t/mirror"):
+        with pytest.raises(tf.PathOverlapError, match="outside the table's directory"):
+            t.mirror_delta(bad)
+    assert {os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs} == files
+    m = str(tmp_path / "m")
+    t.mirror_delta(m)
+    t.update(pa.table({"k": pa.array([5], pa.int64()), "f": [float("nan")]}))
+    with t.alter() as a:
+        a.drop_range_partition(10, 20)
+    t.mirror_delta(m)                                   # compacts the REDO update first
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"VACUUM delta.`{m}` RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert t.check().ok
+    got = spark.read.format("delta").load(m)
+    rows = lambda tb: sorted((r["k"], "NaN" if r["f"] != r["f"] else r["f"]) for r in tb.to_pylist())  # noqa: E731
+    assert rows(got.toArrow()) == rows(t.scan().to_arrow())
+    assert sorted(r.k for r in got.where("f > 0.0").collect()) == [1, 5]
+
+
+def test_a_base_file_whose_old_footer_hides_nan_is_rewritten_before_it_is_mirrored(tmp_path, monkeypatch):
+    """Files written before §5's footer rule carry float min/max that leave NaN out; Delta's
+    readers would prune their NaN rows. The mirror rewrites them first (a merging compaction,
+    named in the result); a file without NaN, or written by the rule, is mirrored in place."""
+    import tableformat.format.diskrowset as drs
+    t = _nan_ranged_table(tmp_path)                      # by the rule: no float min/max
+    with monkeypatch.context() as mp:                    # the writer before the rule
+        mp.setattr(drs, "footer_statistics_safe", lambda col, arr, whole: True)
+        with t.alter() as a:
+            a.add_range_partition(20, 40)
+        t.insert(pa.table({"k": pa.array([21, 22, 30], pa.int64()), "f": [-1.0, float("nan"), -5.0]}))
+        t.insert(pa.table({"k": pa.array([35], pa.int64()), "f": [-1.0]}))
+    old = {rs.id for rs in t.state.rowsets.values() if rs.tablet.startswith("r2")}
+    r = t.mirror_delta(str(tmp_path / "m"))
+    assert len(r.compacted) == 1 and "footer" in next(iter(r.compacted.values()))
+    assert r.compacted.keys() < old                      # only the file that holds the NaN
+    for rs in t.refresh().rowsets.values():
+        md = pq.read_metadata(f"{t.uri}/{rs.base[0].path}")
+        f = f"c{t.schema.column('f').id}"
+        has_nan = rs.stats[t.schema.column("f").id].get("nan")
+        assert not has_nan or all(md.row_group(g).column(i).statistics is None for g in range(md.num_row_groups)
+                                  for i in range(md.num_columns) if md.row_group(g).column(i).path_in_schema == f)

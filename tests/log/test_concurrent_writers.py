@@ -117,3 +117,10 @@ def test_eight_processes_on_s3(tmp_path, s3_table_root):
     commits, latest = run_writers(f"{root}/t", opts, tmp_path, seconds=min(SECONDS, 3))
     assert commits > 5
     print(f"s3: {commits} data commits, {latest} versions")
+
+
+def test_eight_processes_on_hdfs(tmp_path, hdfs_table_root):
+    root, opts = hdfs_table_root
+    commits, latest = run_writers(f"{root}/t", opts, tmp_path, seconds=min(SECONDS, 3))
+    assert commits > 5
+    print(f"hdfs: {commits} data commits, {latest} versions")

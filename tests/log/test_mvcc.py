@@ -33,6 +33,29 @@ def test_as_of_nonsense_is_a_typed_error(value):
         tf.parse_as_of(value)
 
 
+NOON = 1_714_564_800_000_000      # 2024-05-01T12:00:00Z
+
+
+@pytest.mark.parametrize("value,expect", [
+    ("2024-05-01", NOON - 12 * 3600 * 10**6), ("2024-05-01 12:00", NOON), ("2024-05-01t12:00:00z", NOON),
+    ("2024-05-01T12:00:00.5", NOON + 500_000), ("2024-05-01T12:00:00.123456789", NOON + 123_456),   # cut, not rounded
+    ("2024-05-01T14:00:00+02:00", NOON), ("2024-05-01T14:00:00+0200", NOON), ("2024-05-01T10:30-01:30", NOON),
+    ("2024-05-01T12:00:00.000001-00:00", NOON + 1), ("0001-01-01", -62_135_596_800_000_000),
+])
+def test_as_of_reads_one_iso_grammar(value, expect):
+    """specs/format.md §9.1 pins the grammar (the JVM reader's too), not a Python version's fromisoformat."""
+    assert tf.parse_as_of(value) == tf.Timestamp(expect)
+
+
+@pytest.mark.parametrize("value", ["20240501T120000", "2024-05-01T120000", "2024-05-01_12:00:00", "2024-W18-3",
+                                   "2024-05-01+02:00", "2024-05-01T12", "2024-05-01T12:00:00.1234567890",
+                                   "2024-02-30", "2024-05-01T24:00", "2024-05-01T12:00:60", "0000-01-01",
+                                   "2024-05-01T12:00+18:01", "2024-05-01T12:00+02:60", "\u0663", "ts:\u0663"])
+def test_as_of_outside_the_grammar_is_invalid(value):
+    with pytest.raises(tf.InvalidOptionError):
+        tf.parse_as_of(value)
+
+
 def test_a_timestamp_after_the_newest_commit_is_refused_with_its_timestamp(tmp_path):
     t = kv(tmp_path / "t")
     r = t.insert(pa.table({"key": [1], "val": [1]}))
@@ -86,3 +109,14 @@ def test_a_read_as_of_a_time_gives_the_same_answer_forever(tmp_path):
                if again.snapshot(tf.Timestamp(ts)).version != v}
     assert changed == {}
     assert refused > 0
+
+
+def test_a_version_beyond_any_integer_python_reads_is_a_typed_error():
+    """Python refuses int() of more than 4300 digits with a bare ValueError: the version is refused as
+    not found (no table has it), as any large version is."""
+    from tableformat.log.mvcc import parse_as_of
+    with pytest.raises(tf.VersionNotFoundError):
+        parse_as_of("9" * 5000)
+    with pytest.raises(tf.TimestampAfterLatestError):
+        parse_as_of("ts:" + "9" * 5000)
+    assert parse_as_of("0" * 5000 + "7") == 7          # leading zeros are no digits of the number

@@ -509,6 +509,75 @@ def test_an_insert_and_a_mutation_of_one_key_in_one_commit_are_refused(tmp_path,
     assert not [p for p in ins.files + mut.files if t.storage.exists(p)]      # nothing left behind
 
 
+@pytest.mark.parametrize("op", ["delete_ignore", "update_ignore"])
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_upsert_fragment_beside_a_skip_of_its_absent_key_is_refused(tmp_path, op, order):
+    """§10.3: the upserter is a mutation fragment too (one kind, no insert fragment): 'upsert z'
+    beside 'delete_ignore z' has no one meaning either way round; an upsert of its own new key,
+    which it found absent, still commits."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    s = t.snapshot()
+    m1 = s.write_mutation(pa.table({"key": ["z"]}) if op == "delete_ignore" else pa.table({"key": ["z"], "val": [9]}),
+                          op=op)
+    m2 = s.write_mutation(pa.table({"key": ["z"], "val": [5]}), op="upsert")
+    with pytest.raises(tf.ContradictoryFragmentsError):
+        t.commit_fragments([m1, m2][::1 - 2 * order])
+    assert t.refresh().version == 1 and rows(t) == [{"key": "a", "val": 1}]
+    assert not [p for p in m1.files + m2.files if t.storage.exists(p)]
+    s = t.snapshot()
+    m3 = s.write_mutation(pa.table({"key": ["z"], "val": [5]}), op="upsert")
+    m4 = s.write_mutation(pa.table({"key": ["y"]}), op="delete_ignore")
+    assert t.commit_fragments([m3, m4]).inserted == 1 and rows(t)[-1] == {"key": "z", "val": 5}
+
+
+@pytest.mark.parametrize("ops", [("update", "delete"), ("update", "update"), ("delete", "upsert")])
+@pytest.mark.parametrize("order", [0, 1])
+def test_two_mutation_fragments_on_one_live_key_are_refused(tmp_path, ops, order):
+    """§10.3 'one key, one event per commit': two fragments changing one live row have no order,
+    so the result would depend on the list's order (update + delete: two events at one version)."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "c"], "val": [1, 2]}))
+    s = t.snapshot()
+    frags = [s.write_mutation(pa.table({"key": ["c"]}) if op == "delete" else pa.table({"key": ["c"], "val": [5]}),
+                              op=op) for op in ops]
+    with pytest.raises(tf.ContradictoryFragmentsError, match="separate commits"):
+        t.commit_fragments(frags[::1 - 2 * order])
+    assert t.refresh().version == 1 and rows(t) == [{"key": "a", "val": 1}, {"key": "c", "val": 2}]
+    assert not [p for f in frags for p in f.files if t.storage.exists(p)]
+    s = t.snapshot()                 # other keys of one rowset: no contradiction
+    res = t.commit_fragments([s.write_mutation(pa.table({"key": ["a"], "val": [7]}), op="update"),
+                              s.write_mutation(pa.table({"key": ["c"]}), op="delete")])
+    assert (res.updated, res.deleted) == (1, 1) and rows(t) == [{"key": "a", "val": 7}]
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_insert_ignore_that_skipped_a_live_key_beside_its_change_is_refused(tmp_path, order):
+    """§10.3: 'skip c (it exists)' beside 'delete c' has no one meaning (was c there to skip?).
+    Two insert_ignore fragments that skipped one key agree, and commit."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": ["a", "c"], "val": [1, 2]}))
+    s = t.snapshot()
+    ins = s.write_insert(pa.table({"key": ["c", "d"], "val": [30, 4]}), "ignore")
+    mut = s.write_mutation(pa.table({"key": ["c"]}), op="delete")
+    with pytest.raises(tf.ContradictoryFragmentsError):
+        t.commit_fragments([ins, mut][::1 - 2 * order])
+    assert t.refresh().version == 1 and not [p for p in ins.files + mut.files if t.storage.exists(p)]
+    back = tf.WriteFragment.from_json(json.loads(json.dumps(s.write_insert(pa.table({"key": ["c"], "val": [3]}),
+                                                                           "ignore").to_json())))
+    with pytest.raises(tf.ContradictoryFragmentsError):          # the skipped rows survive the wire
+        t.commit_fragments([back, s.write_mutation(pa.table({"key": ["c"], "val": [6]}), op="update")])
+    res = t.commit_fragments([s.write_insert(pa.table({"key": ["c"], "val": [3]}), "ignore"),
+                              s.write_insert(pa.table({"key": ["c", "e"], "val": [3, 5]}), "ignore")])
+    assert res.inserted == 1 and rows(t)[1] == {"key": "c", "val": 2}
+    s = t.snapshot()                 # a streaming (Spark task's) insert_ignore records its skips too
+    w = s.rowset_writer(s.tablet_ids[0], on_duplicate="ignore")
+    w.write(pa.table({"key": ["c", "f"], "val": [3, 6]}))
+    with pytest.raises(tf.ContradictoryFragmentsError):
+        t.commit_fragments([w.finish(), s.write_mutation(pa.table({"key": ["c"]}), op="delete")])
+    assert not [p for p in w.written if t.storage.exists(p)]
+
+
 def test_a_mixed_fragment_round_trips_and_keeps_each_kind():
     from tableformat.log.conflicts import InsertsUnread, OfKind
     req = OfKind("insert", KeysAbsent({"t0": pa.array([b"a"], pa.binary())}))

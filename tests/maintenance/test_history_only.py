@@ -154,6 +154,21 @@ def test_aged_out_history_only_rowsets_go_by_undo_gc_and_vacuum(tmp_path):
     assert t.check().ok
 
 
+def test_undo_gc_removing_a_history_only_rowset_is_no_change(tmp_path):
+    """#34.3's rule (§9.2): a commit that removes rowsets and adds none deletes their live rows.
+    UNDO GC removes a history-only rowset that way, but its rows were deleted (and listed)
+    long before (that history has aged out here): the GC commit lists nothing."""
+    t = kv(tmp_path / "t", history_max_age=1)
+    t.insert(pa.table({"key": [f"k{i}" for i in range(10)], "val": list(range(10))}))
+    t.delete(pa.table({"key": ["k1", "k2"]}))
+    t.compact()
+    (h,) = history_only(t)
+    time.sleep(1.2)
+    t.compact(t.compaction_plan())
+    assert not history_only(t) and h.id not in t.state.rowsets
+    assert t.changes(t.version - 1, t.version).num_rows == 0
+
+
 def test_check_reports_a_history_only_rowset_with_live_rows(tmp_path):
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))

@@ -216,8 +216,10 @@ def _rank(module: str) -> float:
 
 
 def _upward(graph):
+    """The arrows from a module to one of a higher rank; the package root has the facade's rank
+    (it re-exports the table and snapshot), so a wing importing it points upward too."""
     return sorted((m, t) for m, ts in graph.items() if m.startswith("tableformat.") or m in FACADE
-                  for t in ts if t.startswith("tableformat") and t != "tableformat" and _rank(t) > _rank(m))
+                  for t in ts if (t == "tableformat" or t.startswith("tableformat.")) and _rank(t) > _rank(m))
 
 
 def test_every_engine_module_sits_in_a_wing_or_the_facade():
@@ -238,3 +240,12 @@ def test_the_wing_check_sees_an_upward_import():
              "tableformat.read.scan": {"tableformat.format.schema"},
              "tableformat.table": {"tableformat.log.txlog"}, "tableformat.cli.run": {"tableformat.table"}}
     assert _upward(graph) == [("tableformat.format.schema", "tableformat.read.scan")]
+
+
+def test_the_wing_check_sees_a_wing_importing_the_package_root(tmp_path):
+    p = tmp_path / "schema.py"
+    p.write_text("import tableformat as tf\nfrom tableformat import open_table\n")
+    graph = {"tableformat.format.schema": {t for t, _ in _imports("tableformat.format.schema", p, set())},
+             "tableformat.cli.run": {"tableformat"}, "tableformat.table": {"tableformat"}}
+    assert graph["tableformat.format.schema"] == {"tableformat"}
+    assert _upward(graph) == [("tableformat.format.schema", "tableformat")]   # the CLI and facade may

@@ -11,7 +11,10 @@ machine lacks (a network install, an S3 bucket, a YARN cluster):
 
 Blocks marked `<!-- readme: spark -->` run with the suite's Spark session
 (get_spark() returns it), and are skipped when pyspark or Java is missing
-(so no other block may depend on one). A block added later to README is run by default.
+(so no other block may depend on one). Blocks marked `<!-- readme: hdfs -->` run against
+the suite's MiniDFSCluster (the `hdfs` fixture), its addresses in HDFS_NAMENODE and
+HDFS_NAMENODE_HTTP, and are skipped when pyspark, Java or Maven is missing.
+A block added later to README is run by default.
 """
 import os
 import re
@@ -28,6 +31,7 @@ README = ROOT / "README.md"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _MARK = re.compile(r"<!--\s*readme:\s*(.*?)\s*-->\s*$")
 HAS_SPARK = shutil.which("java") is not None and __import__("importlib").util.find_spec("pyspark") is not None
+HAS_HDFS = HAS_SPARK and shutil.which("javac") is not None and shutil.which("mvn") is not None
 
 
 def blocks(text: str) -> list[dict]:
@@ -44,8 +48,8 @@ def blocks(text: str) -> list[dict]:
 def test_markers_are_known_and_skips_say_why():
     for b in blocks(README.read_text()):
         mark = b["mark"]
-        assert mark in ("", "spark") or re.fullmatch(r"skip - \S.{9,}", mark), \
-            f"README.md:{b['line']}: unknown marker {mark!r} (use 'spark' or 'skip - <why>')"
+        assert mark in ("", "spark", "hdfs") or re.fullmatch(r"skip - \S.{9,}", mark), \
+            f"README.md:{b['line']}: unknown marker {mark!r} (use 'spark', 'hdfs' or 'skip - <why>')"
     skipped = [b for b in blocks(README.read_text()) if b["mark"].startswith("skip")]
     assert len(skipped) <= 8, "skip is for blocks that need a network install, a bucket or a cluster"
 
@@ -77,6 +81,12 @@ def test_readme_blocks_run_as_written(tmp_path, monkeypatch, request):
             if not HAS_SPARK:
                 continue                                # blocks after a Spark block must not need it
             request.getfixturevalue("spark")            # the suite's session: get_spark() returns it
+        if b["mark"] == "hdfs":
+            if not HAS_HDFS:
+                continue
+            hdfs = request.getfixturevalue("hdfs")      # the suite's MiniDFSCluster
+            monkeypatch.setenv("HDFS_NAMENODE", hdfs.uri.split("://", 1)[1])
+            monkeypatch.setenv("HDFS_NAMENODE_HTTP", hdfs.storage_options["namenode_http_address"])
         if b["lang"] == "python":
             try:
                 exec(compile(b["code"], where, "exec"), namespace)     # noqa: S102 - README's own code

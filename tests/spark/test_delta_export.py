@@ -11,6 +11,9 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import helpers
@@ -98,11 +101,12 @@ print("finished", flush=True)
 
 
 def exported_versions(spark, path):
-    """Our version held by each Delta commit (its userMetadata), in Delta's commit order."""
+    """Our version held by each Delta commit (its userMetadata), in Delta's commit order; the
+    replica's schema changes (ALTERs, without userMetadata) hold none of ours."""
     from delta.tables import DeltaTable
     hist = DeltaTable.forPath(spark, path).history().select("version", "userMetadata").collect()
     return [(h["version"], json.loads(h["userMetadata"])["tableformat"]["version"])
-            for h in sorted(hist, key=lambda h: h["version"])]
+            for h in sorted(hist, key=lambda h: h["version"]) if h["userMetadata"]]
 
 
 def kill_export_at(t, out, mode, kill_at):
@@ -258,3 +262,88 @@ def test_a_run_with_spark_and_the_dag_helpers_ends_without_a_logging_error(tmp_p
                        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     assert "Logging error" not in p.stdout + p.stderr, p.stdout[-3000:] + p.stderr[-3000:]
+
+
+# --- schema changes: the replica follows ours, the change log says how to go on ------------------------------
+def make_schema_history(uri):
+    """Versions 1..9 with every schema change between writes: add (with and without a default),
+    rename, drop, and a drop + re-add under the same name with another type."""
+    t = tf.create_table(uri, small_schema())
+    t.insert(small_rows(range(0, 60)))                                                    # 1
+    t.alter().add_column("x", "int32").commit()                                            # 2
+    t.insert(small_rows(range(100, 110)).append_column("x", pa.array(np.arange(10, dtype=np.int32))))   # 3
+    t.alter().add_column("flag", "int64", nullable=False, default=7).rename_column("s", "name").commit()  # 4
+    t.update(small_rows(range(0, 60, 5), salt=3).select(["k", "v"]))                       # 5
+    t.alter().drop_column("d").commit()                                                    # 6
+    t.delete(small_rows(range(1, 60, 9)).select(["k"]))                                    # 7
+    t.alter().drop_column("x").add_column("x", "string").commit()                          # 8
+    t.upsert(pa.table({"k": np.arange(100, 120, dtype=np.int64), "name": pa.array([f"n{i}" for i in range(20)]),
+                       "v": np.linspace(0, 1, 20), "ts": pa.array(np.arange(20) + T0, pa.timestamp("us", tz="UTC")),
+                       "flag": np.arange(20, dtype=np.int64), "x": pa.array([f"x{i}" for i in range(20)])}))  # 9
+    return t
+
+
+def replica_equals_scan(spark, out, t, v, delta_version=None):
+    got = delta_rows(spark, out, delta_version)
+    cols = [c.name for c in t.snapshot(v).schema.columns]
+    assert sorted(got.column_names) == sorted(cols), (v, got.column_names, cols)
+    assert norm_table(got, cols).equals(norm_table(t.scan(as_of=v).to_arrow(), cols)), v
+
+
+def test_apply_replica_follows_added_renamed_and_dropped_columns(spark, tmp_path):
+    t = make_schema_history(str(tmp_path / "t"))
+    out = str(tmp_path / "step")                     # one run per version: each schema change on its own
+    for v in range(1, t.version + 1):
+        delta_export(spark, t.uri, out, "replica", "apply", end=v)
+        replica_equals_scan(spark, out, t, v)
+    for dv, v in exported_versions(spark, out):     # Delta's time travel: each commit is a version of ours
+        replica_equals_scan(spark, out, t, v, dv)
+    out2 = str(tmp_path / "catchup")                 # seeded before the changes, then one run through all
+    delta_export(spark, t.uri, out2, "replica", "apply", end=1)
+    assert delta_export(spark, t.uri, out2, "replica", "apply")["commits"] == [3, 5, 7, 9]
+    replica_equals_scan(spark, out2, t, t.version)
+
+
+def test_append_change_log_follows_added_and_renamed_columns(spark, tmp_path):
+    t = make_schema_history(str(tmp_path / "t"))
+    out = str(tmp_path / "log")
+    assert delta_export(spark, t.uri, out, "exp", "append", end=7)["commits"] == [1, 3, 5, 7]
+    got = delta_rows(spark, out)
+    assert {"x", "flag", "name", "s", "d"} <= set(got.column_names)    # a change log keeps every column it had
+    for v in (1, 3, 5, 7):
+        ch = t.changes(v - 1, v)
+        mine = got.filter(pc.equal(got.column("_version"), v))
+        cols = ["_op", "_version"] + [c.name for c in t.snapshot(v).schema.columns]
+        assert norm_table(mine, cols).equals(norm_table(ch, cols)), v
+
+
+def test_append_refuses_a_column_readded_with_another_type_and_says_how_to_go_on(spark, tmp_path):
+    t = make_schema_history(str(tmp_path / "t"))
+    out = str(tmp_path / "log")
+    delta_export(spark, t.uri, out, "exp", "append", end=7)
+    for _ in range(2):                               # every rerun: the same typed error, nothing written
+        with pytest.raises(tf.ExportSchemaError, match=r"column 'x'.*version 8.*start=8") as e:
+            delta_export(spark, t.uri, out, "exp", "append")
+        assert "int32" in str(e.value) and "string" in str(e.value)
+        assert delta_watermark(out, "exp") == 7
+    # the way forward the error names: the changes from then on, into a Delta table of their own
+    out2 = str(tmp_path / "log2")
+    assert delta_export(spark, t.uri, out2, "exp", "append", start=8)["commits"] == [9]
+    got = delta_rows(spark, out2)
+    assert got.schema.field("x").type == pa.string() and got.num_rows == t.changes(8, 9).num_rows
+
+
+def test_apply_resumes_a_schema_change_a_dead_run_left_half_done(spark, tmp_path):
+    """The ALTERs that carry a schema change are Delta commits of their own, before the version's
+    MERGE: a run that died between them leaves the replica half changed, and the rerun finishes
+    the change by column ID instead of renaming or adding twice."""
+    t = make_schema_history(str(tmp_path / "t"))
+    out = str(tmp_path / "replica")
+    delta_export(spark, t.uri, out, "replica", "apply", end=3)
+    sid = t.snapshot(3).schema.column("s").id
+    spark.sql(f"ALTER TABLE delta.`{out}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+              "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
+    spark.sql(f"ALTER TABLE delta.`{out}` RENAME COLUMN s TO __tableformat_{sid}")   # the first of two renames
+    assert delta_watermark(out, "replica") == 3
+    assert delta_export(spark, t.uri, out, "replica", "apply", end=5)["commits"] == [5]
+    replica_equals_scan(spark, out, t, 5)

@@ -473,6 +473,17 @@ def test_a_corrupted_commit_is_refused(jvm, tmp_path):
     assert jvm.ask(request(t.uri, {}))["error"] == "CorruptFileError"
 
 
+def test_a_commit_with_trailing_bytes_is_corrupt_for_both(jvm, tmp_path):
+    """json.loads refuses data after the value ("Extra data"); Jackson's readTree ignored it."""
+    t = _table(tmp_path)
+    path = Path(t.uri) / "_log" / f"{2:020d}.json"
+    path.write_text(path.read_text() + '{"junk": 1}')
+    assert engine_plan(t.uri, {})[0].get("error") == "CorruptFileError"
+    assert jvm.ask(request(t.uri, {})).get("error") == "CorruptFileError"
+    path.write_text(path.read_text().removesuffix('{"junk": 1}') + " \n\t")     # whitespace is no data
+    check_same_plan(jvm, t.uri, {})
+
+
 def test_a_commit_without_its_checksum_or_relabelled_to_an_older_format_is_refused(jvm, tmp_path):
     t = _table(tmp_path)
     path = Path(t.uri) / "_log" / f"{2:020d}.json"
@@ -553,6 +564,29 @@ def test_as_of_an_iso_date_time_in_each_form(jvm, tmp_path):
     for form in forms:
         check_same_plan(jvm, t.uri, {"as_of": form})
     assert jvm.ask(request(t.uri, {"as_of": at.isoformat()}))["version"] == 2
+
+
+def test_as_of_one_grammar_on_both_sides(jvm, tmp_path):
+    """specs/format.md §9.1 pins the ISO grammar: forms some Python's fromisoformat reads and Java's
+    did not (or the reverse) are InvalidOptionError on both; numbers past a long are the engine's errors."""
+    t = _table(tmp_path)
+    t.insert(small_rows(np.arange(100, 120)))
+    at = dt.datetime.fromtimestamp(t.history()[-1].timestamp / 1e6, dt.timezone.utc)
+    read = [at.strftime("%Y-%m-%dT%H:%M:%S.%f+0000"), at.strftime("%Y-%m-%dt%H:%M:%S.%f") + "000z",
+            at.strftime("%Y-%m-%d %H:%M:%S.%f") + "999", at.strftime("%Y-%m-%dT%H:%M"), at.strftime("%Y-%m-%dT%H:%M-0130")]
+    refused = [at.strftime("%Y%m%dT%H%M%S.%f"), at.strftime("%Y-%m-%dT%H%M%S.%f"), at.strftime("%Y-%m-%d_%H:%M:%S.%f"),
+               "2024-W18-3", "2024-05-01T12", "2024-05-01+02:00", "2024-02-30", "2024-05-01T24:00", "0000-01-01",
+               "2024-05-01T12:00+18:30", "\u0663", "ts:\u0663"]
+    for form in read + refused:
+        want = engine_plan(t.uri, {"as_of": form})[0]
+        got = jvm.ask(request(t.uri, {"as_of": form}))
+        assert got.get("error") == want.get("error") and got.get("version") == want.get("version"), (form, want, got)
+        assert (form in read) == ("error" not in got or got["error"] != "InvalidOptionError"), (form, got)
+    for form, error in [("99999999999999999999", "VersionNotFoundError"), ("9" * 5000, "VersionNotFoundError"),
+                        ("ts:99999999999999999999", "TimestampAfterLatestError"),
+                        ("ts:" + "9" * 5000, "TimestampAfterLatestError")]:
+        assert engine_plan(t.uri, {"as_of": form})[0].get("error") == error
+        assert jvm.ask(request(t.uri, {"as_of": form})).get("error") == error, form
 
 
 def test_history_past_max_age_is_expired_except_tagged_versions(jvm, tmp_path):

@@ -183,6 +183,22 @@ def test_change_export_is_incremental_and_exactly_once(spark, loaded, tmp_path):
     assert sorted(exported["_version"].to_pylist()) == sorted(engine["_version"].to_pylist())
 
 
+def test_change_export_carries_the_rows_of_a_dropped_range_partition(spark, tmp_path):
+    """#34.3: dropping [10, 20) took 10 rows out and the export listed none, so a replica
+    applying it kept them. The export holds the ALTER's 10 deletes."""
+    from spark_jobs.export import change_export
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True)], primary_key="k")
+    part = tf.PartitionSchema(range=tf.RangePartition(["k"], bounds=[(0, 10), (10, 20)]))
+    t = tf.create_table(str(tmp_path / "t"), sch, partitioning=part)
+    t.insert(pa.table({"k": pa.array(range(20), pa.int64()), "v": [float(i) for i in range(20)]}))
+    with t.alter() as a:
+        a.drop_range_partition(10, 20)
+    out = str(tmp_path / "out")
+    assert change_export(spark, t.uri, out)["rows"] == 30
+    exported = pq.read_table(out).to_pylist()
+    assert sorted((r["_op"], r["k"]) for r in exported if r["_version"] == 2) == [("delete", k) for k in range(10, 20)]
+
+
 def test_time_travel_backfill(spark, loaded, tmp_path):
     from spark_jobs.backfill import time_travel_backfill
     uri, t = loaded

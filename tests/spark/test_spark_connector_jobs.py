@@ -5,7 +5,8 @@ master and jars are fixed when it starts):
   and an insert, a merge and a read through the connector agree with the engine;
 - on S3 through s3a (hadoop-aws at pyspark's Hadoop version, from Maven Central) against the
   loopback S3 server: the same rows as the engine, no rowset falls back, and one HEAD request
-  per base file a read opens.
+  per base file a read opens;
+- on HDFS (the MiniDFSCluster, tests/hdfs/): hdfs:// read natively on `local-cluster`.
 """
 import json
 import os
@@ -148,3 +149,12 @@ def test_s3a_excludes_only_what_the_sdk_modules_replace(monkeypatch, hadoop):
     b.conf.clear()
     session.get_spark()
     assert "spark.jars.excludes" not in b.conf                     # no s3a, no excludes
+
+
+def test_hdfs_reads_natively_on_a_multi_jvm_cluster(tmp_path, hdfs):
+    """Two executor JVMs insert, merge and read an hdfs:// table: Hadoop's own HDFS client, no
+    jvm_schemes, no rowset through the Python data source."""
+    p, out = run_job(tmp_path, {"master": "local-cluster[2,1,1024]", "uri": hdfs.uri + "/jobs/m",
+                                "storage_options": hdfs.storage_options})
+    assert out["rows"] == 3000 - 40 and out["executors"] == 2
+    assert "Python data source" not in p.stderr

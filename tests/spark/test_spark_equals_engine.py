@@ -24,7 +24,7 @@ PATHS = ("native", "python")
 
 
 def _col(name, kind, **kw):
-    # plain: pyspark 4.2's Parquet reader cannot decode BYTE_STREAM_SPLIT (the bitshuffle default)
+    # plain: pyspark 4.2's Parquet reader cannot decode BYTE_STREAM_SPLIT (bitshuffle; plain is the default, explicit here)
     enc = "plain" if kind not in ("string", "binary") and not kind.startswith(("varchar", "bool")) else None
     return tf.Column(name, kind, **({"encoding": enc} if enc else {}), **kw)
 

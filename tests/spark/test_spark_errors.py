@@ -120,3 +120,28 @@ def test_a_spark_sql_decimal_literal_into_a_double_column_fails_on_the_driver(sp
     assert t.refresh().version == 1
     if job == "mutation_merge":                                   # the same value as a double goes in
         assert mutation_merge(spark, spark.sql("SELECT 1L AS id, 123.0D AS v"), t.uri, op="update").updated == 1
+
+
+@pytest.mark.parametrize("job", ["change_export", "delta_export", "backfill", "insert_errors", "merge_errors"])
+def test_outputs_that_overlap_the_table_are_refused_before_spark_runs(tmp_path, job):
+    """#34.1: an export or backfill output (or a write's rejected rows, `error_path`) at the
+    table's directory, inside it or above it was written; a backfill's overwrite of the table's
+    parent deletes the table. Refused (typed)
+    before any Spark job or write, so no session is needed to see it."""
+    from helpers import table_files
+    from spark_jobs.backfill import time_travel_backfill
+    from spark_jobs.export import change_export, delta_export
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    t = _table(tmp_path)
+    files = table_files(tmp_path)
+    run = {"change_export": lambda out: change_export(None, t.uri, out),
+           "delta_export": lambda out: delta_export(None, t.uri, out, "e", "apply"),
+           "backfill": lambda out: time_travel_backfill(None, t.uri, 1, out),
+           "insert_errors": lambda out: partitioned_insert(None, None, t.uri, "collect", error_path=out),
+           "merge_errors": lambda out: mutation_merge(None, None, t.uri, "upsert", on_error="collect",
+                                                      error_path=out)}[job]
+    for out in (str(tmp_path), f"file://{tmp_path}/", t.uri, f"{t.uri}/export", f"{t.uri}/x/../"):
+        with pytest.raises(tf.PathOverlapError, match="outside the table's directory"):
+            run(out)
+    assert table_files(tmp_path) == files and t.refresh().version == 1

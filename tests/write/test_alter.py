@@ -7,7 +7,7 @@ import pytest
 
 import tableformat as tf
 
-from helpers import table_files
+from helpers import merge_all, table_files
 
 
 def ab_table(tmp_path):
@@ -96,6 +96,7 @@ def test_column_lookup_checks_type_and_nullability(tmp_path):
 
 def test_encoding_and_compression_apply_to_new_files(tmp_path):
     t = ab_table(tmp_path)
+    t.alter().set_encoding("col_b", "bitshuffle").commit()      # the default is plain: start from another
     t.insert(pa.table({"col_a": i32(*range(100)), "col_b": i32(*range(100))}))
     with t.alter() as a:
         a.set_encoding("col_b", "plain")
@@ -240,3 +241,66 @@ def test_overlapping_range_partition_error_shows_typed_bounds(tmp_path):
         with t.alter() as a:
             a.add_range_partition(dt.datetime(2025, 1, 1, tzinfo=utc), dt.datetime(2026, 1, 1, tzinfo=utc))
     assert t.refresh().version == 0
+
+
+def _ranged(tmp_path, n=20):
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True),
+                     tf.Column("s", "string", nullable=True)], primary_key="k")
+    part = tf.PartitionSchema(range=tf.RangePartition(["k"], bounds=[(0, 10), (10, 20)]))
+    t = tf.create_table(str(tmp_path / "r"), sch, partitioning=part)
+    t.insert(pa.table({"k": pa.array(range(n), pa.int64()), "v": [float(i) for i in range(n)],
+                       "s": [f"s{i}" for i in range(n)]}))
+    return t
+
+
+def test_a_dropped_range_partition_is_in_the_change_history(tmp_path):
+    """#34.3: dropping [10, 20) took 10 rows out of the table and changes(1, 2) listed none, so a
+    change export (and a replica applying it) kept them. Each live row of a rowset that a commit
+    removes without rewriting it is a delete at that commit (§9.2), after-image NULL, before-image
+    its values just before; rows deleted or updated earlier show as they were."""
+    t = _ranged(tmp_path)
+    t.delete(pa.table({"k": pa.array([12, 13], pa.int64())}))                         # v2
+    t.update(pa.table({"k": pa.array([14], pa.int64()), "s": ["new"]}))               # v3
+    with t.alter() as a:                                                              # v4
+        a.drop_range_partition(10, 20)
+    assert t.scan().count() == 10
+    gone = [10, 11, 14, 15, 16, 17, 18, 19]
+    for mode in ("all", "net"):
+        ch = t.changes(3, 4, mode=mode, before_image=True).to_pylist()
+        assert [(c["_op"], c["_version"], c["k"]) for c in ch] == [("delete", 4, k) for k in gone], mode
+        assert all(c["v"] is None and c["s"] is None for c in ch)
+        assert [(c["_before_v"], c["_before_s"]) for c in ch] == [
+            (float(k), "new" if k == 14 else f"s{k}") for k in gone]
+    net = t.changes(0, 4, mode="net").to_pylist()           # inserted and dropped in range: nothing
+    assert sorted(c["k"] for c in net) == list(range(10)) and {c["_op"] for c in net} == {"insert"}
+    allc = t.changes(1, 4).to_pylist()
+    assert [c["_op"] for c in allc].count("delete") == 10
+    assert t.changes(3, 4, images="changed").num_rows == 8
+
+
+def test_applying_the_change_history_replays_every_version_through_range_drops(tmp_path):
+    """A replica built only from changes(v-1, v) equals the table at every version (the
+    property a change export gives): with range drops, a re-added range, and history-only
+    rowsets a merge left behind (their rows were deleted before: no second delete)."""
+    t = _ranged(tmp_path, 15)
+    t.insert(pa.table({"k": pa.array([15, 16, 17], pa.int64()), "v": [0.5] * 3, "s": ["a"] * 3}))
+    t.delete(pa.table({"k": pa.array([1, 2, 11, 16], pa.int64())}))
+    t.update(pa.table({"k": pa.array([12], pa.int64()), "v": [7.0]}))
+    merge_all(t)
+    with t.alter() as a:
+        a.drop_range_partition(10, 20)
+    with t.alter() as a:
+        a.add_range_partition(10, 30)
+    t.insert(pa.table({"k": pa.array([15, 25], pa.int64()), "v": [1.5, 2.5], "s": ["x", "y"]}))
+    with t.alter() as a:
+        a.drop_range_partition(0, 10)
+    replica: dict = {}
+    for v in range(1, t.version + 1):
+        for c in t.changes(v - 1, v, mode="net").to_pylist():
+            if c["_op"] == "delete":
+                assert c["k"] in replica, (v, c)
+                del replica[c["k"]]
+            else:
+                replica[c["k"]] = (c["v"], c["s"])
+        want = {r["k"]: (r["v"], r["s"]) for r in t.scan(as_of=v).to_arrow().to_pylist()}
+        assert replica == want, v

@@ -1,10 +1,10 @@
 package tableformat.log;
 
-import java.time.LocalDate;
+import java.math.BigInteger;
+import java.time.DateTimeException;
 import java.time.LocalDateTime;
-import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
-import java.time.format.DateTimeParseException;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -25,14 +25,22 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
     return new AsOf(Kind.TIMESTAMP, micros, null, false);
   }
 
+  /** Digits only, ASCII (Python's engine reads the same: specs/format.md §9.1). */
+  static final Pattern DIGITS = Pattern.compile("[0-9]+");
+
+  /** The one date-time grammar of as_of (specs/format.md §9.1), the engine's ISO_AS_OF (mvcc.py):
+   * YYYY-MM-DD[(T|t| )HH:MM[:SS[.f{1,9}]][Z|z|±HH:MM|±HHMM]]. */
+  static final Pattern ISO = Pattern.compile("([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})"
+      + "(?::([0-9]{2})(?:\\.([0-9]{1,9}))?)?(?:([Zz])|([+-])([0-9]{2}):?([0-9]{2}))?)?");
+
   /** The parsed as_of, or null for "latest"; InvalidOptionError for none of the forms. */
   public static AsOf parse(String text) {
     if (text == null || text.isBlank()) return null;
     String s = text.strip();
-    if (s.chars().allMatch(Character::isDigit)) return version(Long.parseLong(s));
+    if (DIGITS.matcher(s).matches()) return version(clamped(s));
     if (s.length() > 3 && s.substring(0, 3).equalsIgnoreCase("ts:")) {
       String m = s.substring(3).strip();
-      if (!m.isEmpty() && m.chars().allMatch(Character::isDigit)) return timestamp(Long.parseLong(m));
+      if (DIGITS.matcher(m).matches()) return timestamp(clamped(m));
     }
     if (s.length() >= 4 && s.substring(0, 4).equalsIgnoreCase("tag:")) {
       String name = s.substring(4).strip();
@@ -41,30 +49,46 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
             + "digits, '_', '.' and '-' (at most 128), got '" + name + "'");
       return new AsOf(Kind.TAG, 0, name, true);
     }
-    Long micros = isoMicros(s);
-    if (micros != null) return timestamp(micros);
-    if (TAG_NAME.matcher(s).matches()) return new AsOf(Kind.TAG, 0, s, false);
+    Matcher m = ISO.matcher(s);
+    if (m.matches()) {
+      Long micros = isoMicros(m);
+      if (micros != null) return timestamp(micros);
+    } else if (TAG_NAME.matcher(s).matches()) {
+      return new AsOf(Kind.TAG, 0, s, false);
+    }
     throw new InvalidOptionError("as_of '" + text + "' is not a version number, ts:<microseconds>, an ISO "
         + "date-time such as 2024-05-01T12:00:00Z or tag:<name>");
   }
 
-  private static Long isoMicros(String s) {
-    String t = s.endsWith("Z") || s.endsWith("z") ? s.substring(0, s.length() - 1) + "+00:00" : s;
-    if (t.length() > 10 && t.charAt(10) == ' ') t = t.substring(0, 10) + "T" + t.substring(11);
-    try {
-      return micros(OffsetDateTime.parse(t));
-    } catch (DateTimeParseException e) { /* next form */ }
-    try {
-      return micros(LocalDateTime.parse(t).atOffset(ZoneOffset.UTC));
-    } catch (DateTimeParseException e) { /* next form */ }
-    try {
-      return micros(LocalDate.parse(t).atStartOfDay().atOffset(ZoneOffset.UTC));
-    } catch (DateTimeParseException e) {
-      return null;
-    }
+  /** A number past a long names no version or time of any table: Long.MAX_VALUE, which the
+   * resolver refuses as the engine does (VersionNotFoundError / TimestampAfterLatestError). */
+  private static long clamped(String digits) {
+    BigInteger n = new BigInteger(digits);
+    return n.compareTo(BigInteger.valueOf(Long.MAX_VALUE)) > 0 ? Long.MAX_VALUE : n.longValue();
   }
 
-  private static long micros(OffsetDateTime d) {
-    return d.toEpochSecond() * 1_000_000L + d.getNano() / 1000;
+  /** Microseconds since the epoch (UTC): naive means UTC, fractions cut to microseconds, offsets at
+   * most ±18:00; null for a date or time that does not exist (2024-02-30), as in the engine. */
+  private static Long isoMicros(Matcher m) {
+    int year = Integer.parseInt(m.group(1));
+    if (year < 1) return null;                       // Python's datetime has no year 0
+    LocalDateTime t;
+    try {
+      t = LocalDateTime.of(year, Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)),
+          m.group(4) == null ? 0 : Integer.parseInt(m.group(4)), m.group(5) == null ? 0 : Integer.parseInt(m.group(5)),
+          m.group(6) == null ? 0 : Integer.parseInt(m.group(6)));
+    } catch (DateTimeException e) {
+      return null;
+    }
+    long off = 0;
+    if (m.group(9) != null) {
+      int oh = Integer.parseInt(m.group(10));
+      int om = Integer.parseInt(m.group(11));
+      if (om > 59 || oh * 60 + om > 18 * 60) return null;
+      off = (oh * 60L + om) * 60L * (m.group(9).equals("+") ? 1 : -1);
+    }
+    String frac = m.group(7) == null ? "0" : m.group(7);
+    long micros = Long.parseLong((frac + "00000").substring(0, 6));
+    return (t.toEpochSecond(ZoneOffset.UTC) - off) * 1_000_000L + micros;
   }
 }

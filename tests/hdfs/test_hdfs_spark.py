@@ -1,0 +1,78 @@
+"""Spark on HDFS (local[2], the shared session): the JVM connector reads hdfs:// tables natively with
+no `jvm_schemes` (pyspark's Hadoop client has HDFS), and the insert, merge, compaction, export and
+backfill jobs run against hdfs:// URIs with the table's storage_options."""
+import logging
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyspark")
+
+import tableformat as tf  # noqa: E402
+
+from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema  # noqa: E402
+
+KEY = ["host", "metric", "time"]
+
+
+def test_spark_jobs_on_hdfs(spark, hdfs_table_root, caplog):
+    from spark_jobs.backfill import time_travel_backfill
+    from spark_jobs.compaction import compact_table
+    from spark_jobs.export import change_export
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    from spark_jobs.read import read_table
+    root, opts = hdfs_table_root
+    uri = f"{root}/m"
+    t = tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning(), storage_options=opts)
+    data = metrics_rows(3000)
+    for i in range(3):      # overlapping rowsets, so compaction has work
+        part = data.take(pa.array(np.arange(i, 3000, 3)))
+        partitioned_insert(spark, spark.createDataFrame(part.to_pandas()), uri, storage_options=opts)
+    upd = data.select(KEY).slice(0, 300).append_column("value", pa.array([7.5] * 300))
+    mutation_merge(spark, spark.createDataFrame(upd.to_pandas()), uri, op="update", storage_options=opts)
+    t = tf.open_table(uri, storage_options=opts)
+    assert t.version == 4 and t.scan(filter=[("value", "=", 7.5)]).count() == 300
+    expect = t.scan().to_arrow()
+
+    # the connector reads hdfs:// natively: no jvm_schemes, no rowset through the Python source
+    with caplog.at_level(logging.WARNING, logger="spark_jobs.read"):
+        df = read_table(spark, uri, storage_options=opts, path="native")
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        assert "BatchScan tableformat_jvm" in plan, plan
+        assert_same_rows(df.toArrow().cast(expect.schema), expect)
+    assert not [r for r in caplog.records if "Python data source" in r.message]
+
+    res = compact_table(spark, uri, storage_options=opts)
+    assert res["actions"] >= 1 and res["committed"] == res["actions"]
+    t = tf.open_table(uri, storage_options=opts)
+    assert_same_rows(t.scan().to_arrow(), expect)
+    assert t.check().ok
+
+    out = f"{root}/changes"              # the export's output on HDFS too
+    r = change_export(spark, uri, out, storage_options=opts, output_options=opts)
+    assert (r["start"], r["end"], r["rows"]) == (0, t.version, 3300)      # compactions change no row
+    assert change_export(spark, uri, out, storage_options=opts, output_options=opts)["rows"] == 0
+
+    bf = f"{root}/backfill"              # written by Spark's own Parquet writer through hdfs://
+    n = time_travel_backfill(spark, uri, 1, bf, storage_options=opts,
+                             sql="SELECT metric, count(*) AS n FROM source GROUP BY metric")
+    got = {row["metric"]: row["n"] for row in spark.read.parquet(bf).collect()}
+    old = t.scan(as_of=1, columns=["metric"]).to_arrow()["metric"].value_counts().to_pylist()
+    assert n == 3 and got == {x["values"]: x["counts"] for x in old}
+
+
+@pytest.mark.parametrize("uri", ["hdfs://namenode:8020/w/m", "webhdfs://namenode:9870/w/m"])
+def test_hadoop_schemes_need_no_jvm_schemes(uri):
+    from spark_jobs.jvm_paths import jvm_path, jvm_unreadable
+    storage = tf.Storage(uri)                 # no request: WebHDFS is asked only on I/O
+    assert jvm_unreadable(storage, ()) is None
+    assert jvm_path(storage, "tablets/a/base.parquet") == uri + "/tablets/a/base.parquet"
+    assert "jvm_schemes" in jvm_unreadable(tf.Storage("memory://w/m"), ())
+
+
+def test_a_delta_mirror_names_hdfs_files_with_their_namenode():
+    from tableformat.interop.delta_mirror import file_uri
+    storage = tf.Storage("hdfs://namenode:8020/w/m")
+    assert file_uri(storage, "tablets/r0/base 1.parquet") == "hdfs://namenode:8020/w/m/tablets/r0/base%201.parquet"
