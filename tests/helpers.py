@@ -474,3 +474,22 @@ def change_history(path, seed, steps=25, nkeys=40):
             ranges["high"] = not ranges["high"]
         versions.append(t.version)
     return t, versions
+
+
+def range_keyed(path, ranges=10, width=100, storage_options=None):
+    """A table keyed by int64 `k` in `ranges` range partitions of `width` keys each (one rowset
+    each after the insert), with a double `v` holding NULL, NaN, -0.0 and 0.0, and a string `s`."""
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True),
+                        tf.Column("s", "string", nullable=True)], primary_key="k")
+    part = tf.PartitionSchema(range=tf.RangePartition(["k"], bounds=[(0, ranges * width)],
+                                                      splits=[i * width for i in range(1, ranges)]))
+    t = tf.create_table(str(path), schema, partitioning=part, storage_options=storage_options)
+    k = np.arange(ranges * width)
+    v = np.sin(k).astype(float)
+    v[k % 13 == 0] = np.nan
+    v[k % 17 == 0] = -0.0
+    v[k % 19 == 0] = 0.0
+    t.insert(pa.table({"k": pa.array(k, pa.int64()),
+                       "v": pa.array(v, mask=(k % 11 == 0)),
+                       "s": pa.array([f"s{x % 7}" for x in k])}))
+    return t

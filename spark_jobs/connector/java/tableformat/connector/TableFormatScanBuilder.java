@@ -15,12 +15,12 @@ import org.apache.spark.sql.types.StructType;
  * evaluates it above the scan; the ones Parquet can apply exactly are also pushed into base
  * scans of rowsets whose deltas do not change the column.
  */
-final class TableFormatScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters {
+public final class TableFormatScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters {
   private final ReadPlan plan;
   private List<ReadPlan.ColumnPlan> cols;
   private Filter[] pushed = new Filter[0];
 
-  TableFormatScanBuilder(ReadPlan plan) {
+  public TableFormatScanBuilder(ReadPlan plan) {
     this.plan = plan;
     this.cols = plan.columns;
   }

@@ -11,7 +11,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * The connector's entry point, {@code spark.read.format("tableformat-jvm").option("plan", json)}:
  * Python's engine plans the read ({@code Snapshot.read_plan}, specs/format.md §9.4) and hands it
- * over as JSON; the connector reads exactly those files.
+ * over as JSON; the connector reads exactly those files. Given a path instead
+ * ({@code .load(path)}), the JVM plans the read itself ({@link tableformat.catalog.CatalogTable}),
+ * at {@code as_of}, {@code versionAsOf} or {@code timestampAsOf} (Delta's names) when one is given.
  */
 public final class TableFormatSource implements TableProvider, DataSourceRegister {
   public static final String NAME = "tableformat-jvm";
@@ -27,13 +29,23 @@ public final class TableFormatSource implements TableProvider, DataSourceRegiste
     return ReadPlan.parse(json);
   }
 
+  private static boolean byPath(Map<String, String> options) {
+    return options.get("plan") == null && options.get("path") != null;
+  }
+
+  private static tableformat.catalog.CatalogTable atPath(Map<String, String> options) {
+    CaseInsensitiveStringMap o = new CaseInsensitiveStringMap(options);
+    return tableformat.catalog.CatalogTable.atPath(o.get("path"),
+        tableformat.catalog.CatalogTable.asOf(o.get("as_of"), o.get("versionAsOf"), o.get("timestampAsOf")));
+  }
+
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return plan(options).schema();
+    return byPath(options) ? atPath(options).schema() : plan(options).schema();
   }
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new TableFormatTable(plan(properties));
+    return byPath(properties) ? atPath(properties) : new TableFormatTable(plan(properties));
   }
 }

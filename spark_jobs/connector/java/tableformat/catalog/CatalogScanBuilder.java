@@ -1,0 +1,70 @@
+package tableformat.catalog;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import tableformat.connector.TableFormatScanBuilder;
+import tableformat.log.InvalidFilterError;
+import tableformat.log.TableState;
+import tableformat.plan.Schema;
+
+/**
+ * The catalog's scan: Spark's filters prune tablets and rowsets in the JVM planner before any file
+ * is opened (§9.4 rule 1, §13); the plan of the required columns then goes to the connector's own
+ * scan builder (Parquet pushdown, the columnar reader). Every filter is also handed back to Spark,
+ * which evaluates it above the scan: pruning only ever drops rowsets that hold no match.
+ */
+final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters {
+  private final String uri;
+  private final TableState state;
+  private final StructType tableSchema;
+  private StructType required;
+  private Filter[] filters = new Filter[0];
+  private ArrayNode terms;
+
+  CatalogScanBuilder(String uri, TableState state, StructType tableSchema) {
+    this.uri = uri;
+    this.state = state;
+    this.tableSchema = tableSchema;
+    this.required = tableSchema;
+  }
+
+  @Override
+  public Filter[] pushFilters(Filter[] fs) {
+    filters = fs;
+    terms = SparkFilters.terms(new Schema(state.schema()), fs);
+    return fs;
+  }
+
+  @Override
+  public Filter[] pushedFilters() {
+    return filters;
+  }
+
+  @Override
+  public void pruneColumns(StructType r) {
+    required = r;
+  }
+
+  @Override
+  public Scan build() {
+    List<String> cols = new ArrayList<>();
+    for (StructField f : required.fields()) if (tableSchema.getFieldIndex(f.name()).isDefined()) cols.add(f.name());
+    Snapshots.Planned plan;
+    try {
+      plan = Snapshots.plan(uri, state, cols, terms == null || terms.isEmpty() ? null : terms);
+    } catch (InvalidFilterError e) {        // a literal the planner does not take: no pruning, Spark filters
+      plan = Snapshots.plan(uri, state, cols, null);
+    }
+    TableFormatScanBuilder b = new TableFormatScanBuilder(plan.connector());
+    b.pushFilters(filters);
+    return new CatalogScan(b.build(), plan.log());
+  }
+}

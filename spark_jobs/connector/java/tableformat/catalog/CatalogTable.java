@@ -1,0 +1,125 @@
+package tableformat.catalog;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import tableformat.log.AsOf;
+import tableformat.log.InvalidOptionError;
+import tableformat.log.TableState;
+
+/**
+ * A table of the catalog (or a path given to {@code tableformat-jvm}): its definition from the
+ * state it was loaded at, and its reads. Unpinned (no time travel), each scan plans the version
+ * that is latest when the query is optimized, so a Table object Spark keeps (a DataFrame, a
+ * view's plan) still sees later commits; pinned ({@code VERSION AS OF}, a tag, a timestamp),
+ * it reads its one version. Writes are refused, naming the Spark job that does them.
+ */
+public final class CatalogTable implements SupportsRead, SupportsWrite, SupportsRowLevelOperations {
+  private final String name;
+  private final String uri;
+  private final AsOf asOf;
+  private final TableState loaded;
+  private final StructType schema;
+
+  CatalogTable(String name, String uri, AsOf asOf) {
+    this.name = name;
+    this.uri = Location.normalize(uri);
+    this.asOf = asOf;
+    this.loaded = Snapshots.open(this.uri, asOf);
+    this.schema = Snapshots.plan(this.uri, loaded, null, null).connector().schema();
+  }
+
+  /** A table by path, for {@code spark.read.format("tableformat-jvm").load(path)}. */
+  public static CatalogTable atPath(String uri, AsOf asOf) {
+    return new CatalogTable(uri, uri, asOf);
+  }
+
+  /** The read options' point in time: at most one of {@code as_of} (§8.2's forms), {@code versionAsOf}
+   * (a version or a tag) and {@code timestampAsOf} (an ISO date-time, naive meaning UTC); null: latest. */
+  public static AsOf asOf(String asOf, String versionAsOf, String timestampAsOf) {
+    int given = (asOf == null ? 0 : 1) + (versionAsOf == null ? 0 : 1) + (timestampAsOf == null ? 0 : 1);
+    if (given > 1)
+      throw new InvalidOptionError("give at most one of as_of, versionAsOf and timestampAsOf");
+    if (versionAsOf != null) return TableFormatCatalog.versionAsOf(versionAsOf);
+    if (timestampAsOf != null) {
+      AsOf a = AsOf.parse(timestampAsOf);
+      if (a == null || a.kind() != AsOf.Kind.TIMESTAMP)
+        throw new InvalidOptionError("timestampAsOf '" + timestampAsOf + "' is not a date-time such as 2024-05-01 00:00:00");
+      return a;
+    }
+    return AsOf.parse(asOf);
+  }
+
+  @Override
+  public String name() {
+    return name + (asOf == null ? "" : "@" + loaded.version());
+  }
+
+  @Override
+  public StructType schema() {
+    return schema;
+  }
+
+  TableState state() {
+    return loaded;
+  }
+
+  @Override
+  public Map<String, String> properties() {
+    Map<String, String> p = new LinkedHashMap<>();
+    p.put(TableCatalog.PROP_PROVIDER, "tableformat");
+    p.put(TableCatalog.PROP_LOCATION, uri);
+    p.put("format_version", String.valueOf(loaded.formatVersion()));
+    p.put("version", String.valueOf(loaded.version()));
+    p.put("table_id", loaded.tableId());
+    StringBuilder pk = new StringBuilder();
+    for (JsonNode k : loaded.schema().get("primary_key")) pk.append(pk.length() == 0 ? "" : ", ").append(k.asText());
+    p.put("primary_key", pk.toString());
+    p.put("partitioning", loaded.partitioning() == null ? "" : Partitions.describe(loaded));
+    if (!loaded.tags().isEmpty()) {
+      StringBuilder t = new StringBuilder();
+      for (var e : loaded.tags().entrySet()) t.append(t.length() == 0 ? "" : ", ").append(e.getKey()).append("=").append(e.getValue()[0]);
+      p.put("tags", t.toString());
+    }
+    if (loaded.properties() != null)
+      loaded.properties().fields().forEachRemaining(e -> p.put("tableformat." + e.getKey(),
+          e.getValue().isTextual() ? e.getValue().asText() : e.getValue().toString()));
+    return p;
+  }
+
+  @Override
+  public Set<TableCapability> capabilities() {
+    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE);
+  }
+
+  @Override
+  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+    TableState state = asOf == null ? Snapshots.open(uri, null) : loaded;
+    return new CatalogScanBuilder(uri, state, schema);
+  }
+
+  @Override
+  public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    throw ReadOnly.refuse("INSERT", "spark_jobs.insert (partitioned_insert)");
+  }
+
+  @Override
+  public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+    String op = info.command().toString();
+    throw ReadOnly.refuse(op, "spark_jobs.merge (mutation_merge: updates, deletes and upserts)");
+  }
+}

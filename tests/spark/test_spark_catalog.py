@@ -1,0 +1,260 @@
+"""The Spark catalog (`tableformat.catalog.TableFormatCatalog`, issue #35 items 2 and 3): tables
+read from SQL with no plan from Python, the JVM planner (specs/format.md §9.4) planning each query,
+time travel in SQL and in read options (§8.2), pruning from SQL predicates with §13's semantics,
+and writes refused with the Spark job to use. Every read is compared with the engine's own scan."""
+import datetime
+import itertools
+import os
+
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+
+from helpers import assert_same_rows, int_keyed, range_keyed as ranged
+
+pyspark = pytest.importorskip("pyspark")
+
+CATALOG_CLASS = "tableformat.catalog.TableFormatCatalog"
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def connector(spark):
+    from spark_jobs.connector import loaded
+    why = loaded(spark)
+    if why:
+        pytest.skip(f"the JVM connector is unavailable: {why}")
+
+
+def catalog(spark, warehouse) -> str:
+    """A catalog of its own for one test (Spark keeps a catalog once it is initialized)."""
+    name = f"tfc{next(_names)}"
+    spark.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)
+    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(warehouse))
+    return name
+
+
+def plan_text(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def same(df, expect, key=("k",)):
+    got = df.toArrow()
+    got = got.cast(expect.schema) if got.num_rows else expect.schema.empty_table()
+    assert_same_rows(got, expect, list(key))
+
+
+def test_show_namespaces_tables_and_describe(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "sales" / "orders")
+    ranged(tmp_path / "wh" / "sales" / "eu" / "returns", ranges=2)
+    (tmp_path / "wh" / "empty").mkdir()
+    c = catalog(spark, tmp_path / "wh")
+    assert sorted(r[0] for r in spark.sql(f"SHOW NAMESPACES IN {c}").collect()) == ["empty", "sales"]
+    assert [r[0] for r in spark.sql(f"SHOW NAMESPACES IN {c}.sales").collect()] == ["sales.eu"]
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {c}.sales").collect()] == ["orders"]
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {c}.sales.eu").collect()] == ["returns"]
+    rows = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {c}.sales.orders").collect()}
+    assert rows["k"] == "bigint" and rows["v"] == "double" and rows["s"] == "string"
+    props = rows["Table Properties"]
+    assert "primary_key=k" in props and f"format_version={tf.FORMAT_VERSION}" in props, props
+    assert "partitioning=range(k) with 10 ranges" in props and f"version={t.version}" in props, props
+    assert rows["Provider"] == "tableformat" and rows["Location"].endswith("/wh/sales/orders")
+
+
+def test_select_equals_the_engine_by_name_and_by_path(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t")
+    t.update(pa.table({"k": pa.array([5, 250], pa.int64()), "v": pa.array([None, 9.5])}))
+    t.delete(pa.table({"k": pa.array([7, 333], pa.int64())}))
+    c = catalog(spark, tmp_path / "wh")
+    expect = t.scan().to_arrow()
+    same(spark.sql(f"SELECT * FROM {c}.ns.t"), expect)
+    same(spark.sql(f"SELECT * FROM {c}.`{t.uri}`"), expect)
+    same(spark.sql(f"SELECT * FROM {c}.`file://{t.uri}`"), expect)
+    same(spark.read.format("tableformat-jvm").load(t.uri), expect)
+    assert spark.sql(f"SELECT count(*) FROM {c}.ns.t").collect()[0][0] == expect.num_rows
+    assert "BatchScan" in plan_text(spark.sql(f"SELECT * FROM {c}.ns.t"))
+    with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.sql(f"SELECT * FROM {c}.ns.nope").collect()
+
+
+def test_time_travel_by_version_tag_and_timestamp(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=3)
+    v1 = t.version
+    at_v1 = t.scan().to_arrow()
+    t.tag("nightly")
+    t.update(pa.table({"k": pa.array([1, 2], pa.int64()), "v": pa.array([100.0, 200.0])}))
+    t.delete(pa.table({"k": pa.array([3], pa.int64())}))
+    latest = t.scan().to_arrow()
+    ts1 = {h.version: h.timestamp for h in t.history()}[v1]
+    c = catalog(spark, tmp_path / "wh")
+    same(spark.sql(f"SELECT * FROM {c}.ns.t"), latest)
+    same(spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF {v1}"), at_v1)
+    same(spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF 'nightly'"), at_v1)
+    stamp = f"{ts1 // 1_000_000}.{ts1 % 1_000_000:06d}"          # seconds, in UTC
+    same(spark.sql(f"SELECT * FROM {c}.ns.t TIMESTAMP AS OF timestamp_seconds({stamp})"), at_v1)
+    def r():
+        return spark.read.format("tableformat-jvm")
+    same(r().option("versionAsOf", v1).load(t.uri), at_v1)
+    same(r().option("versionAsOf", "nightly").load(t.uri), at_v1)
+    same(r().option("as_of", f"ts:{ts1}").load(t.uri), at_v1)
+    same(r().option("as_of", "tag:nightly").load(t.uri), at_v1)
+    iso = datetime.datetime.fromtimestamp(ts1 / 1e6, datetime.timezone.utc)
+    same(r().option("timestampAsOf", iso.isoformat()).load(t.uri), at_v1)
+    same(r().load(t.uri), latest)
+    with pytest.raises(Exception, match="TagNotFoundError|tag"):
+        spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF 'nosuch'").collect()
+    with pytest.raises(Exception, match="at most one"):
+        spark.read.format("tableformat-jvm").option("versionAsOf", 1).option("as_of", "1").load(t.uri).collect()
+
+
+def test_each_query_reads_the_latest_version(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)
+    c = catalog(spark, tmp_path / "wh")
+    n = t.scan().to_arrow().num_rows
+    q = f"SELECT count(*) FROM {c}.ns.t"
+    assert spark.sql(q).collect()[0][0] == n
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW latest_t AS SELECT * FROM {c}.ns.t")
+    held = spark.table(f"{c}.ns.t")
+    t.delete(pa.table({"k": pa.array([0, 1, 2], pa.int64())}))
+    assert spark.sql(q).collect()[0][0] == n - 3
+    assert spark.sql("SELECT count(*) FROM latest_t").collect()[0][0] == n - 3
+    assert held.count() == n - 3                      # a DataFrame made before the commit, counted after it
+    t.update(pa.table({"k": pa.array([10], pa.int64()), "v": pa.array([42.0])}))
+    assert spark.sql(f"SELECT v FROM {c}.ns.t WHERE k = 10").collect()[0][0] == 42.0
+    assert spark.sql(f"SELECT v FROM {c}.ns.t VERSION AS OF 1 WHERE k = 10").collect()[0][0] != 42.0
+
+
+@pytest.mark.parametrize("sql, job", [
+    ("INSERT INTO {t} VALUES (5000, 1.0, 'x')", "spark_jobs.insert"),
+    ("DELETE FROM {t} WHERE k = 1", "spark_jobs.merge"),
+    ("UPDATE {t} SET v = 1.0 WHERE k = 1", "spark_jobs.merge"),
+    ("MERGE INTO {t} USING (SELECT 1L AS k, 2.0 AS v, 'y' AS s) u ON {t}.k = u.k "
+     "WHEN MATCHED THEN UPDATE SET v = u.v", "spark_jobs.merge"),
+    ("CREATE TABLE {c}.ns.new (k bigint)", "create_table"),
+    ("DROP TABLE {t}", "Python engine"),
+])
+def test_writes_through_the_catalog_are_refused_naming_the_job(spark, tmp_path, sql, job):
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)
+    c = catalog(spark, tmp_path / "wh")
+    before = t.version
+    with pytest.raises(Exception, match="read-only") as e:
+        spark.sql(sql.format(t=f"{c}.ns.t", c=c)).collect()
+    assert job in str(e.value)
+    assert tf.open_table(t.uri).version == before and os.path.isdir(t.uri)
+    assert not (tmp_path / "wh" / "ns" / "new").exists()
+
+
+def test_sql_predicates_prune_ranges_before_any_file_is_opened(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t")
+    c = catalog(spark, tmp_path / "wh")
+    df = spark.sql(f"SELECT * FROM {c}.ns.t")
+    assert "(10 rowsets" in plan_text(df)
+    df = spark.sql(f"SELECT * FROM {c}.ns.t WHERE k >= 300 AND k < 400")
+    assert "(1 rowsets" in plan_text(df), plan_text(df)
+    same(df, t.scan(filter=[("k", ">=", 300), ("k", "<", 400)]).to_arrow())
+    df = spark.sql(f"SELECT count(*), sum(v) FROM {c}.ns.t WHERE k >= 350 AND k < 620")  # ranges 3 to 6
+    assert "(4 rowsets" in plan_text(df), plan_text(df)
+    df = spark.sql(f"SELECT * FROM {c}.ns.t WHERE k IN (5, 905)")
+    assert "(2 rowsets" in plan_text(df), plan_text(df)
+    same(df, t.scan(filter=[("k", "in", [5, 905])]).to_arrow())
+    df = spark.sql(f"SELECT * FROM {c}.ns.t WHERE k > 5000")
+    assert "(0 rowsets" in plan_text(df) and df.count() == 0
+
+
+@pytest.mark.parametrize("where, flt", [
+    ("v > 0.5", [("v", ">", 0.5)]),
+    ("v >= 'NaN'", [("v", ">=", float("nan"))]),
+    ("v = 'NaN'", [("v", "=", float("nan"))]),
+    ("v < 'NaN'", [("v", "<", float("nan"))]),
+    ("v = -0.0", [("v", "=", -0.0)]),
+    ("v = 0.0", [("v", "=", 0.0)]),
+    ("v IS NULL", [("v", "is null")]),
+    ("v IS NOT NULL AND k < 150", [("v", "is not null"), ("k", "<", 150)]),
+    ("v <=> NULL", [("v", "is null")]),
+    ("k < 150.5", [("k", "<", 150.5)]),
+    ("k > 2.5E30", [("k", ">", 2.5e30)]),
+    ("k >= -1 AND k <= 99", [("k", ">=", -1), ("k", "<=", 99)]),
+    ("s = 's3' AND k >= 700", [("s", "=", "s3"), ("k", ">=", 700)]),
+    ("k = 5 OR k = 905", None),
+])
+def test_pruned_sql_reads_equal_the_engine(spark, tmp_path, where, flt):
+    t = ranged(tmp_path / "wh" / "ns" / "t")
+    t.update(pa.table({"k": pa.array([120, 121], pa.int64()), "v": pa.array([float("nan"), None])}))
+    c = catalog(spark, tmp_path / "wh")
+    if flt is None:
+        flt = [("k", "in", [5, 905])]
+    same(spark.sql(f"SELECT * FROM {c}.ns.t WHERE {where}"), t.scan(filter=flt).to_arrow())
+
+
+def test_the_scan_reports_the_exact_row_count_with_pending_deletes(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=4)
+    t.delete(pa.table({"k": pa.array([1, 2, 3, 150, 399], pa.int64())}))
+    t.update(pa.table({"k": pa.array([4], pa.int64()), "v": pa.array([1.0])}))
+    t.insert(pa.table({"k": pa.array([2], pa.int64()), "v": pa.array([5.0]), "s": pa.array(["back"])}))  # reinsert
+    c = catalog(spark, tmp_path / "wh")
+
+    def scan_stats(df):
+        leaf = df._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
+        return leaf.rowCount().get(), leaf.sizeInBytes()
+
+    spark.conf.set("spark.sql.cbo.planStats.enabled", "true")       # Spark keeps row counts only then (or CBO)
+    try:
+        check_stats(spark, t, c, scan_stats)
+    finally:
+        spark.conf.unset("spark.sql.cbo.planStats.enabled")
+
+
+def check_stats(spark, t, c, scan_stats):
+    rows, size = scan_stats(spark.sql(f"SELECT * FROM {c}.ns.t"))
+    assert rows == t.scan().to_arrow().num_rows == 396
+    assert size > 0
+    rows, _ = scan_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k < 200"))   # the first two ranges' rowsets
+    assert rows == t.scan(filter=("k", "<", 200)).to_arrow().num_rows
+    old = spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF 1")
+    assert scan_stats(old)[0] == 400
+    # column statistics: range 2 has no deltas, range 3 a pending delete (min and max stay bounds)
+    assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k >= 200 AND k < 300"))["k"] == (200, 299, 0)
+    assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k >= 300"))["k"] == (300, 399, None)
+    assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t"))["k"] == (0, 399, None)
+    assert "v" not in column_stats(spark.sql(f"SELECT * FROM {c}.ns.t WHERE k >= 200 AND k < 300"))  # doubles: none
+
+
+def test_column_statistics_leave_out_a_column_a_pending_update_changes(spark, tmp_path):
+    t, rows = int_keyed(tmp_path / "wh" / "ns" / "t", composite=False, partitioned=False, props={})
+    t.insert(rows(list(range(100)), [None if k % 10 == 0 else k * 2 for k in range(100)]))
+    c = catalog(spark, tmp_path / "wh")
+    spark.conf.set("spark.sql.cbo.planStats.enabled", "true")
+    try:
+        assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t")) == {"k": (0, 99, 0), "a": (2, 198, 10)}
+        t.update(rows([5], [1000]))
+        assert column_stats(spark.sql(f"SELECT * FROM {c}.ns.t")) == {"k": (0, 99, 0)}
+    finally:
+        spark.conf.unset("spark.sql.cbo.planStats.enabled")
+
+
+def column_stats(df) -> dict:
+    """The scan's column statistics: name -> (min, max, null count or None)."""
+    stats = df._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
+    out = {}
+    it = stats.attributeStats().iterator()
+    while it.hasNext():
+        kv = it.next()
+        cs = kv._2()
+        opt = [cs.min(), cs.max(), cs.nullCount()]
+        mn, mx, nc = (o.get() if o.isDefined() else None for o in opt)
+        out[kv._1().name()] = (mn, mx, None if nc is None else int(str(nc)))
+    return out
+
+
+def test_history_and_tags_metadata_tables(spark, tmp_path):
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)
+    t.tag("nightly")
+    t.delete(pa.table({"k": pa.array([1], pa.int64())}))
+    c = catalog(spark, tmp_path / "wh")
+    hist = spark.sql(f"SELECT version, unix_micros(timestamp) AS ts, operation FROM {c}.ns.t.history "
+                     "ORDER BY version").collect()
+    assert [(r.version, r.ts, r.operation) for r in hist] == [(h.version, h.timestamp, h.operation)
+                                                              for h in sorted(t.history(), key=lambda h: h.version)]
+    tags = spark.sql(f"SELECT name, version FROM {c}.`{t.uri}`.tags").collect()
+    assert [(r.name, r.version) for r in tags] == sorted(t.tags().items())

@@ -1,0 +1,120 @@
+"""No Python needed (issue #35 item 5): pyspark's own `bin/spark-sql`, with the connector jar on
+`--jars`, the catalog configured by `--conf` and no Python interpreter reachable
+(`PYSPARK_PYTHON` and `PYSPARK_DRIVER_PYTHON` point at nothing, `SPARK_HOME` is given so the
+launcher never asks Python for it), reads tables exactly as the engine does, time travel included,
+on local disk and on the loopback S3 server through s3a."""
+import os
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from helpers import range_keyed
+
+pyspark = pytest.importorskip("pyspark")
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+CATALOG = "tableformat.catalog.TableFormatCatalog"
+MARK = "-- query "
+
+
+@pytest.fixture(scope="module")
+def jar():
+    from spark_jobs.connector import ConnectorUnavailable, build_jar
+    try:
+        return build_jar()
+    except ConnectorUnavailable as e:
+        pytest.skip(f"the JVM connector is unavailable: {e}")
+
+
+def spark_sql(jar, tmp, conf: dict, queries: list[str]) -> list[list[list[str]]]:
+    """Each query's rows (tab-separated fields) as `bin/spark-sql -S -f` prints them."""
+    lines = []
+    for i, q in enumerate(queries):
+        lines.append(f"SELECT '{MARK}{i}';")
+        lines.append(q.rstrip(";") + ";")
+    script = Path(tmp) / "queries.sql"
+    script.write_text("\n".join(lines) + "\n")
+    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[1]", "--jars", jar,
+           "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.catalog.tf={CATALOG}"]
+    for k, v in conf.items():
+        cmd += ["--conf", f"{k}={v}"]
+    cmd += ["-S", "-f", str(script)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python",
+               PYSPARK_DRIVER_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out: list[list[list[str]]] = []
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            out.append([])
+        elif out:
+            out[-1].append(line.split("\t"))
+    assert len(out) == len(queries), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return out
+
+
+def value(text: str):
+    return None if text == "NULL" else float(text)
+
+
+def engine_rows(t, **scan) -> list[tuple]:
+    a = t.scan(columns=["k", "v", "s"], **scan).to_arrow().sort_by("k")
+    return [(k, v, s) for k, v, s in zip(*(a[c].to_pylist() for c in ("k", "v", "s")))]
+
+
+def cli_rows(rows) -> list[tuple]:
+    return [(int(k), value(v), None if s == "NULL" else s) for k, v, s in rows]
+
+
+def same(got, expect):
+    norm = [(k, "nan" if v is not None and v != v else v, s) for k, v, s in expect]
+    assert [(k, "nan" if v is not None and v != v else v, s) for k, v, s in got] == norm
+
+
+def history(t):
+    """Tag v1 'nightly', then update, delete and insert: the latest and v1's rows differ."""
+    v1 = t.version
+    t.tag("nightly")
+    t.update(pa.table({"k": pa.array([1, 2], pa.int64()), "v": pa.array([100.0, None])}))
+    t.delete(pa.table({"k": pa.array([3, 150], pa.int64())}))
+    return v1
+
+
+QUERIES = ["SELECT k, v, s FROM tf.ns.t ORDER BY k",
+           "SELECT k, v, s FROM tf.ns.t VERSION AS OF {v1} ORDER BY k",
+           "SELECT k, v, s FROM tf.ns.t VERSION AS OF 'nightly' ORDER BY k",
+           "SELECT k, v, s FROM tf.ns.t WHERE k >= 100 AND k < 160 AND v > 0 ORDER BY k",
+           "SHOW TABLES IN tf.ns"]
+
+
+def check(t, out, v1):
+    same(cli_rows(out[0]), engine_rows(t))
+    same(cli_rows(out[1]), engine_rows(t, as_of=v1))
+    same(cli_rows(out[2]), engine_rows(t, as_of=v1))
+    same(cli_rows(out[3]), engine_rows(t, filter=[("k", ">=", 100), ("k", "<", 160), ("v", ">", 0)]))
+    assert out[4] and all("t" in r for r in out[4])
+
+
+def test_spark_sql_reads_the_engines_rows_without_python(jar, tmp_path):
+    t = range_keyed(tmp_path / "wh" / "ns" / "t", ranges=3)
+    v1 = history(t)
+    out = spark_sql(jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh")},
+                    [q.format(v1=v1) for q in QUERIES])
+    check(t, out, v1)
+
+
+def test_spark_sql_reads_from_s3_through_s3a_without_python(jar, s3_table_root, tmp_path):
+    from spark_jobs.session import S3A_EXCLUDES, s3a_packages, s3a_settings
+    root, opts = s3_table_root
+    t = range_keyed(f"{root}/wh/ns/t", ranges=3, storage_options=opts)
+    v1 = history(t)
+    bucket = root[len("s3://"):]
+    conf = {f"spark.hadoop.{k}": v for k, v in s3a_settings(bucket, opts).items()}
+    conf["spark.sql.catalog.tf.warehouse"] = f"s3a://{bucket}/wh"
+    conf["spark.jars.packages"] = ",".join(s3a_packages())
+    conf["spark.jars.excludes"] = ",".join(S3A_EXCLUDES)
+    out = spark_sql(jar, tmp_path, conf, [q.format(v1=v1) for q in QUERIES])
+    check(t, out, v1)
