@@ -8,6 +8,7 @@ grows with the number of changes and the rows they touch, not with the table.
 """
 from __future__ import annotations
 
+import dataclasses
 from enum import IntEnum
 from typing import Callable, NamedTuple, Sequence
 
@@ -131,7 +132,7 @@ class ChangePart(NamedTuple):
     inserts: tuple          # (version, timestamp, RowSetMeta) of each rowset a data commit added
     rowsets: tuple          # (RowSetMeta as first seen, its delta files up to end, {path: (version, ts)})
     skipped: tuple = ()     # (version, timestamp, schema then, file) of each skipped-rows file it reads
-    dropped: tuple = ()     # (version, timestamp, state before it, RowSetMeta) of each rowset a commit
+    dropped: tuple = ()     # (version, timestamp, (state before it, JSON; read_ts), RowSetMeta) of each rowset a commit
                             # removed without rewriting it (a dropped range partition): its rows leave
 
 
@@ -188,7 +189,7 @@ def _plan_parts(start: TableState, commits: list[Commit], net: bool, skipped: bo
         gone = [m for m in gone if not m.history_only]     # a history-only rowset holds no live row
         if gone and not c.of(AddRowSet):        # removed, not rewritten: an ALTER dropping ranges (§9.2)
             prev = start if c.version - 1 == start.version else state_at(c.version - 1)
-            dropped += [(c.version, c.timestamp, prev, m) for m in gone]
+            dropped += [(c.version, c.timestamp, _one_rowset(prev, m.id), m) for m in gone if m.id in prev.rowsets]
         for a in c.of(AddRowSet, AddDelta):
             if isinstance(a, AddRowSet):
                 metas.setdefault(a.rowset.id, a.rowset)   # a rowset's base as first seen: its history replays on it
@@ -211,6 +212,12 @@ def _plan_parts(start: TableState, commits: list[Commit], net: bool, skipped: bo
     if files:
         parts.append(ChangePart((), (), files))
     return tuple(parts)
+
+
+def _one_rowset(state: TableState, rid: str) -> tuple[dict, int | None]:
+    """`state` holding only rowset `rid` (and its delta files), as plain data: parts pickle."""
+    one = dataclasses.replace(state, rowsets={rid: state.rowsets[rid]}, deltas={rid: state.deltas_of(rid)})
+    return one.to_json(), state.read_ts
 
 
 def _net_groups(added: list, touched: list, dropped: list) -> list[ChangePart]:
@@ -258,7 +265,8 @@ def _part_records(storage: Storage, plan: ChangePlan, part: ChangePart) -> _Reco
     for rs, deltas, in_range in part.rowsets:
         _rowset_changes(storage, rs, list(deltas), in_range, cols, key_ids, recs, plan.before_image,
                         plan.images == "full")
-    for version, ts, prev, rs in part.dropped:
+    for version, ts, (state, read_ts), rs in part.dropped:
+        prev = dataclasses.replace(TableState.from_json(state), read_ts=read_ts)
         _removed_rows(storage, prev, rs.id, version, ts, cols, key_ids, recs)
     return recs
 
