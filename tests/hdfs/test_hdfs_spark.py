@@ -76,3 +76,27 @@ def test_a_delta_mirror_names_hdfs_files_with_their_namenode():
     from tableformat.interop.delta_mirror import file_uri
     storage = tf.Storage("hdfs://namenode:8020/w/m")
     assert file_uri(storage, "tablets/r0/base 1.parquet") == "hdfs://namenode:8020/w/m/tablets/r0/base%201.parquet"
+
+
+def test_a_catalog_warehouse_on_hdfs(spark, hdfs_table_root):
+    """The Spark catalog's warehouse on hdfs:// (issue #37 item 3): SHOW TABLES, a query its
+    WHERE prunes and VERSION AS OF read the NameNode's files through Hadoop's own HDFS client,
+    and give the engine's rows."""
+    from spark_jobs.connector import loaded
+    from helpers import range_keyed
+    why = loaded(spark)
+    if why:
+        pytest.skip(f"the JVM connector is unavailable: {why}")
+    root, opts = hdfs_table_root
+    t = range_keyed(f"{root}/wh/db/t", ranges=4, storage_options=opts)
+    t.delete(pa.table({"k": pa.array([5, 250], pa.int64())}))
+    spark.conf.set("spark.sql.catalog.tfhdfs", "tableformat.catalog.TableFormatCatalog")
+    spark.conf.set("spark.sql.catalog.tfhdfs.warehouse", f"{root}/wh")
+    assert [r.tableName for r in spark.sql("SHOW TABLES IN tfhdfs.db").collect()] == ["t"]
+    q = spark.sql("SELECT k, v FROM tfhdfs.db.t WHERE k >= 200 AND k < 300")
+    plan = q._jdf.queryExecution().executedPlan().toString()
+    assert "(1 rowsets" in plan, plan
+    want = t.scan(columns=["k"], filter=[("k", ">=", 200), ("k", "<", 300)]).to_arrow()["k"].to_pylist()
+    assert sorted(q.toArrow()["k"].to_pylist()) == sorted(want) and 250 not in want
+    n = spark.sql("SELECT count(*) AS n FROM tfhdfs.db.t VERSION AS OF 1").collect()[0].n
+    assert n == t.scan(as_of=1).count() == 400
