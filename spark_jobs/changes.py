@@ -36,7 +36,6 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 import tableformat as tf
 
-from .errors import typed_errors
 from .snapshots import spark_schema, storage_options_from
 
 COLUMNS = ("tableformat", "delta")
@@ -231,28 +230,4 @@ def change_schema(options: dict):
     return struct_type(o.plan(options["path"], storage_options_from(options)), o.columns)
 
 
-def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
-                 images: str = "full", skipped: bool = False, columns: str = "tableformat",
-                 storage_options: dict | None = None) -> Any:
-    """Table.changes(start, end, ...) as a DataFrame computed on the executors, one part per task.
-
-    `start` and `end` are Table.changes' own (start exclusive: the changes committed after it;
-    a version, Timestamp, datetime, ISO string or tag), resolved here to the data source's
-    inclusive versions. `columns="delta"` gives Delta's change feed columns. Errors are typed."""
-    from .datasource import NAME, register
-    with typed_errors():
-        t = tf.open_table(uri, storage_options=storage_options)
-        plan = t.change_plan(start, end, mode, before_image, images, skipped)   # checks every option
-        if plan.start == plan.end:             # no commit in range: no version to start from
-            return spark.createDataFrame([], struct_type(plan, feed_columns(columns)))
-        register(spark)
-        r = (spark.read.format(NAME).option("readChangeFeed", "true")
-             .option("startingVersion", str(plan.start + 1)).option("endingVersion", str(plan.end))
-             .option("mode", mode).option("before_image", str(before_image).lower()).option("images", images)
-             .option("skipped", str(skipped).lower()).option("changeFeedColumns", columns))
-        if storage_options:
-            r = r.option("storage_options", json.dumps(storage_options))
-        return r.load(uri)
-
-
-__all__ = ["read_changes", "ChangeReader", "ChangeOptions", "change_schema", "wants_changes"]
+__all__ = ["ChangeReader", "ChangeOptions", "change_schema", "wants_changes"]

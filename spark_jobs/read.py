@@ -25,6 +25,7 @@ the rows are filtered by Spark with the engine's semantics (`read_filters.py`).
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter
@@ -32,7 +33,7 @@ from typing import Any, Iterable, Sequence
 
 import tableformat as tf
 
-from .changes import read_changes  # noqa: F401  (the change read, beside read_table)
+from .changes import feed_columns, struct_type
 from .jvm_paths import configure_s3a, jvm_unreadable, s3a_ready
 from .read_filters import quoted, spark_filter
 from .read_join import MAX_JOIN_ROWS, native_parts, reads_byte_stream_split
@@ -181,3 +182,28 @@ def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPla
     if storage_options:
         r = r.option("storage_options", json.dumps(storage_options))
     return r.load(uri)
+
+
+def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
+                 images: str = "full", skipped: bool = False, columns: str = "tableformat",
+                 storage_options: dict | None = None) -> Any:
+    """Table.changes(start, end, ...) as a DataFrame computed on the executors, one part per task.
+
+    `start` and `end` are Table.changes' own (start exclusive: the changes committed after it;
+    a version, Timestamp, datetime, ISO string or tag), resolved here to the data source's
+    inclusive versions. `columns="delta"` gives Delta's change feed columns. Errors are typed."""
+    from .datasource import NAME, register
+    from .errors import typed_errors
+    with typed_errors():
+        t = tf.open_table(uri, storage_options=storage_options)
+        plan = t.change_plan(start, end, mode, before_image, images, skipped)   # checks every option
+        if plan.start == plan.end:             # no commit in range: no version to start from
+            return spark.createDataFrame([], struct_type(plan, feed_columns(columns)))
+        register(spark)
+        r = (spark.read.format(NAME).option("readChangeFeed", "true")
+             .option("startingVersion", str(plan.start + 1)).option("endingVersion", str(plan.end))
+             .option("mode", mode).option("before_image", str(before_image).lower()).option("images", images)
+             .option("skipped", str(skipped).lower()).option("changeFeedColumns", columns))
+        if storage_options:
+            r = r.option("storage_options", json.dumps(storage_options))
+        return r.load(uri)

@@ -393,8 +393,9 @@ def test_one_commit_touching_a_row_several_times(spark, tmp_path):
     t.apply(batch)
     t.update(small_rows(k[10:40], salt=2).select(["k", "v"]))
     snap = t.snapshot()
-    f1 = snap.write_mutation(small_rows(k[20:60], salt=3).select(["k", "v", "s"]), op="update")
-    f2 = snap.write_mutation(small_rows(k[30:50], salt=4).select(["k", "v"]), op="update")
+    # fragments of one commit change disjoint rows (§10.3 refuses two that change one row)
+    f1 = snap.write_mutation(small_rows(k[20:30], salt=3).select(["k", "v", "s"]), op="update")
+    f2 = snap.write_mutation(small_rows(k[30:45], salt=4).select(["k", "v"]), op="update")
     f3 = snap.write_mutation(pa.table({"k": pa.array(k[45:47], pa.int64())}), op="delete")
     t.commit_fragments([f1, f2, f3])
     for read in [{}, {"columns": ["v"]}, {"filter": ("v", "<", 20.0)}, {"as_of": t.version - 1}]:
