@@ -134,7 +134,7 @@ def test_starting_timestamp_latest_by_default_and_delta_columns(spark, tmp_path)
     # no start: the changes after the version at the query's first run, none before
     sink = Collector()
     run(spark, t.uri, tmp_path / "c2", sink, changeFeedColumns="delta")
-    assert not sink.batches
+    assert sum(b.num_rows for b in sink.since(0)) == 0          # Spark's first batch runs, empty
     t.update(rows([5], [55]))
     run(spark, t.uri, tmp_path / "c2", sink, changeFeedColumns="delta")
     got = sink.all()
@@ -150,7 +150,10 @@ def test_restart_after_a_crash_before_the_commit_log_replays_identical_batches(s
     assert last >= 2
     # a crash between the offset log's write and the commit log's: the batch runs again
     os.remove(ckpt / "commits" / str(last))
-    t.update(rows([6], [66]))                                     # a commit during the outage
+    crc = ckpt / "commits" / f".{last}.crc"                     # Hadoop's checksum beside it
+    if crc.exists():
+        os.remove(crc)
+    t.update(rows([2], [66]))                                     # a commit during the outage
     run(spark, t.uri, ckpt, sink, startingVersion=1, maxRowsPerTrigger=25)
     assert sink.replayed == [last]                                # identical rows (Collector checks)
     assert canon(sink.all()) == canon(t.changes(0))               # after the replay: no gap, no duplicate
@@ -162,7 +165,7 @@ def test_a_start_behind_the_history_horizon_is_a_typed_error_never_a_gap(spark, 
     run(spark, t.uri, ckpt, sink, startingVersion=1, maxVersionsPerTrigger=1)
     v = t.version
     # a long pause: more commits, a compaction and a vacuum pass the stream's position
-    t.update(rows([1], [11]))
+    t.update(rows([2], [11]))
     merge_all(t)
     vacuum0(t)
     assert t.state.history_horizon > v
@@ -184,4 +187,6 @@ def test_bad_stream_options_are_typed_errors(spark, tmp_path):
     register(spark)
     with pytest.raises(tf.InvalidOptionError, match="readChangeFeed"):
         with typed_errors():
-            spark.readStream.format(NAME).load(t.uri).writeStream.foreachBatch(Collector()).start()
+            q = (spark.readStream.format(NAME).load(t.uri).writeStream.foreachBatch(Collector())
+                 .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start())
+            q.awaitTermination()
