@@ -190,3 +190,26 @@ def test_bad_stream_options_are_typed_errors(spark, tmp_path):
             q = (spark.readStream.format(NAME).load(t.uri).writeStream.foreachBatch(Collector())
                  .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start())
             q.awaitTermination()
+
+
+def test_an_alter_under_a_running_stream_is_a_typed_error_and_a_restart_reads_on(spark, tmp_path):
+    t = make_table(tmp_path / "t")
+    ckpt, sink = tmp_path / "ckpt", Collector()
+    register(spark)
+    q = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("startingVersion", 1).load(t.uri)
+         .writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt))
+         .trigger(processingTime="1 second").start())
+    try:
+        q.processAllAvailable()
+        v = t.version
+        with t.alter() as a:
+            a.add_column("c", "int64", nullable=True)
+        t.update(pa.table({"k": pa.array([2], pa.int64()), "c": pa.array([9], pa.int64())}))
+        with pytest.raises(tf.SchemaError, match="restart the query"):
+            with typed_errors():
+                q.processAllAvailable()
+    finally:
+        q.stop()
+    n = len(sink.batches)
+    run(spark, t.uri, ckpt, sink, startingVersion=1)          # restarted: the new columns, from where it was
+    assert canon(pa.concat_tables(sink.since(n))) == canon(t.changes(v))
