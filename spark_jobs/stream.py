@@ -24,7 +24,10 @@ A start behind the history horizon (vacuum removed the files its changes need) i
 HistoryExpiredError naming history_max_age and tags as the remedy, never a silent gap: the check
 runs before each batch is admitted (latestOffset) and when it is planned (partitions).
 The stream's columns are the latest schema's when the query starts; a batch whose version has
-other columns (an ALTER since) is a SchemaError: restart the query.
+other columns (an ALTER since) is a SchemaError: restart the query, which then reads the batch with
+the new columns. (Not handled yet: a batch planned before a crash that ends before an ALTER made
+during the outage fails the same way on every restart; start a new checkpoint from the version
+after it.)
 """
 from __future__ import annotations
 
