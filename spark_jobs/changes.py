@@ -44,13 +44,13 @@ DELTA_META = ("_change_type", "_commit_version", "_commit_timestamp")
 
 def wants_changes(options: dict) -> bool:
     """Whether a read asks for the change feed (option readChangeFeed, as Delta's)."""
-    raw = _lower(options).get("readchangefeed")
+    raw = lower_keys(options).get("readchangefeed")
     if raw is None:
         return False
     return _bool(raw, "readChangeFeed")
 
 
-def _lower(options: dict) -> dict:
+def lower_keys(options: dict) -> dict:
     return {str(k).lower(): v for k, v in options.items()}
 
 
@@ -63,14 +63,14 @@ def _bool(raw: Any, name: str) -> bool:
     return s == "true"
 
 
-def _version(raw: Any, name: str) -> int:
+def version_option(raw: Any, name: str) -> int:
     s = str(raw).strip()
     if not s.isdigit():
         raise tf.InvalidOptionError(f"option {name!r} must be a version number (0 or more), got {raw!r}")
     return int(s)
 
 
-def _timestamp(raw: Any, name: str) -> tf.Timestamp:
+def timestamp_option(raw: Any, name: str) -> tf.Timestamp:
     ts = tf.parse_as_of(str(raw), f"option {name!r}")
     if not isinstance(ts, tf.Timestamp):
         raise tf.InvalidOptionError(f"option {name!r} must be a date-time such as 2024-05-01 12:00:00 "
@@ -84,6 +84,24 @@ def feed_columns(raw: Any) -> str:
     if columns not in COLUMNS:
         raise tf.InvalidOptionError(f"option 'changeFeedColumns' must be one of {COLUMNS}, got {raw!r}")
     return columns
+
+
+def row_options(o: dict) -> tuple[str, bool, str, bool, str]:
+    """(mode, before_image, images, skipped, columns) from a read's options (keys lower-cased),
+    checked: what a batch read and a stream share."""
+    columns = feed_columns(o.get("changefeedcolumns", "tableformat"))
+    mode = str(o.get("mode", "all"))
+    images = str(o.get("images", "full"))
+    before = _bool(o.get("before_image", False), "before_image")
+    skipped = _bool(o.get("skipped", False), "skipped")
+    if columns == "delta":
+        if images != "full":
+            raise tf.InvalidOptionError("changeFeedColumns='delta' gives whole rows: it needs images='full'")
+        if skipped:
+            raise tf.InvalidOptionError("changeFeedColumns='delta' has no skipped rows: Delta's change "
+                                        "types are insert, update_preimage, update_postimage and delete")
+        before = True                  # a preimage row, and a delete's values, are before-images
+    return mode, before, images, skipped, columns
 
 
 @dataclass(frozen=True)
@@ -101,33 +119,21 @@ class ChangeOptions:
 
     @classmethod
     def parse(cls, options: dict) -> "ChangeOptions":
-        o = _lower(options)
+        o = lower_keys(options)
         sv, st = o.get("startingversion"), o.get("startingtimestamp")
         ev, et = o.get("endingversion"), o.get("endingtimestamp")
         if (sv is None) == (st is None):
             raise tf.InvalidOptionError("a change read needs exactly one of startingVersion and startingTimestamp")
         if ev is not None and et is not None:
             raise tf.InvalidOptionError("give at most one of endingVersion and endingTimestamp")
-        starting_version = None if sv is None else _version(sv, "startingVersion")
+        starting_version = None if sv is None else version_option(sv, "startingVersion")
         start = max(starting_version - 1, 0) if sv is not None else \
-            tf.Timestamp(_timestamp(st, "startingTimestamp") - 1)
-        end = _version(ev, "endingVersion") if ev is not None else \
-            (_timestamp(et, "endingTimestamp") if et is not None else None)
+            tf.Timestamp(timestamp_option(st, "startingTimestamp") - 1)
+        end = version_option(ev, "endingVersion") if ev is not None else \
+            (timestamp_option(et, "endingTimestamp") if et is not None else None)
         if starting_version is not None and ev is not None and starting_version > end:
             raise tf.InvalidOptionError(f"startingVersion {starting_version} is after endingVersion {end}")
-        columns = feed_columns(o.get("changefeedcolumns", "tableformat"))
-        mode = str(o.get("mode", "all"))
-        images = str(o.get("images", "full"))
-        before = _bool(o.get("before_image", False), "before_image")
-        skipped = _bool(o.get("skipped", False), "skipped")
-        if columns == "delta":
-            if images != "full":
-                raise tf.InvalidOptionError("changeFeedColumns='delta' gives whole rows: it needs images='full'")
-            if skipped:
-                raise tf.InvalidOptionError("changeFeedColumns='delta' has no skipped rows: Delta's change "
-                                            "types are insert, update_preimage, update_postimage and delete")
-            before = True                  # a preimage row, and a delete's values, are before-images
-        return cls(start, end, starting_version, mode, before, images, skipped, columns)
+        return cls(start, end, starting_version, *row_options(o))
 
     def plan(self, uri: str, storage_options: dict | None) -> tf.ChangePlan:
         """The change read planned from the log (on the driver: no data is read)."""
@@ -215,19 +221,30 @@ class ChangeReader(DataSourceReader):
             [ChangePartition(self.uri, opts, head, None, self.opts.columns)]
 
     def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
-        if partition.part is None:
-            return
-        storage = tf.Storage(partition.uri, json.loads(partition.options))
-        t = tf.compute_changes(storage, partition.plan, partition.part)
-        if partition.columns == "delta":
-            t = delta_rows(t, partition.plan)
-        yield from t.cast(arrow_schema(partition.plan, partition.columns)).to_batches()
+        return read_part(partition)
+
+
+def read_part(partition: ChangePartition) -> Iterator[pa.RecordBatch]:
+    """One part's changes, on an executor (a batch read's task, or a stream's)."""
+    if partition.part is None:
+        return
+    storage = tf.Storage(partition.uri, json.loads(partition.options))
+    t = tf.compute_changes(storage, partition.plan, partition.part)
+    if partition.columns == "delta":
+        t = delta_rows(t, partition.plan)
+    yield from t.cast(arrow_schema(partition.plan, partition.columns)).to_batches()
 
 
 def change_schema(options: dict):
-    """The Spark schema of a change read with these options (the data source's schema())."""
-    o = ChangeOptions.parse(options)
-    return struct_type(o.plan(options["path"], storage_options_from(options)), o.columns)
+    """The Spark schema of a change read with these options (the data source's schema()): the end
+    version's columns; with no end (a stream, or a batch read up to the latest), the latest's."""
+    o = lower_keys(options)
+    if o.get("endingversion") is not None or o.get("endingtimestamp") is not None:
+        c = ChangeOptions.parse(options)
+        return struct_type(c.plan(options["path"], storage_options_from(options)), c.columns)
+    mode, before, images, skipped, columns = row_options(o)
+    t = tf.open_table(options["path"], storage_options=storage_options_from(options))
+    return struct_type(t.change_plan(t.version, None, mode, before, images, skipped), columns)
 
 
 __all__ = ["ChangeReader", "ChangeOptions", "change_schema", "wants_changes"]

@@ -19,7 +19,8 @@ columns: `.schema("value double")`, `.option("columns", "value")`, or in SQL
 `CREATE TEMPORARY VIEW v (value DOUBLE) USING tableformat OPTIONS (...)`.
 Option `rowsets` (comma-separated rowset ids) restricts the read to those rowsets.
 Filters are pushed when `spark.sql.python.filterPushdown.enabled` is true.
-Option `readChangeFeed` true reads Table.changes() instead, on the executors (spark_jobs/changes.py).
+Option `readChangeFeed` true reads Table.changes() instead, on the executors (spark_jobs/changes.py);
+`spark.readStream` with it streams them (spark_jobs/stream.py).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ import tableformat as tf
 
 from .changes import ChangeReader, change_schema, wants_changes
 from .snapshots import delete_files, open_snapshot, parse_as_of, spark_schema, storage_options_from
+from .stream import ChangeStreamReader
 from .writes import check_input_types, commit_fragments, insert_unsorted
 
 NAME = "tableformat"
@@ -215,6 +217,13 @@ class TableFormatDataSource(DataSource):
         if wants_changes(self.options):
             return ChangeReader(dict(self.options))
         return TableFormatReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> ChangeStreamReader:
+        """spark.readStream: the change stream (readChangeFeed true; spark_jobs/stream.py)."""
+        if not wants_changes(self.options):
+            raise tf.InvalidOptionError("a stream from a tableformat table reads its changes: set option "
+                                        "readChangeFeed to true")
+        return ChangeStreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> TableFormatWriter:
         return TableFormatWriter(dict(self.options), overwrite, schema)

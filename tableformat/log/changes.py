@@ -135,6 +135,14 @@ class ChangePart(NamedTuple):
     dropped: tuple = ()     # (version, timestamp, (state before it, JSON; read_ts), RowSetMeta) of each rowset a commit
                             # removed without rewriting it (a dropped range partition): its rows leave
 
+    def records(self) -> int:
+        """The change records this part holds, from the log alone (rows inserted, REDO records in
+        range, rows of dropped rowsets, skipped files as one each): what a stream's row limit
+        counts (a Delta-columns update is two rows; a net change may stand for several)."""
+        return (sum(rs.num_rows for _, _, rs in self.inserts) + len(self.skipped) +
+                sum(d.num_records for _, deltas, paths in self.rowsets for d in deltas if d.path in paths) +
+                sum(d[3].num_rows for d in self.dropped))
+
 
 class ChangePlan(NamedTuple):
     """A change read planned from the log: the commits after `start` up to `end`, cut into
@@ -553,7 +561,8 @@ def plan_changes(handle: TableHandle, start, end=None, mode: str = "all", before
         raise HistoryExpiredError(
             f"change history from version {s} is no longer kept: vacuum moved the history horizon to "
             f"version {latest.history_horizon} (snapshots before it are still readable; changes need "
-            "their files)")
+            "their files). To keep history for a reader that falls behind, raise the table property "
+            "history_max_age, or tag the version it reads from (Table.tag): vacuum keeps a tag's history")
     end_state, start_state = handle.state_at(e), handle.state_at(s)
     commits = [handle.log.read_commit(v) for v in range(s + 1, e + 1)]
     parts = _plan_parts(start_state, commits, mode == "net" and not by_rowset, skipped, handle.state_at)

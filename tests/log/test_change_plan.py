@@ -79,3 +79,19 @@ def test_plan_checks_options_like_changes(tmp_path):
         t.change_plan(versions[0], mode="net", skipped=True)
     with pytest.raises(tf.InvalidOptionError):
         t.change_plan(versions[0], images="some")
+
+
+def test_part_records_count_its_change_rows_from_the_log(tmp_path):
+    """ChangePart.records (a stream's row limit): the rows a part computes in mode "all", from the log
+    alone; a dropped rowset counts all its rows (an upper bound: some may be deleted already), a
+    skipped-rows file counts one."""
+    t, versions = change_history(tmp_path / "t", 1, steps=30)
+    storage = tf.Storage(t.uri)
+    plan = t.change_plan(versions[0], skipped=True)
+    assert sum(1 for p in plan.parts if p.dropped) and sum(1 for p in plan.parts if p.inserts or p.rowsets) > 3
+    for p in plan.parts:
+        n = tf.compute_changes(storage, plan, p).num_rows
+        if p.skipped:
+            assert p.records() == len(p.skipped) <= n
+        else:
+            assert (p.records() >= n) if p.dropped else (p.records() == n), p

@@ -1,0 +1,197 @@
+"""A Structured Streaming source of changes: Table.changes() as micro-batches.
+
+    q = (spark.readStream.format("tableformat").option("readChangeFeed", "true")
+         .option("startingVersion", 5).option("maxVersionsPerTrigger", 10).load(uri)
+         .writeStream.trigger(availableNow=True).option("checkpointLocation", ckpt)...)
+
+The options are the batch change read's (spark_jobs/changes.py: `mode`, `before_image`, `images`,
+`skipped`, `changeFeedColumns`), without an end. Where the stream starts, as Delta's source reads
+its options: `startingVersion` (inclusive) or `startingTimestamp` (the first commit at or after
+it); with neither, the changes committed after the latest version when the query first starts
+(Delta would first emit the latest snapshot as inserts; this source emits changes only: read the
+snapshot with spark.read for that).
+
+Offsets are log positions `{"version": v, "index": i}`: every change of the versions up to `v`,
+and the first `i` parts (Table.change_plan of version v + 1 alone) of the next version. Rate
+limits: `maxVersionsPerTrigger` (commits per micro-batch) and `maxRowsPerTrigger` (change records
+counted from the log, ChangePart.records; a batch takes at least one part), which may cut inside a
+version at a part boundary, as Delta's offsets cut between the files of a version. In mode "net"
+batches end on whole versions (a key's net change needs all of its version). A batch's partitions
+are planned from the log alone, so the same (start, end) offsets give the same batch on a restart
+from the checkpoint. Commits with data_change false (compactions, tags) add no rows.
+
+A start behind the history horizon (vacuum removed the files its changes need) is a
+HistoryExpiredError naming history_max_age and tags as the remedy, never a silent gap: the check
+runs before each batch is admitted (latestOffset) and when it is planned (partitions).
+The stream's columns are the latest schema's when the query starts; a batch whose version has
+other columns (an ALTER since) is a SchemaError: restart the query, which then reads the batch with
+the new columns. (Not handled yet: a batch planned before a crash that ends before an ALTER made
+during the outage fails the same way on every restart; start a new checkpoint from the version
+after it.)
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxFiles, ReadMaxRows,
+                                              SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType
+
+import tableformat as tf
+
+from .changes import (ChangePartition, arrow_schema, lower_keys, read_part, row_options, timestamp_option,
+                      version_option)
+from .snapshots import storage_options_from
+
+
+def _limit(o: dict, name: str) -> int | None:
+    raw = o.get(name.lower())
+    if raw is None:
+        return None
+    s = str(raw).strip()
+    if not s.isdigit() or int(s) <= 0:
+        raise tf.InvalidOptionError(f"option {name!r} must be a positive integer, got {raw!r}")
+    return int(s)
+
+
+def _offset(version: int, index: int = 0) -> dict:
+    return {"version": int(version), "index": int(index)}
+
+
+def _pos(offset: dict) -> tuple[int, int]:
+    return int(offset["version"]), int(offset.get("index", 0))
+
+
+class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches from the log on the driver; each partition computes one part on an executor."""
+
+    def __init__(self, options: dict, schema: StructType):
+        o = lower_keys(options)
+        self.uri = options["path"]
+        self.storage_options = storage_options_from(options)
+        if o.get("endingversion") is not None or o.get("endingtimestamp") is not None:
+            raise tf.InvalidOptionError("a change stream has no end: endingVersion and endingTimestamp are "
+                                        "options of a batch read (spark.read)")
+        self.starting_version = None if o.get("startingversion") is None else \
+            version_option(o["startingversion"], "startingVersion")
+        self.starting_timestamp = None if o.get("startingtimestamp") is None else \
+            timestamp_option(o["startingtimestamp"], "startingTimestamp")
+        if self.starting_version is not None and self.starting_timestamp is not None:
+            raise tf.InvalidOptionError("give at most one of startingVersion and startingTimestamp")
+        self.mode, self.before_image, self.images, self.skipped, self.columns = row_options(o)
+        self.max_versions = _limit(o, "maxVersionsPerTrigger")
+        self.max_rows = _limit(o, "maxRowsPerTrigger")
+        self.names = [f.name for f in schema.fields]
+        self.target: int | None = None          # Trigger.AvailableNow: the last version to read
+
+    def _table(self) -> tf.Table:
+        return tf.open_table(self.uri, storage_options=self.storage_options)
+
+    def _plan(self, t: tf.Table, start: int, end: int) -> tf.ChangePlan:
+        return t.change_plan(start, end, self.mode, self.before_image, self.images, self.skipped)
+
+    def initialOffset(self) -> dict:
+        t = self._table()
+        if self.starting_version is not None:
+            v = max(self.starting_version - 1, 0)
+            t.snapshot(v)                       # VersionNotFoundError when the version before it does not exist
+        elif self.starting_timestamp is not None:
+            v = t.snapshot(tf.Timestamp(self.starting_timestamp - 1)).version   # the last commit before it
+        else:
+            v = t.version
+        self._check_horizon(t, v)
+        return _offset(v)
+
+    def _check_horizon(self, t: tf.Table, v: int) -> None:
+        horizon = t.state.history_horizon
+        if v < horizon:
+            raise tf.HistoryExpiredError(
+                f"the change stream's next batch reads the changes after version {v}, but they are no longer "
+                f"kept: vacuum moved the history horizon to version {horizon}. To keep history for a stream "
+                "that may fall behind, raise the table property history_max_age, or tag the version it "
+                "reads from (Table.tag): vacuum keeps a tag's history")
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self._table().version
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.max_rows is not None:
+            return ReadMaxRows(self.max_rows)
+        if self.max_versions is not None:
+            return ReadMaxFiles(self.max_versions)     # a version is one log file
+        return ReadAllAvailable()
+
+    def reportLatestOffset(self) -> dict | None:
+        return _offset(self._table().version)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        t = self._table()
+        v, i = _pos(start)
+        self._check_horizon(t, v)
+        top = t.version if self.target is None else min(t.version, self.target)
+        if v >= top:
+            return start
+        if isinstance(limit, ReadAllAvailable):
+            return _offset(top)
+        max_versions = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_versions
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.max_rows
+        last = top if max_versions is None else min(top, v + max_versions)
+        if max_rows is None:
+            return _offset(last)
+        taken = 0
+        for u in range(v + 1, last + 1):
+            parts = self._plan(t, u - 1, u).parts
+            first = i if u == v + 1 else 0
+            if self.mode == "net":              # whole versions: a key's net change needs all of it
+                n = sum(p.records() for p in parts[first:])
+                if taken and taken + n > max_rows:
+                    return _offset(u - 1)
+                taken += n
+                continue
+            for j in range(first, len(parts)):
+                n = parts[j].records()
+                if taken and taken + n > max_rows:
+                    return _offset(u - 1, j)
+                taken += n
+        return _offset(last)
+
+    def partitions(self, start: dict, end: dict):
+        (v0, i0), (v1, i1) = _pos(start), _pos(end)
+        if (v0, i0) == (v1, i1):
+            return []
+        pieces = []                             # (start version, end version, the parts' slice)
+        if i0 and v1 == v0:
+            pieces.append((v0, v0 + 1, slice(i0, i1)))
+        else:
+            cur = v0
+            if i0:
+                pieces.append((v0, v0 + 1, slice(i0, None)))
+                cur = v0 + 1
+            if v1 > cur:
+                pieces.append((cur, v1, slice(None)))
+            if i1:
+                pieces.append((v1, v1 + 1, slice(0, i1)))
+        t = self._table()
+        opts = json.dumps(self.storage_options)
+        out = []
+        for a, b, cut in pieces:
+            plan = self._plan(t, a, b)
+            names = arrow_schema(plan, self.columns).names
+            if names != self.names:
+                raise tf.SchemaError(f"the table's columns at version {b} are {names}, not the stream's "
+                                     f"{self.names} (an ALTER since the query started): restart the query")
+            head = plan.header()
+            out += [ChangePartition(self.uri, opts, head, p, self.columns) for p in plan.parts[cut]]
+        return out or [ChangePartition(self.uri, opts, None, None, self.columns)]
+
+    def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
+        return read_part(partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the log is the source's whole state."""
+
+
+__all__ = ["ChangeStreamReader"]
