@@ -23,8 +23,12 @@ def checks(tmp_path_factory) -> dict[str, str]:
     cp = os.pathsep.join([jar, str(jars / "*")])
     src = Path(__file__).parent / "java" / "VectorsCheck.java"
     subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(out), "-cp", cp, str(src)], check=True)
-    run = subprocess.run(["java", "-cp", os.pathsep.join([str(out), cp]), "tableformat.connector.VectorsCheck"],
-                         capture_output=True, text=True)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    parquet = out / "one.parquet"
+    pq.write_table(pa.table({"c1": pa.array([1, 2, 3], pa.int32())}), parquet)
+    run = subprocess.run(["java", "-cp", os.pathsep.join([str(out), cp]), "tableformat.connector.VectorsCheck",
+                          str(parquet)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     return dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
 
@@ -54,6 +58,18 @@ def test_deleted_rows_are_compacted_in_place_where_the_null_count_stays_exact(ch
 def test_updates_are_written_in_place_unless_they_bring_a_null(checks):
     assert checks["patch.inPlace"] == "true,7.5,2.0,7.5,0"
     assert checks["patch.toNull"] == "true,true,1,0"
+
+
+def test_closing_a_slice_closes_every_reader_and_rethrows_the_first_failure(checks):
+    """RowSetBatchReader closes its slice's readers through Closer: a close() that throws does
+    not leave the others open; the first failure surfaces, the second rides along suppressed."""
+    assert checks["close.all"] == "3,first+1:second"
+
+
+def test_a_reader_whose_constructor_fails_closes_its_file(checks):
+    """ParquetColumnsReader opens the file, then fails on a type it cannot copy: the stream it
+    opened is closed before the error leaves the constructor."""
+    assert checks["ctor.leak"] == "1,0,UnsupportedOperationException"
 
 
 def test_the_delta_cache_is_bounded_by_bytes_least_recently_used_first(checks):

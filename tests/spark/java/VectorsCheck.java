@@ -40,8 +40,8 @@ public final class VectorsCheck {
       flags.putBoolean(i, i % 2 == 0);
     }
     int[] keep = {0, 2, 4};
-    boolean moved = DeleteCompactor.compactInPlace(str, keep) && DeleteCompactor.compactInPlace(wide, keep)
-        && DeleteCompactor.compactInPlace(flags, keep);
+    boolean moved = DeletedRowFilter.compactInPlace(str, keep) && DeletedRowFilter.compactInPlace(wide, keep)
+        && DeletedRowFilter.compactInPlace(flags, keep);
     StringBuilder sb = new StringBuilder();
     for (int k = 0; k < 3; k++) {
       sb.append(str.getUTF8String(k)).append('/').append(wide.getDecimal(k, 38, 10).toJavaBigDecimal().toPlainString())
@@ -49,7 +49,7 @@ public final class VectorsCheck {
     }
     System.out.println("inPlace.moved=" + moved);
     System.out.println("inPlace.rows=" + sb.toString().trim());
-    System.out.println("inPlace.withNulls=" + DeleteCompactor.compactInPlace(base, keep));
+    System.out.println("inPlace.withNulls=" + DeletedRowFilter.compactInPlace(base, keep));
 
     OnHeapColumnVector plain = new OnHeapColumnVector(4, DataTypes.DoubleType);
     OnHeapColumnVector idx = new OnHeapColumnVector(4, DataTypes.LongType);
@@ -73,18 +73,92 @@ public final class VectorsCheck {
     RowSetDeltas big = new RowSetDeltas(bits(1 << 20));
     long s = small.bytes(), b = big.bytes();
     System.out.println("bytes.ordered=" + (s < b && b >= (1 << 17)));
-    RedoLoader.cacheBytes = b + 2 * s;     // room for one big and two small
-    RedoLoader.cache("s1", small);
-    RedoLoader.cache("s2", small);
-    RedoLoader.cache("b1", big);
-    System.out.println("cache.afterBig=" + RedoLoader.cacheUse()[0] + "," + (RedoLoader.cacheUse()[1] <= RedoLoader.cacheBytes));
-    RedoLoader.cached("s1");               // s1 used: s2 is now the least recently used
-    RedoLoader.cache("s3", small);
-    System.out.println("cache.lru=" + (RedoLoader.cached("s2") == null) + "," + (RedoLoader.cached("s1") != null)
-        + "," + (RedoLoader.cacheUse()[1] <= RedoLoader.cacheBytes));
-    RedoLoader.cacheBytes = s;             // shrunk below one big entry: it is not kept at all
-    RedoLoader.cache("b2", big);
-    System.out.println("cache.tooBig=" + (RedoLoader.cached("b2") == null));
+    DeltaLoader.cacheBytes = b + 2 * s;     // room for one big and two small
+    DeltaLoader.cache("s1", small);
+    DeltaLoader.cache("s2", small);
+    DeltaLoader.cache("b1", big);
+    System.out.println("cache.afterBig=" + DeltaLoader.cacheUse()[0] + "," + (DeltaLoader.cacheUse()[1] <= DeltaLoader.cacheBytes));
+    DeltaLoader.cached("s1");               // s1 used: s2 is now the least recently used
+    DeltaLoader.cache("s3", small);
+    System.out.println("cache.lru=" + (DeltaLoader.cached("s2") == null) + "," + (DeltaLoader.cached("s1") != null)
+        + "," + (DeltaLoader.cacheUse()[1] <= DeltaLoader.cacheBytes));
+    DeltaLoader.cacheBytes = s;             // shrunk below one big entry: it is not kept at all
+    DeltaLoader.cache("b2", big);
+    System.out.println("cache.tooBig=" + (DeltaLoader.cached("b2") == null));
+
+    closing();
+    if (args.length > 0) failedConstructor(args[0]);
+  }
+
+  /** Three resources, the first two failing to close: all three are closed, the first failure
+   *  is thrown with the second suppressed. */
+  private static void closing() {
+    int[] closed = new int[1];
+    java.util.List<AutoCloseable> rs = java.util.List.of(
+        () -> { closed[0]++; throw new java.io.IOException("first"); },
+        () -> { closed[0]++; throw new IllegalStateException("second"); },
+        () -> closed[0]++);
+    String thrown = "none";
+    try {
+      Closer.closeAll(rs);
+    } catch (java.io.IOException e) {
+      thrown = e.getMessage() + "+" + e.getSuppressed().length + ":" + e.getSuppressed()[0].getMessage();
+    }
+    System.out.println("close.all=" + closed[0] + "," + thrown);
+  }
+
+  /** A reader whose constructor fails after opening the file (a type the column reader cannot
+   *  copy) closes the file before it throws: counted by a file system that counts open streams. */
+  private static void failedConstructor(String file) {
+    org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration();
+    conf.set("fs.counting.impl", CountingFs.class.getName());
+    conf.setBoolean("fs.counting.impl.disable.cache", true);
+    String error = "none";
+    try {
+      org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path("counting://" + file);
+      org.apache.hadoop.fs.FileStatus st = p.getFileSystem(conf).getFileStatus(p);
+      org.apache.spark.sql.types.StructType requested = new org.apache.spark.sql.types.StructType()
+          .add("c1", DataTypes.createArrayType(DataTypes.IntegerType));
+      new ParquetColumnsReader(conf, st, requested, 0, st.getLen(), 16).close();
+    } catch (java.io.IOException | RuntimeException e) {
+      error = e.getClass().getSimpleName();
+    }
+    System.out.println("ctor.leak=" + CountingFs.OPENED.get() + "," + CountingFs.OPEN.get() + "," + error);
+  }
+
+  /** The local file system under the scheme {@code counting:}, counting the streams it opened
+   *  and those still open. */
+  public static final class CountingFs extends org.apache.hadoop.fs.RawLocalFileSystem {
+    static final java.util.concurrent.atomic.AtomicInteger OPEN = new java.util.concurrent.atomic.AtomicInteger();
+    static final java.util.concurrent.atomic.AtomicInteger OPENED = new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public java.net.URI getUri() {
+      return java.net.URI.create("counting:///");
+    }
+
+    @Override
+    public String getScheme() {
+      return "counting";
+    }
+
+    @Override
+    public org.apache.hadoop.fs.FSDataInputStream open(org.apache.hadoop.fs.Path f, int bufferSize)
+        throws java.io.IOException {
+      org.apache.hadoop.fs.FSDataInputStream in = super.open(f, bufferSize);
+      OPEN.incrementAndGet();
+      OPENED.incrementAndGet();
+      return new org.apache.hadoop.fs.FSDataInputStream(in) {
+        private boolean closed;
+
+        @Override
+        public void close() throws java.io.IOException {
+          if (!closed) OPEN.decrementAndGet();
+          closed = true;
+          super.close();
+        }
+      };
+    }
   }
 
   private static BitSet bits(int n) {

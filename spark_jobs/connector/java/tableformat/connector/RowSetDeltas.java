@@ -12,7 +12,7 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 /**
  * A rowset's delta records resolved for one read (Kudu's DeltaIterator state, §9.4 rules 4-6):
  * per column read, the winning value of every changed row (sorted rowids and their values),
- * and the rows deleted. Built by {@link RedoLoader}; immutable afterwards, so tasks of one
+ * and the rows deleted. Built by {@link DeltaLoader}; immutable afterwards, so tasks of one
  * executor share it.
  */
 final class RowSetDeltas {

@@ -11,8 +11,8 @@ import org.apache.spark.sql.vectorized.ColumnVector;
  * Drops deleted rows from a batch (§9.4 rule 5): the live rows' positions, or null when the
  * batch holds no deleted row (the common case: one BitSet probe per batch).
  */
-final class DeleteCompactor {
-  private DeleteCompactor() {}
+final class DeletedRowFilter {
+  private DeletedRowFilter() {}
 
   static int[] liveRows(ColumnVector rowIndex, int n, BitSet deleted) {
     if (n == 0) return null;
