@@ -1,6 +1,5 @@
 package tableformat.connector;
 
-import java.util.BitSet;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Decimal;
@@ -87,6 +86,8 @@ public final class VectorsCheck {
     System.out.println("cache.tooBig=" + (DeltaLoader.cached("b2") == null));
 
     closing();
+    unsignedRowids();
+    strictPlan();
     if (args.length > 0) failedConstructor(args[0]);
   }
 
@@ -161,9 +162,67 @@ public final class VectorsCheck {
     }
   }
 
-  private static BitSet bits(int n) {
-    BitSet d = new BitSet();
-    d.set(n - 1);
+  /** A deleted-row set of rows 0..n-1: its heap grows with n. */
+  private static RowIdSet bits(int n) {
+    RowIdSet d = new RowIdSet();
+    for (int i = 0; i < n; i++) d.set(i);
     return d;
+  }
+
+  /** Rowids past 2^31 (the format's rowids are uint32): set, probed, and dropped from a batch. */
+  private static void unsignedRowids() {
+    RowIdSet d = new RowIdSet();
+    long far = (1L << 32) - 1, past = (1L << 31) + 5;
+    d.set(7);
+    d.set(past);
+    d.set(far);
+    String refused = "no";
+    try {
+      d.set(1L << 32);
+    } catch (IllegalArgumentException e) {
+      refused = "yes";
+    }
+    System.out.println("rowids.unsigned=" + d.get(past) + "," + d.get(past - 1) + "," + d.nextSetBit(8) + ","
+        + d.nextSetBit(past + 1) + "," + d.nextSetBit(far + 1) + "," + refused);
+    OnHeapColumnVector idx = new OnHeapColumnVector(4, DataTypes.LongType);
+    for (int i = 0; i < 4; i++) idx.putLong(i, past - 2 + i);     // rows past-2 .. past+1
+    int[] live = DeletedRowFilter.liveRows(idx, 4, d);
+    idx.putLong(3, far);                                          // positions not contiguous
+    int[] scattered = DeletedRowFilter.liveRows(idx, 4, d);
+    System.out.println("rowids.live=" + java.util.Arrays.toString(live) + java.util.Arrays.toString(scattered));
+  }
+
+  /** A plan with one field taken out, or one unknown added, at each level, is refused by name. */
+  private static void strictPlan() {
+    String delta = "{\"path\":\"file:/d\",\"size\":10,\"order\":0,\"min_ts\":1,\"max_ts\":2,\"has_ts\":false,"
+        + "\"updates\":[1],\"deletes\":true}";
+    String good = "{\"version\":3,\"read_ts\":null,\"columns\":[{\"id\":1,\"name\":\"v\",\"type\":\"double\","
+        + "\"nullable\":true,\"default\":null}],\"rowsets\":[{\"id\":\"r\",\"num_rows\":5,\"base\":[{\"path\":"
+        + "\"file:/b\",\"size\":20,\"columns\":[1]}],\"redo\":[" + delta + "],\"undo\":[],\"missing\":[],"
+        + "\"tablet\":\"t\",\"native\":true}]}";
+    ReadPlan p = ReadPlan.parse(good);
+    System.out.println("plan.good=" + p.rowsets.get(0).redo.get(0).size + "," + p.rowsets.get(0).redo.get(0).maxTs
+        + "," + p.rowsets.get(0).tablet);
+    String[][] bad = {
+        {"size", good.replace("\"size\":10,", "")},
+        {"max_ts", good.replace("\"max_ts\":2,", "")},
+        {"order", good.replace("\"order\":0,", "")},
+        {"base.size", good.replace("\"size\":20,", "")},
+        {"unknown", good.replace("\"deletes\":true", "\"deletes\":true,\"num_records\":4")},
+        {"top", good.replace("\"version\":3,", "\"version\":3,\"extra\":1,")},
+        {"type", good.replace("\"size\":10", "\"size\":\"10\"")},
+        {"rows", good.replace("\"num_rows\":5", "\"num_rows\":4294967297")},
+    };
+    StringBuilder out = new StringBuilder();
+    for (String[] b : bad) {
+      String msg = "accepted";
+      try {
+        ReadPlan.parse(b[1]);
+      } catch (IllegalArgumentException e) {
+        msg = e.getMessage().replace("tableformat: the read plan is malformed: ", "");
+      }
+      out.append(b[0]).append(':').append(msg).append(';');
+    }
+    System.out.println("plan.refused=" + out);
   }
 }
