@@ -621,7 +621,9 @@ def test_the_delta_cache_bound_is_a_spark_setting(spark, tmp_path):
     k = np.arange(100)
     t.insert(small_rows(k))
     t.update(small_rows(k[::3], salt=1).select(["k", "v"]))
-    field = spark._jvm.java.lang.Class.forName("tableformat.connector.DeltaLoader").getDeclaredField("cacheBytes")
+    loader = spark._jvm.tableformat.connector.Contract._java_lang_class.getClassLoader()   # the connector jar's
+    field = spark._jvm.java.lang.Class.forName("tableformat.connector.DeltaLoader", True, loader) \
+        .getDeclaredField("cacheBytes")
     field.setAccessible(True)
     default = field.getLong(None)
     spark.conf.set("spark.tableformat.deltaCache.size", "3m")
