@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import tableformat as tf
-from tableformat.maintenance.compaction import CompactionPlan
 
 from .bench_core import generate, metrics_partitioning, metrics_schema
 from .bench_core import best as _best
@@ -141,7 +140,7 @@ def delta_scans(n: int) -> None:
     t0 = time.perf_counter()
     majors = [a for a in plan.actions if a.kind == "major_delta"]
     others = [a for a in plan.actions if a.kind != "major_delta"]
-    t.compact(CompactionPlan(tuple(majors), plan.budget_bytes, plan.version))
+    t.compact(tf.CompactionPlan(tuple(majors), plan.budget_bytes, plan.version))
     t_major = time.perf_counter() - t0
     written = sum(os.path.getsize(p) for p in {os.path.join(d, f) for d, _, fs in os.walk(uri) for f in fs} - before
                   if "/base-" in p)
@@ -151,7 +150,7 @@ def delta_scans(n: int) -> None:
           f"vs the column's {col_bytes / 2**20:.2f} MiB = {written / max(1, col_bytes):.2f}x   target <= 1.5x; "
           f"UNDO written {undo / 2**20:.2f} MiB")
     if others:
-        t.compact(CompactionPlan(tuple(others), plan.budget_bytes, t.version))
+        t.compact(tf.CompactionPlan(tuple(others), plan.budget_bytes, t.version))
     t.compact()
     after = best(lambda: t.scan().to_arrow())
     print(f"scan after compact(): {after:.3f}s = {after / clean:.2f}x a clean table's scan   target <= 1.1x")

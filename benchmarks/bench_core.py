@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import tableformat as tf
-from tableformat.format.diskrowset import FILE_CACHE
+from tableformat.format.cfile_set import FILE_CACHE   # internal: the block cache, cleared for the cold figures
 
 METRICS = ["cpu", "mem", "disk_io", "net_in", "net_out", "load1", "load5", "swap", "iops", "latency"]
 T0 = 1_700_000_000_000_000  # 2023-11-14, microseconds
@@ -103,7 +103,23 @@ def row(name: str, ours: float, base: float | None, target: str) -> None:
     print(f"{name:<38} {ours:8.3f}s  {b}  {ratio}   target {target}")
 
 
-def main() -> None:
+def lookup_latency(table, data: pa.Table, picks: np.ndarray) -> None:
+    """Single-key lookups of the rows at `picks`, each a scan with an equality filter on every
+    key column: their median and p95 latency."""
+    keys = data.select(["host", "metric", "time"]).take(pa.array(picks)).to_pylist()
+    lat = []
+    for k in keys:
+        t0 = time.perf_counter()
+        r = table.scan(filter=[("host", "=", k["host"]), ("metric", "=", k["metric"]),
+                               ("time", "=", k["time"])]).to_arrow()
+        lat.append(time.perf_counter() - t0)
+        assert r.num_rows == 1
+    med = statistics.median(lat)
+    print(f"{'single-key lookup (median of %d)' % len(lat):<38} {med * 1000:7.2f}ms  p95 "
+          f"{np.percentile(lat, 95) * 1000:.2f}ms   target median <= 5 ms")
+
+
+def _arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--lookups", type=int, default=1000)
@@ -115,7 +131,11 @@ def main() -> None:
     ap.add_argument("--rss-rows", type=int, default=10_000_000,
                     help="rows of the insert whose peak memory is measured in a fresh process (0: skip)")
     ap.add_argument("--rss-child", nargs=2, metavar=("IPC", "TABLE"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
     if args.rss_child:
         return _rss_child(*args.rss_child)
     work = args.dir or tempfile.mkdtemp(prefix="tf-bench-")
@@ -154,18 +174,7 @@ def main() -> None:
     row("sum(value)", t_sum, t_pr1, "-")
 
     rng = np.random.default_rng(1)
-    picks = rng.integers(0, n, args.lookups)
-    keys = data.select(["host", "metric", "time"]).take(pa.array(picks)).to_pylist()
-    lat = []
-    for k in keys:
-        t0 = time.perf_counter()
-        r = table.scan(filter=[("host", "=", k["host"]), ("metric", "=", k["metric"]),
-                               ("time", "=", k["time"])]).to_arrow()
-        lat.append(time.perf_counter() - t0)
-        assert r.num_rows == 1
-    med = statistics.median(lat)
-    print(f"{'single-key lookup (median of %d)' % len(lat):<38} {med * 1000:7.2f}ms  p95 "
-          f"{np.percentile(lat, 95) * 1000:.2f}ms   target median <= 5 ms")
+    lookup_latency(table, data, rng.integers(0, n, args.lookups))
 
     new = generate(n // 100, seed=7, time_offset=n // 10_000 * 1_000_000 + 17)  # new keys after the loaded ones
     new = new.take(pa.array(rng.permutation(new.num_rows)))

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import tableformat as tf
-from tableformat.format.cfile_set import FILE_CACHE
+from tableformat.format.cfile_set import FILE_CACHE   # internal: the block cache, cleared for the cold figures
 
 from .bench_core import generate, metrics_partitioning, metrics_schema
 
@@ -53,13 +53,17 @@ def in_list_scan(table, keys: pa.Table) -> pa.Table:
     return got.join(keys, KEY, join_type="inner")
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--lookups", type=int, default=1000)
     ap.add_argument("--singles", type=int, default=200)
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
     import duckdb
     work = args.dir or tempfile.mkdtemp(prefix="tf-bench-lookup-")
     os.makedirs(work, exist_ok=True)

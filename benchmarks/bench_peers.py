@@ -292,13 +292,17 @@ def fmt(key: str, v: float | None) -> str:
     return f"{v:.3f} s"
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
     if args.child:
         return child(args.child, args.rows, args.out)
     res: dict[str, dict] = {}

@@ -25,7 +25,8 @@ from .read.lookup import key_table, lookup
 from .format.metadata import TableState
 from .log.mvcc import Timestamp
 from .write.rolling_writer import RollingRowSetWriter
-from .write.row_ops import OP_NAMES, write_mutation
+from .write.key_rounds import OP_NAMES
+from .write.row_ops import write_mutation
 from .read.rowset_plan import ReadPlan, read_plan
 from .read.scan import Scanner
 from .format.schema import Schema

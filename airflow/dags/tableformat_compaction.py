@@ -37,6 +37,47 @@ def _label(name: str) -> None:
     get_current_context()["table_name"] = name      # shown as the map index in the UI
 
 
+def due_table_names(ctx) -> list[str]:
+    """The configured tables this run maintains: the `tables` param's (all configured, or an
+    error naming the unknown ones), and on a scheduled run only those whose `schedule` hint
+    fires within the run's data interval."""
+    cfgs = load_config()
+    only = list(ctx["params"].get("tables") or [])
+    missing = sorted(set(only) - {c.name for c in cfgs})
+    if missing:
+        raise ConfigError(f"tables {missing} are not configured; configured: {[c.name for c in cfgs]}")
+    hinted = run_type(ctx) in ("scheduled", "backfill")
+    names = []
+    for c in cfgs:
+        if only and c.name not in only:
+            continue
+        if hinted and not is_due(c.schedule, ctx.get("data_interval_start"), ctx.get("data_interval_end")):
+            log.info("table %s: schedule %r does not fire in this interval; skipped", c.name, c.schedule)
+            continue
+        names.append(c.name)
+    log.info("tables to maintain: %s", names)
+    return names
+
+
+def run_summary(reports) -> dict:
+    """One run's totals over its tables' reports, logged."""
+    # Airflow 3 hands a mapped group that expanded to one instance over as that one value, not a list
+    # of one: a single table (the most common first setup) gave a dict here.
+    reports = [reports] if isinstance(reports, dict) else list(reports or [])
+    total = {
+        "tables": [r["table"] for r in reports],
+        "actions_committed": sum(r["compaction"]["actions_committed"] for r in reports),
+        "actions_gave_up": sum(r["compaction"]["actions_gave_up"] for r in reports),
+        "files_vacuumed": sum(r["vacuum"]["files"] for r in reports),
+        "bytes_vacuumed": sum(r["vacuum"]["bytes"] for r in reports),
+        "per_table": reports,
+    }
+    log.info("compaction run: %d table(s), %d action(s) committed, %d gave up, %d file(s) / %d byte(s) "
+             "vacuumed", len(reports), total["actions_committed"], total["actions_gave_up"],
+             total["files_vacuumed"], total["bytes_vacuumed"])
+    return total
+
+
 @dag(
     dag_id="tableformat_compaction",
     schedule=timetable(os.environ.get("TABLEFORMAT_COMPACTION_SCHEDULE", "@hourly")),
@@ -50,23 +91,7 @@ def _label(name: str) -> None:
 def tableformat_compaction():
     @task
     def due_tables() -> list[str]:
-        ctx = get_current_context()
-        cfgs = load_config()
-        only = list(ctx["params"].get("tables") or [])
-        missing = sorted(set(only) - {c.name for c in cfgs})
-        if missing:
-            raise ConfigError(f"tables {missing} are not configured; configured: {[c.name for c in cfgs]}")
-        hinted = run_type(ctx) in ("scheduled", "backfill")
-        names = []
-        for c in cfgs:
-            if only and c.name not in only:
-                continue
-            if hinted and not is_due(c.schedule, ctx.get("data_interval_start"), ctx.get("data_interval_end")):
-                log.info("table %s: schedule %r does not fire in this interval; skipped", c.name, c.schedule)
-                continue
-            names.append(c.name)
-        log.info("tables to maintain: %s", names)
-        return names
+        return due_table_names(get_current_context())
 
     @task(map_index_template="{{ table_name }}")
     def plan(name: str) -> dict:
@@ -100,21 +125,7 @@ def tableformat_compaction():
 
     @task(trigger_rule="none_failed")
     def summarize(reports) -> dict:
-        # Airflow 3 hands a mapped group that expanded to one instance over as that one value, not a list
-        # of one: a single table (the most common first setup) gave a dict here.
-        reports = [reports] if isinstance(reports, dict) else list(reports or [])
-        total = {
-            "tables": [r["table"] for r in reports],
-            "actions_committed": sum(r["compaction"]["actions_committed"] for r in reports),
-            "actions_gave_up": sum(r["compaction"]["actions_gave_up"] for r in reports),
-            "files_vacuumed": sum(r["vacuum"]["files"] for r in reports),
-            "bytes_vacuumed": sum(r["vacuum"]["bytes"] for r in reports),
-            "per_table": reports,
-        }
-        log.info("compaction run: %d table(s), %d action(s) committed, %d gave up, %d file(s) / %d byte(s) "
-                 "vacuumed", len(reports), total["actions_committed"], total["actions_gave_up"],
-                 total["files_vacuumed"], total["bytes_vacuumed"])
-        return total
+        return run_summary(reports)
 
     summarize(maintain.expand(name=due_tables()))
 

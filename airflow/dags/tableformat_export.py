@@ -210,6 +210,28 @@ class _History:
 
 
 # --- export -----------------------------------------------------------------------------------
+def _watermark(cfg: TableConfig, t, out: Storage, hist: "_History", start: _dt.datetime) -> dict:
+    """The export's watermark: written at the first export (its origin: export.start or this
+    interval's start), refused when it belongs to another table (a re-created table)."""
+    wm = _read_json(out, WATERMARK)
+    if wm is None:
+        origin = cfg.export.start or start
+        ov = hist.last_before(micros(origin))
+        wm = {"table_id": t.table_id, "origin": _iso(origin), "origin_version": ov,
+              "through": _iso(origin), "version": ov}
+        _put(out, WATERMARK, json.dumps(wm).encode())
+        log.info("table %s: export origin %s (changes after version %d)", cfg.name, wm["origin"], ov)
+    elif wm.get("table_id") != t.table_id:
+        raise ExportError(f"{export_root(cfg)} holds the export of another table (id {wm.get('table_id')}), "
+                          f"not of {cfg.uri} (id {t.table_id}): was the table re-created? "
+                          "Export it to a new output")
+    elif cfg.export.start is not None and parse_time(wm["origin"]) != cfg.export.start:
+        log.warning("table %s: export.start %s differs from the origin %s fixed by the first export; the "
+                    "origin stays (export to a new output to change it)", cfg.name, _iso(cfg.export.start),
+                    wm["origin"])
+    return wm
+
+
 def export_interval(cfg: TableConfig, start: _dt.datetime, end: _dt.datetime,
                     sleep: Callable[[float], None] = interruptible_sleep) -> dict:
     """Export the changes committed in [start, end), then move the watermark. Safe to repeat."""
@@ -238,22 +260,7 @@ def export_interval(cfg: TableConfig, start: _dt.datetime, end: _dt.datetime,
     t = cfg.open()
     out = Storage(export_root(cfg), cfg.export.output_options)
     hist = _History(t)
-    wm = _read_json(out, WATERMARK)
-    if wm is None:
-        origin = cfg.export.start or start
-        ov = hist.last_before(micros(origin))
-        wm = {"table_id": t.table_id, "origin": _iso(origin), "origin_version": ov,
-              "through": _iso(origin), "version": ov}
-        _put(out, WATERMARK, json.dumps(wm).encode())
-        log.info("table %s: export origin %s (changes after version %d)", cfg.name, wm["origin"], ov)
-    elif wm.get("table_id") != t.table_id:
-        raise ExportError(f"{export_root(cfg)} holds the export of another table (id {wm.get('table_id')}), "
-                          f"not of {cfg.uri} (id {t.table_id}): was the table re-created? "
-                          "Export it to a new output")
-    elif cfg.export.start is not None and parse_time(wm["origin"]) != cfg.export.start:
-        log.warning("table %s: export.start %s differs from the origin %s fixed by the first export; the "
-                    "origin stays (export to a new output to change it)", cfg.name, _iso(cfg.export.start),
-                    wm["origin"])
+    wm = _watermark(cfg, t, out, hist, start)
     summary = {"table": cfg.name, "interval": {"start": _iso(start), "end": _iso(end)}, "versions": None,
                "files": 0, "rows": 0, "late_versions": [], "skipped": None}
     starts = _interval_starts(out)

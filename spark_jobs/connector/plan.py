@@ -44,7 +44,8 @@ def _physical(ctype, value):
 
 def connector_plan(storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> dict:
     """The read plan as the connector takes it (spark_jobs/connector/.../ReadPlan.java): file
-    URIs the JVM opens, column IDs, Spark types, read defaults, ranks and the cut."""
+    URIs the JVM opens, column IDs, Spark types, read defaults, ranks and the cut. Every field is
+    required and no other is allowed there (ReadPlan.FIELDS): the JVM refuses a plan that differs."""
     def delta(f):
         return {"path": jvm_path(storage, f.path), "size": f.size, "order": f.order, "min_ts": f.min_ts,
                 "max_ts": f.max_ts, "has_ts": f.has_ts_column, "updates": list(f.updates), "deletes": f.deletes}
@@ -56,5 +57,5 @@ def connector_plan(storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> dic
                      "base": [{"path": jvm_path(storage, b.path), "size": b.size, "columns": [i for i, _ in b.columns]}
                               for b in rs.base],
                      "redo": [delta(f) for f in rs.redo], "undo": [delta(f) for f in rs.undo],
-                     "missing": list(rs.missing)} for rs in rowsets],
+                     "missing": list(rs.missing), "tablet": rs.tablet, "native": rs.native} for rs in rowsets],
     }

@@ -29,7 +29,8 @@ from ..read.delta_tracker import apply_deltas, redo_order
 from ..format.deltafile import (DELETE, REDO, REINSERT, UNDO, UPDATE, DeltaFileMeta, flag_name, read_delta,
                                 write_delta_file)
 from ..format.constants import rowset_dir
-from ..format.diskrowset import read_base_columns, write_base_file
+from ..format.base_writer import write_base_file
+from ..format.diskrowset import read_base_columns
 from ..format.metadata import RowSetMeta, TableState
 from ..log.mvcc import gc_floor, kept_by_tags, retention_points
 from ..format.schema import Column

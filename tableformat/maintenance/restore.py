@@ -18,13 +18,15 @@ import pyarrow.compute as pc
 from ..log.actions import AddDelta, AddRowSet
 from ..log import mvcc
 from ..log.changes import changes
-from ..log.conflicts import DataUnchanged, DefinitionUnchanged, KeysAbsent, RowsLive
+from ..log.conflicts import KeysAbsent, RowsLive
+from ..log.rowset_requirements import DataUnchanged, DefinitionUnchanged
 from ..format.errors import InvalidOptionError, RestoreError
 from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle
 from ..read.lookup import lookup
 from ..format.metadata import TableState
-from ..write.row_ops import DELETE_OP, INSERT, OP_NAMES, UPDATE_OP, RowOp, plan_mutation, validate, write_plan_files
+from ..write.key_rounds import DELETE_OP, INSERT, OP_NAMES, UPDATE_OP, RowOp
+from ..write.row_ops import plan_mutation, validate, write_plan_files
 from ..snapshot import Snapshot
 from ..format.storage import Storage
 

@@ -17,9 +17,11 @@ import pyarrow.compute as pc
 
 from ..log.actions import AddRowSet
 from ..format.batch import prepare
-from ..log.conflicts import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
+from ..log.conflicts import KeysAbsent, SkippedKeysStillLive
+from ..log.rowset_requirements import DefinitionUnchanged
 from ..format.constants import rowset_dir
-from ..format.diskrowset import rowset_meta, write_bloom, write_pk_index, write_rowset_data
+from ..format.base_writer import write_rowset_data
+from ..format.diskrowset import rowset_meta, write_bloom, write_pk_index
 from ..format.errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
 from ..log.fragment import WriteFragment
 from ..format.keyencoder import encode_keys
@@ -355,7 +357,7 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
     pool, so even one rowset keeps two cores busy; rows are taken from the batch only
     inside a running task, so at most one rowset's data per worker is in memory at a time.
     warm=False leaves the data out of the block cache (a merge's outputs: they would stay in
-    memory for the rest of the merge; see `diskrowset.warm_row_groups`).
+    memory for the rest of the merge; see `base_writer.warm_row_groups`).
     """
     target = state.properties["rowset_target_bytes"]
     row_bytes = plan.batch.nbytes / max(1, plan.batch.num_rows)

@@ -7,7 +7,7 @@ import pytest
 
 import tableformat as tf
 from tableformat.format.cfile_set import _footer_min_max, column_stats, footer_chunks
-from tableformat.format.diskrowset import write_base_file
+from tableformat.format.base_writer import write_base_file
 from tableformat.format.storage import Storage
 
 

@@ -9,8 +9,8 @@ import pytest
 
 import tableformat as tf
 from tableformat.log.actions import action_from_json, decode_commit
-from tableformat.log.conflicts import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets,
-                                       Requirement, RowSetsUnchanged, RowsLive, SkippedKeysStillLive)
+from tableformat.log.conflicts import KeysAbsent, Requirement, RowsLive, SkippedKeysStillLive
+from tableformat.log.rowset_requirements import DefinitionUnchanged, MergeInputsRemappable, NoRowsInTablets, RowSetsUnchanged
 
 
 def kv(path, **props):

@@ -612,3 +612,25 @@ def test_cases_in_small_batches(spark, tmp_path, case):
             check_native(spark, t, read, key=key)
     finally:
         spark.conf.set("spark.sql.parquet.columnarReaderBatchSize", old)
+
+
+def test_the_delta_cache_bound_is_a_spark_setting(spark, tmp_path):
+    """spark.tableformat.deltaCache.size bounds the executors' delta cache (DeltaLoader.cacheBytes,
+    read through reflection: the class is package-private); unset, the default bound stays."""
+    from spark_jobs.read import read_table
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    k = np.arange(100)
+    t.insert(small_rows(k))
+    t.update(small_rows(k[::3], salt=1).select(["k", "v"]))
+    loader = spark._jvm.tableformat.connector.Contract._java_lang_class.getClassLoader()   # the connector jar's
+    field = spark._jvm.java.lang.Class.forName("tableformat.connector.DeltaLoader", True, loader) \
+        .getDeclaredField("cacheBytes")
+    field.setAccessible(True)
+    default = field.getLong(None)
+    spark.conf.set("spark.tableformat.deltaCache.size", "3m")
+    try:
+        assert read_table(spark, t.uri, path="native").count() == 100
+        assert field.getLong(None) == 3 << 20
+    finally:
+        spark.conf.unset("spark.tableformat.deltaCache.size")
+        field.setLong(None, default)

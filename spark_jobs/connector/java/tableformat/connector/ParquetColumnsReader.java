@@ -51,22 +51,31 @@ final class ParquetColumnsReader implements BatchSource {
     HadoopReadOptions.Builder opts = HadoopReadOptions.builder(conf, file.getPath());
     opts.withRange(start, start + length);
     reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf), opts.build());   // no second HEAD
-    fileSchema = reader.getFooter().getFileMetaData().getSchema();
-    this.requested = requested;
-    this.capacity = capacity;
-    int n = requested.fields().length;
-    rowIndex = n > 0 && requested.fields()[n - 1].name().equals(ParquetFiles.ROW_INDEX.name());
-    int data = rowIndex ? n - 1 : n;
-    descs = new ColumnDescriptor[data];
-    kinds = new int[data];
-    for (int j = 0; j < data; j++) {
-      String name = requested.fields()[j].name();
-      descs[j] = fileSchema.containsField(name) ? fileSchema.getColumnDescription(new String[] {name}) : null;
-      kinds[j] = CellCopy.kind(requested.fields()[j].dataType());
+    try {
+      fileSchema = reader.getFooter().getFileMetaData().getSchema();
+      this.requested = requested;
+      this.capacity = capacity;
+      int n = requested.fields().length;
+      rowIndex = n > 0 && requested.fields()[n - 1].name().equals(ParquetFiles.ROW_INDEX.name());
+      int data = rowIndex ? n - 1 : n;
+      descs = new ColumnDescriptor[data];
+      kinds = new int[data];
+      for (int j = 0; j < data; j++) {
+        String name = requested.fields()[j].name();
+        descs[j] = fileSchema.containsField(name) ? fileSchema.getColumnDescription(new String[] {name}) : null;
+        kinds[j] = CellCopy.kind(requested.fields()[j].dataType());
+      }
+      vectors = new OnHeapColumnVector[n];
+      for (int j = 0; j < n; j++) vectors[j] = new OnHeapColumnVector(capacity, requested.fields()[j].dataType());
+      batch = new ColumnarBatch(vectors);
+    } catch (RuntimeException | Error e) {   // a failed constructor must not leak the open file
+      try {
+        reader.close();
+      } catch (IOException | RuntimeException c) {
+        e.addSuppressed(c);
+      }
+      throw e;
     }
-    vectors = new OnHeapColumnVector[n];
-    for (int j = 0; j < n; j++) vectors[j] = new OnHeapColumnVector(capacity, requested.fields()[j].dataType());
-    batch = new ColumnarBatch(vectors);
   }
 
   /** Whether Spark's vectorized reader cannot decode the requested fields of this file. */

@@ -76,7 +76,7 @@ final class ParquetFiles {
   static FileStatus checkedStatus(Configuration conf, String path, long recorded) throws IOException {
     Path p = new Path(path);
     FileStatus st = p.getFileSystem(conf).getFileStatus(p);
-    if (recorded >= 0 && st.getLen() != recorded) {
+    if (st.getLen() != recorded) {
       throw new IOException("tableformat CorruptFileError: " + path + " does not have the size the table log recorded ("
           + st.getLen() + " bytes, the log says " + recorded + "): it was replaced or is corrupt");
     }

@@ -5,7 +5,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
@@ -17,6 +20,20 @@ import org.apache.spark.sql.types.StructType;
  * exactly these files; it never reads the log itself.
  */
 public final class ReadPlan implements Serializable {
+  /** The fields of each object of the plan: every one required, no other allowed (a plan from
+   *  another version of either side fails here, not as a silently disabled check). */
+  public static final Map<String, List<String>> FIELDS = fields();
+
+  private static Map<String, List<String>> fields() {
+    Map<String, List<String>> m = new LinkedHashMap<>();
+    m.put("plan", List.of("version", "read_ts", "columns", "rowsets"));
+    m.put("column", List.of("id", "name", "type", "nullable", "default"));
+    m.put("rowset", List.of("id", "num_rows", "base", "redo", "undo", "missing", "tablet", "native"));
+    m.put("base", List.of("path", "size", "columns"));
+    m.put("delta", List.of("path", "size", "order", "min_ts", "max_ts", "has_ts", "updates", "deletes"));
+    return java.util.Collections.unmodifiableMap(m);
+  }
+
   /** One column of the snapshot read: its ID (Parquet field {@code c<id>}), name, type, read default. */
   public static final class ColumnPlan implements Serializable {
     public final int id;
@@ -27,10 +44,11 @@ public final class ReadPlan implements Serializable {
     public final Object readDefault;
 
     ColumnPlan(JsonNode n) {
-      id = n.get("id").asInt();
-      name = n.get("name").asText();
-      type = DataType.fromDDL(n.get("type").asText());
-      nullable = n.path("nullable").asBoolean(true);
+      checked(n, "column");
+      id = (int) integer(n, "column", "id", 0, Integer.MAX_VALUE);
+      name = text(n, "column", "name");
+      type = DataType.fromDDL(text(n, "column", "type"));
+      nullable = bool(n, "column", "nullable");
       readDefault = CellCopy.fromJson(type, n.get("default"));
     }
   }
@@ -43,20 +61,19 @@ public final class ReadPlan implements Serializable {
     public final int order;          // delta: rank (0 applies first)
     public final long minTs, maxTs;
     public final boolean hasTs, deletes;
-    public final long numRecords;
 
-    FilePlan(JsonNode n) {
-      path = n.get("path").asText();
-      size = n.path("size").asLong(-1);
-      JsonNode c = n.has("columns") ? n.get("columns") : n.path("updates");
-      columns = new int[c.size()];
-      for (int i = 0; i < columns.length; i++) columns[i] = c.get(i).asInt();
-      order = n.path("order").asInt(0);
-      minTs = n.path("min_ts").asLong(0);
-      maxTs = n.path("max_ts").asLong(0);
-      hasTs = n.path("has_ts").asBoolean(false);
-      deletes = n.path("deletes").asBoolean(false);
-      numRecords = n.path("num_records").asLong(-1);
+    /** A base file ({@code base}) or a REDO/UNDO file ({@code delta}). */
+    FilePlan(JsonNode n, String kind) {
+      checked(n, kind);
+      boolean delta = kind.equals("delta");
+      path = text(n, kind, "path");
+      size = integer(n, kind, "size", 0, Long.MAX_VALUE);
+      columns = ids(n, kind, delta ? "updates" : "columns");
+      order = delta ? (int) integer(n, kind, "order", 0, Integer.MAX_VALUE) : 0;
+      minTs = delta ? integer(n, kind, "min_ts", Long.MIN_VALUE, Long.MAX_VALUE) : 0;
+      maxTs = delta ? integer(n, kind, "max_ts", Long.MIN_VALUE, Long.MAX_VALUE) : 0;
+      hasTs = delta && bool(n, kind, "has_ts");
+      deletes = delta && bool(n, kind, "deletes");
     }
 
     boolean holds(int columnId) {
@@ -66,9 +83,12 @@ public final class ReadPlan implements Serializable {
   }
 
   /** One rowset: base column groups (later ones win, the plan lists each column once), REDO files
-   *  in rank order, UNDO files newer than the cut, and the columns it lacks (read defaults). */
+   *  in rank order, UNDO files newer than the cut, and the columns it lacks (read defaults). Its
+   *  rows number at most 2^32: rowids are unsigned 32-bit (specs/format.md §9). */
   public static final class RowSetPlan implements Serializable {
     public final String id;
+    public final String tablet;
+    public final boolean nativeRead;
     public final long numRows;
     public final List<FilePlan> base = new ArrayList<>();
     public final List<FilePlan> redo = new ArrayList<>();
@@ -76,15 +96,16 @@ public final class ReadPlan implements Serializable {
     public final int[] missing;
 
     RowSetPlan(JsonNode n) {
-      id = n.get("id").asText();
-      numRows = n.get("num_rows").asLong();
-      for (JsonNode f : n.path("base")) base.add(new FilePlan(f));
-      for (JsonNode f : n.path("redo")) redo.add(new FilePlan(f));
-      for (JsonNode f : n.path("undo")) undo.add(new FilePlan(f));
+      checked(n, "rowset");
+      id = text(n, "rowset", "id");
+      tablet = text(n, "rowset", "tablet");
+      nativeRead = bool(n, "rowset", "native");
+      numRows = integer(n, "rowset", "num_rows", 0, RowIdSet.LIMIT);
+      for (JsonNode f : array(n, "rowset", "base")) base.add(new FilePlan(f, "base"));
+      for (JsonNode f : array(n, "rowset", "redo")) redo.add(new FilePlan(f, "delta"));
+      for (JsonNode f : array(n, "rowset", "undo")) undo.add(new FilePlan(f, "delta"));
       redo.sort((a, b) -> Integer.compare(a.order, b.order));
-      JsonNode m = n.path("missing");
-      missing = new int[m.size()];
-      for (int i = 0; i < missing.length; i++) missing[i] = m.get(i).asInt();
+      missing = ids(n, "rowset", "missing");
     }
 
     public boolean clean() {
@@ -93,7 +114,7 @@ public final class ReadPlan implements Serializable {
 
     public long baseBytes() {
       long s = 0;
-      for (FilePlan f : base) s += Math.max(f.size, 0);
+      for (FilePlan f : base) s += f.size;
       return s;
     }
 
@@ -117,10 +138,65 @@ public final class ReadPlan implements Serializable {
   public final List<RowSetPlan> rowsets = new ArrayList<>();
 
   private ReadPlan(JsonNode n) {
-    version = n.path("version").asLong(-1);
-    readTs = n.path("read_ts").isNull() || n.path("read_ts").isMissingNode() ? null : n.get("read_ts").asLong();
-    for (JsonNode c : n.path("columns")) columns.add(new ColumnPlan(c));
-    for (JsonNode r : n.path("rowsets")) rowsets.add(new RowSetPlan(r));
+    checked(n, "plan");
+    version = integer(n, "plan", "version", 0, Long.MAX_VALUE);
+    readTs = n.get("read_ts").isNull() ? null : integer(n, "plan", "read_ts", Long.MIN_VALUE, Long.MAX_VALUE);
+    for (JsonNode c : array(n, "plan", "columns")) columns.add(new ColumnPlan(c));
+    for (JsonNode r : array(n, "plan", "rowsets")) rowsets.add(new RowSetPlan(r));
+  }
+
+  private static IllegalArgumentException bad(String what) {
+    return new IllegalArgumentException("tableformat: the read plan is malformed: " + what);
+  }
+
+  /** {@code n} is an object with exactly the fields {@link #FIELDS} gives {@code kind}. */
+  private static void checked(JsonNode n, String kind) {
+    if (n == null || !n.isObject()) throw bad("a " + kind + " is not a JSON object");
+    List<String> want = FIELDS.get(kind);
+    for (String f : want) if (!n.has(f)) throw bad("a " + kind + " lacks the field \"" + f + "\"");
+    for (Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
+      String f = it.next();
+      if (!want.contains(f)) throw bad("a " + kind + " has the unknown field \"" + f + "\"");
+    }
+  }
+
+  private static long integer(JsonNode n, String kind, String field, long min, long max) {
+    JsonNode v = n.get(field);
+    if (!v.isIntegralNumber() || !v.canConvertToLong() || v.asLong() < min || v.asLong() > max) {
+      throw bad(kind + "." + field + " is " + v + ", not an integer in [" + min + ", " + max + "]");
+    }
+    return v.asLong();
+  }
+
+  private static String text(JsonNode n, String kind, String field) {
+    JsonNode v = n.get(field);
+    if (!v.isTextual()) throw bad(kind + "." + field + " is " + v + ", not a string");
+    return v.asText();
+  }
+
+  private static boolean bool(JsonNode n, String kind, String field) {
+    JsonNode v = n.get(field);
+    if (!v.isBoolean()) throw bad(kind + "." + field + " is " + v + ", not a boolean");
+    return v.asBoolean();
+  }
+
+  private static JsonNode array(JsonNode n, String kind, String field) {
+    JsonNode v = n.get(field);
+    if (!v.isArray()) throw bad(kind + "." + field + " is " + v + ", not an array");
+    return v;
+  }
+
+  private static int[] ids(JsonNode n, String kind, String field) {
+    JsonNode a = array(n, kind, field);
+    int[] out = new int[a.size()];
+    for (int i = 0; i < out.length; i++) {
+      JsonNode v = a.get(i);
+      if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < 0) {
+        throw bad(kind + "." + field + " holds " + v + ", not a column ID");
+      }
+      out[i] = v.asInt();
+    }
+    return out;
   }
 
   public static ReadPlan parse(String json) {

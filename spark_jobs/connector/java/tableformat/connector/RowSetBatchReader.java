@@ -111,7 +111,7 @@ final class RowSetBatchReader implements PartitionReader<ColumnarBatch> {
       files.add(rs.base.get(0));
       groupCols.add(new ArrayList<>());
     }
-    deltas = rs.clean() ? null : RedoLoader.load(conf, rs, cols, readTs);
+    deltas = rs.clean() ? null : DeltaLoader.load(conf, rs, cols, readTs);
     if (deltas != null && deltas.deleted == null && deltas.columns.isEmpty()) deltas = null;
     // Row positions matter only to place deltas and to align column groups: a clean rowset in
     // one file is read without Spark's row-index column.
@@ -170,22 +170,23 @@ final class RowSetBatchReader implements PartitionReader<ColumnarBatch> {
     }
     int rows = n;
     if (deltas != null && deltas.deleted != null) {
-      int[] live = DeleteCompactor.liveRows(rowIndex, n, deltas.deleted);
+      int[] live = DeletedRowFilter.liveRows(rowIndex, n, deltas.deleted);
       if (live != null) {
-        out = DeleteCompactor.compact(out, live);
+        out = DeletedRowFilter.compact(out, live);
         rows = live.length;
       }
     }
     return new ColumnarBatch(out, rows);
   }
 
+  /** Closes every reader and constant of the open slice, even when one close() throws. */
   private void closeSlice() throws IOException {
-    if (groups != null) {
-      for (ColumnGroupCursor c : groups) if (c != null) c.close();
-    }
-    if (constants != null) for (ColumnVector v : constants) if (v != null) v.close();
+    List<AutoCloseable> open = new ArrayList<>();
+    if (groups != null) open.addAll(java.util.Arrays.asList(groups));
+    if (constants != null) open.addAll(java.util.Arrays.asList(constants));
     groups = null;
     constants = null;
     deltas = null;
+    Closer.closeAll(open);
   }
 }

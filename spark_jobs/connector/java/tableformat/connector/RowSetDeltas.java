@@ -1,7 +1,6 @@
 package tableformat.connector;
 
 import java.util.Arrays;
-import java.util.BitSet;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
@@ -12,7 +11,7 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 /**
  * A rowset's delta records resolved for one read (Kudu's DeltaIterator state, §9.4 rules 4-6):
  * per column read, the winning value of every changed row (sorted rowids and their values),
- * and the rows deleted. Built by {@link RedoLoader}; immutable afterwards, so tasks of one
+ * and the rows deleted. Built by {@link DeltaLoader}; immutable afterwards, so tasks of one
  * executor share it.
  */
 final class RowSetDeltas {
@@ -29,10 +28,10 @@ final class RowSetDeltas {
     }
   }
 
-  final BitSet deleted;                    // null: no row of the rowset is deleted
+  final RowIdSet deleted;                    // null: no row of the rowset is deleted
   final Map<Integer, ColumnChanges> columns = new HashMap<>();
 
-  RowSetDeltas(BitSet deleted) {
+  RowSetDeltas(RowIdSet deleted) {
     this.deleted = deleted;
   }
 
@@ -40,7 +39,7 @@ final class RowSetDeltas {
    *  bitmap, and per column its rowids, indices and values (fixed-width slots, a null flag, the
    *  bytes of strings and binaries). */
   long bytes() {
-    long b = 64 + (deleted == null ? 0 : deleted.size() / 8);
+    long b = 64 + (deleted == null ? 0 : deleted.bytes());
     for (ColumnChanges c : columns.values()) {
       b += 64 + 8L * c.rowids.length + 4L * c.index.length;
       if (c.values instanceof WritableColumnVector) {

@@ -19,11 +19,17 @@ import org.apache.spark.util.SerializableConfiguration;
 /** The scan of one read plan: its tasks (SlicePlanner), its reader factory and the statistics
  *  Spark plans joins with (bytes of the base files read; rows when nothing is deleted). */
 final class TableFormatScan implements Scan, Batch, SupportsReportStatistics {
+  /** Spark conf of the executors' delta cache bound, in bytes ("256m" and the like); unset: an
+   *  eighth of the heap, at most 256 MiB. */
+  static final String DELTA_CACHE_SIZE = "spark.tableformat.deltaCache.size";
+
+  private final SparkSession spark;
   private final ReadPlan plan;
   private final List<ReadPlan.ColumnPlan> cols;
   private final Filter[] pushed;
 
-  TableFormatScan(ReadPlan plan, List<ReadPlan.ColumnPlan> cols, Filter[] pushed) {
+  TableFormatScan(SparkSession spark, ReadPlan plan, List<ReadPlan.ColumnPlan> cols, Filter[] pushed) {
+    this.spark = spark;
     this.plan = plan;
     this.cols = cols;
     this.pushed = pushed;
@@ -50,16 +56,17 @@ final class TableFormatScan implements Scan, Batch, SupportsReportStatistics {
 
   @Override
   public InputPartition[] planInputPartitions() {
-    return SlicePlanner.plan(SparkSession.active(), plan.rowsets).toArray(new InputPartition[0]);
+    return SlicePlanner.plan(spark, plan.rowsets).toArray(new InputPartition[0]);
   }
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    SparkSession spark = SparkSession.active();
     Broadcast<SerializableConfiguration> conf =
         SerializableConfiguration.broadcast(spark.sparkContext(), ParquetFiles.hadoopConf(spark));
     int capacity = spark.sessionState().conf().parquetVectorizedReaderBatchSize();
-    return new BatchReaderFactory(conf, cols, plan.readTs, pushed, capacity);
+    String size = spark.conf().get(DELTA_CACHE_SIZE, null);
+    long cacheBytes = size == null ? -1 : org.apache.spark.network.util.JavaUtils.byteStringAsBytes(size);
+    return new BatchReaderFactory(conf, cols, plan.readTs, pushed, capacity, cacheBytes);
   }
 
   @Override

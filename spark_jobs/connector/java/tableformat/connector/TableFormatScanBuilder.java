@@ -2,6 +2,7 @@ package tableformat.connector;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
@@ -48,8 +49,10 @@ public final class TableFormatScanBuilder implements ScanBuilder, SupportsPushDo
     return pushed;
   }
 
+  /** The scan, with the session it is built in: taken once here, not looked up again while Spark
+   *  plans tasks or ships the reader factory. */
   @Override
   public Scan build() {
-    return new TableFormatScan(plan, cols, pushed);
+    return new TableFormatScan(SparkSession.active(), plan, cols, pushed);
   }
 }

@@ -1,7 +1,6 @@
 package tableformat.connector;
 
 import java.io.IOException;
-import java.util.BitSet;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,14 +19,13 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * order, the newest record per (row, column) winning (§9.4 rules 3-5), after the UNDO winners
  * for a read behind the horizon (rule 6).
  */
-final class RedoLoader {
-  private RedoLoader() {}
+final class DeltaLoader {
+  private DeltaLoader() {}
 
-  static final byte UPDATE = 1, DELETE = 2, REINSERT = 3;   // tableformat.format.DeltaOp
   /** The resolved deltas an executor keeps, bounded by their bytes (a few REDO-heavy rowsets
-   *  must not fill the heap; many small ones may all stay): least recently used go first. */
-  static volatile long cacheBytes = Long.getLong("tableformat.connector.deltaCacheBytes",
-      Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 8));
+   *  must not fill the heap; many small ones may all stay): least recently used go first. Set
+   *  from the Spark conf {@code spark.tableformat.deltaCache.size} as each task starts. */
+  static volatile long cacheBytes = Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 8);
   private static long cached;
   private static final LinkedHashMap<String, RowSetDeltas> CACHE = new LinkedHashMap<>(16, 0.75f, true);
   private static final Map<String, Long> SIZES = new HashMap<>();
@@ -87,17 +85,17 @@ final class RedoLoader {
       RowSetDeltas.Collector undoDels = new RowSetDeltas.Collector(null);
       for (ReadPlan.FilePlan f : rs.undo) read(conf, rs, f, cols, readTs, true, undo, undoDels);
       for (Map.Entry<Integer, RowSetDeltas.Collector> e : undo.entrySet()) {
-        UndoApplier.earliestInto(e.getValue(), collector(main, e.getValue().type, e.getKey()));
+        UndoWinners.earliestInto(e.getValue(), collector(main, e.getValue().type, e.getKey()));
       }
-      UndoApplier.earliestInto(undoDels, dels);
+      UndoWinners.earliestInto(undoDels, dels);
     }
     for (ReadPlan.FilePlan f : rs.redo) read(conf, rs, f, cols, readTs, false, main, dels);
-    BitSet deleted = null;
+    RowIdSet deleted = null;
     if (dels.n > 0) {
       long[][] w = dels.lastPerRow();
-      deleted = new BitSet();
+      deleted = new RowIdSet();
       for (int i = 0; i < w[0].length; i++) {
-        if (dels.op[(int) w[1][i]] == DELETE) deleted.set((int) w[0][i]);
+        if (dels.op[(int) w[1][i]] == DeltaOp.DELETE) deleted.set(w[0][i]);
       }
       if (deleted.isEmpty()) deleted = null;
     }
@@ -146,8 +144,8 @@ final class RedoLoader {
                 + " beyond its rowset's " + rs.numRows + " rows");
           }
           byte o = op.getByte(i);
-          if (o == DELETE || o == REINSERT) dels.add(row, t, o, null, 0);
-          if (o == DELETE) continue;
+          if (o == DeltaOp.DELETE || o == DeltaOp.REINSERT) dels.add(row, t, o, null, 0);
+          if (o == DeltaOp.DELETE) continue;
           for (int j = 0; j < colls.length; j++) {
             ColumnVector u = b.column(first + 2 * j);
             if (!u.isNullAt(i) && u.getBoolean(i)) colls[j].add(row, t, o, b.column(first + 2 * j + 1), i);

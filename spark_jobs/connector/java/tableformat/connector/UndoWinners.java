@@ -8,8 +8,8 @@ import java.util.Arrays;
  * DELETE / REINSERT decides whether the row existed then. These winners go into a collector
  * before any REDO record, so a REDO record at or before the cut still overrides them.
  */
-final class UndoApplier {
-  private UndoApplier() {}
+final class UndoWinners {
+  private UndoWinners() {}
 
   /** Appends the earliest record of each row in {@code undo} (records newer than the cut) to {@code out}. */
   static void earliestInto(RowSetDeltas.Collector undo, RowSetDeltas.Collector out) {

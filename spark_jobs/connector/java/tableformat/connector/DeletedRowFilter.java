@@ -1,6 +1,5 @@
 package tableformat.connector;
 
-import java.util.BitSet;
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.DataType;
@@ -9,22 +8,22 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 
 /**
  * Drops deleted rows from a batch (§9.4 rule 5): the live rows' positions, or null when the
- * batch holds no deleted row (the common case: one BitSet probe per batch).
+ * batch holds no deleted row (the common case: one probe of the deleted rowids per batch).
  */
-final class DeleteCompactor {
-  private DeleteCompactor() {}
+final class DeletedRowFilter {
+  private DeletedRowFilter() {}
 
-  static int[] liveRows(ColumnVector rowIndex, int n, BitSet deleted) {
+  static int[] liveRows(ColumnVector rowIndex, int n, RowIdSet deleted) {
     if (n == 0) return null;
     long lo = rowIndex.getLong(0), hi = rowIndex.getLong(n - 1);
-    int next = deleted.nextSetBit((int) lo);
+    long next = deleted.nextSetBit(lo);
     if (next < 0 || next > hi) return null;
     if (hi - lo == n - 1) {             // positions ascend, so these are rows lo..hi: skip each deleted bit
       int dead = 0;
-      for (int d = next; d >= 0 && d <= hi; d = deleted.nextSetBit(d + 1)) dead++;
+      for (long d = next; d >= 0 && d <= hi; d = deleted.nextSetBit(d + 1)) dead++;
       int[] live = new int[n - dead];
       int m = 0, i = 0;
-      for (int d = next; d >= 0 && d <= hi; d = deleted.nextSetBit(d + 1)) {
+      for (long d = next; d >= 0 && d <= hi; d = deleted.nextSetBit(d + 1)) {
         for (int end = (int) (d - lo); i < end; i++) live[m++] = i;
         i++;
       }
@@ -34,7 +33,7 @@ final class DeleteCompactor {
     int[] live = new int[n];
     int m = 0;
     for (int i = 0; i < n; i++) {
-      if (!deleted.get((int) rowIndex.getLong(i))) live[m++] = i;
+      if (!deleted.get(rowIndex.getLong(i))) live[m++] = i;
     }
     return java.util.Arrays.copyOf(live, m);
   }
