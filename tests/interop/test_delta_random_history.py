@@ -168,18 +168,21 @@ class History:
         return f"rename {old} {new}"
 
     def drop(self):
-        if len(self.extra()) < 2:
+        if not self.extra():
             return self.add_plain()
         name = self.r.choice(self.extra()).name
         self.t.alter().drop_column(name).commit()
         return f"drop {name}"
 
     def readd(self):
-        """Drop + re-add under the same name with another type (append mode refuses it)."""
+        """Drop + re-add under the same name with another type, after an upsert that writes the
+        column: the append log then holds it under its old type, so append mode must refuse."""
         nullable = [c for c in self.extra() if c.nullable]
         if not nullable:
-            return self.add_plain()
+            self.add_plain()
+            nullable = [c for c in self.extra() if c.nullable]
         c = self.r.choice(nullable)
+        self.upsert()
         old = c.type.name if hasattr(c.type, "name") else str(c.type)
         typ = self.r.choice([x for x in TYPES if x != old])
         self.t.alter().drop_column(c.name).add_column(c.name, typ).commit()
@@ -202,8 +205,9 @@ class History:
         return f"drop range [{lo}, {hi})"
 
     def steps(self, n):
-        """The first step inserts; every schema and partition change comes at least once."""
-        must = ["add_plain", "add_default", "rename", "drop", "readd", "add_range", "drop_range", "compact"]
+        """The first step inserts; every kind of write, schema and partition change comes at least once."""
+        must = ["add_plain", "add_default", "rename", "drop", "readd", "add_range", "drop_range", "compact",
+                "update", "delete", "upsert"]
         data = ["insert", "update", "delete", "upsert", "update", "insert"]
         rest = must + [self.r.choice(data) for _ in range(n - 1 - len(must))]
         self.r.shuffle(rest)
@@ -325,7 +329,7 @@ def test_delta_mirror_and_exports_over_a_random_history(delta_spark, tmp_path, s
     log, replica = AppendLog(tmp_path), ApplyReplica(tmp_path)
     r = random.Random(seed * 7919)
     done, vacuums = [], 0
-    plan = h.steps(11)
+    plan = h.steps(12)
     for i, op in enumerate(plan):
         label = getattr(h, op)()
         what = f"seed {seed} step {i}: {label} (after {done})"
