@@ -106,7 +106,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _offset(v)
 
     def _check_horizon(self, t: tf.Table, v: int) -> None:
-        horizon = t.state.history_horizon
+        horizon = t.snapshot().history_horizon
         if v < horizon:
             raise tf.HistoryExpiredError(
                 f"the change stream's next batch reads the changes after version {v}, but they are no longer "
