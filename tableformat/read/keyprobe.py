@@ -1,4 +1,4 @@
-"""Finding keys in rowsets: key interval, then bloom filter, then PK index (tablet seed).
+"""Finding keys in rowsets: key interval, then bloom filter, then PK index (specs/format.md §4).
 
 Everything is over a whole batch of encoded keys at once. The PK index is read
 block by block when few keys survive the bloom filter, and whole otherwise.
@@ -7,7 +7,6 @@ point lookup is O(log rows), not a pass over the index, and nothing is built for
 """
 from __future__ import annotations
 
-import bisect
 from typing import Callable, Sequence
 
 import numpy as np
@@ -22,36 +21,18 @@ from ..format.parallel import pmap
 from ..format.storage import Storage
 
 
-def searchsorted_binary(haystack: pa.Array, needles: pa.Array, side: str = "right") -> np.ndarray:
-    """np.searchsorted for sorted binary arrays, vectorized by one merge sort of both."""
-    nh, nn = len(haystack), len(needles)
-    if nn == 0:
-        return np.zeros(0, dtype=np.int64)
-    combined = pa.concat_arrays([haystack.cast(pa.binary()), needles.cast(pa.binary())])
-    # On equal keys, side="right" puts needles after haystack entries (tag 1 > 0).
-    tag = np.concatenate([np.full(nh, 0 if side == "right" else 1, np.int8),
-                          np.full(nn, 1 if side == "right" else 0, np.int8)])
-    order = pc.sort_indices(pa.table({"k": combined, "t": tag}),
-                            sort_keys=[("k", "ascending"), ("t", "ascending")]).to_numpy()
-    is_hay = order < nh
-    hay_before = np.cumsum(is_hay) - is_hay
-    out = np.empty(nn, dtype=np.int64)
-    out[order[~is_hay] - nh] = hay_before[~is_hay]
-    return out
-
-
 def _index_in(needles: pa.Array, haystack: pa.Array) -> np.ndarray:
     """Position of each needle in haystack (-1 if absent), by hashing."""
     pos = pc.index_in(needles, value_set=haystack).fill_null(-1)
     return pos.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Array, list[bytes], int]:
+def _first_keys(storage: Storage, rowset: RowSetMeta) -> tuple[pa.Array, int]:
     key = rowset.pk_index.path + "#firsts"
     cached = FILE_CACHE.get(storage, key, rowset.pk_index.size)
     if cached is None:
         firsts, block = pk_block_first_keys(storage, rowset)
-        cached = (pa.array(firsts, pa.binary()), firsts, block)
+        cached = (pa.array(firsts, pa.binary()), block)
         FILE_CACHE.put(storage, key, cached, sum(len(f) for f in firsts) * 2 + 64, rowset.pk_index.size, index=True)
     return cached
 
@@ -62,9 +43,9 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
     result = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return result
-    firsts_arr, _, block = _first_keys(storage, rowset)
-    nblocks = len(firsts_arr)
-    blk = searchsorted_binary(firsts_arr, keys, side="right") - 1
+    firsts, block = _first_keys(storage, rowset)
+    nblocks = len(firsts)
+    blk = bisect_sorted(firsts, keys, side="right") - 1
     valid = blk >= 0
     blocks = np.unique(blk[valid])
     # The index whole when it is cached, or when most blocks are needed; a verified format-3
@@ -98,35 +79,44 @@ def rowids_in_rowset(storage: Storage, rowset: RowSetMeta, keys: pa.Array) -> np
 _FEW_KEYS = 16
 
 
-def bisect_left(haystack: pa.Array, needles: pa.Array) -> np.ndarray:
-    """np.searchsorted(haystack, needles, side="left") for a sorted binary array, by bisecting
-    every needle at once: ~log2(len(haystack)) rounds of one take and one compare of
-    len(needles) values, and nothing built over the haystack (no sort, no hash of it)."""
+def bisect_sorted(haystack: pa.Array, needles: pa.Array, side: str = "left") -> np.ndarray:
+    """np.searchsorted(haystack, needles, side) for a sorted binary array: the one binary search
+    of keys (a PK index, its blocks' first keys, a block when seeking), bisecting every needle at
+    once: ~log2(len(haystack)) rounds of one take and one compare of len(needles) values, and
+    nothing built over the haystack (no sort, no hash of it)."""
     n, k = len(haystack), len(needles)
     lo = np.zeros(k, np.int64)
     hi = np.full(k, n, np.int64)
     if not n or not k:
         return lo
+    right = side == "right"
     if k <= _FEW_KEYS:                 # a few keys: a Python bisection each beats ~20 rounds of Arrow calls
         for i, key in enumerate(needles.to_pylist()):
             a, b = 0, n
             while a < b:
                 m = (a + b) >> 1
-                if haystack[m].as_py() < key:
+                v = haystack[m].as_py()
+                if v < key or (right and v == key):
                     a = m + 1
                 else:
                     b = m
             lo[i] = a
         return lo
+    before = pc.less_equal if right else pc.less
     while True:
         active = lo < hi
         if not active.any():
             return lo
         mid = (lo + hi) >> 1
         probe_at = np.minimum(mid, n - 1)
-        less = pc.less(haystack.take(pa.array(probe_at)), needles).to_numpy(zero_copy_only=False) & active
+        less = before(haystack.take(pa.array(probe_at)), needles).to_numpy(zero_copy_only=False) & active
         lo = np.where(less, mid + 1, lo)
         hi = np.where(active & ~less, mid, hi)
+
+
+def bisect_left(haystack: pa.Array, needles: pa.Array) -> np.ndarray:
+    """`bisect_sorted` on the left side, as `bisect.bisect_left` is for one key."""
+    return bisect_sorted(haystack, needles, "left")
 
 
 def position_in_sorted(haystack: pa.Array, needles: pa.Array) -> np.ndarray:
@@ -260,18 +250,12 @@ def seek(storage: Storage, rowset: RowSetMeta, lower: bytes | None, upper: bytes
             return 0
         if key > rowset.max_key:
             return rowset.num_rows
-        _, firsts, block = _first_keys(storage, rowset)
-        b = max(0, bisect.bisect_left(firsts, key) - 1)
+        firsts, block = _first_keys(storage, rowset)
+        one = pa.array([key], pa.binary())
+        b = max(0, int(bisect_sorted(firsts, one)[0]) - 1)
         if b not in blocks:
             blocks[b] = read_pk_blocks(storage, rowset, [b])
-        keys = blocks[b]
-        lo, hi = 0, len(keys)
-        while lo < hi:  # binary search within one block: O(log block) per bound
-            mid = (lo + hi) // 2
-            if keys[mid].as_py() < key:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = int(bisect_sorted(blocks[b], one)[0])     # within one block: O(log block) per bound
         return b * block + lo
     start = position(lower, 0)
     stop = position(upper, rowset.num_rows)

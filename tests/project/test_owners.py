@@ -90,3 +90,28 @@ def test_the_spark_session_is_reached_one_way():
            if isinstance(n, ast.ImportFrom) and any(a.name == "get_spark" for a in n.names)
            and n.module not in ("spark_jobs.session", "session")]
     assert bad == []
+
+
+def _bisections(path: Path):
+    """(function, line) of each hand-written bisection loop (`while lo < hi:`) and of each use of
+    the standard `bisect` module."""
+    tree = ast.parse(path.read_text())
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in ast.walk(fn):
+                if isinstance(n, ast.While) and isinstance(n.test, ast.Compare) and \
+                        isinstance(n.test.ops[0], ast.Lt) and isinstance(n.test.left, ast.Name) and \
+                        isinstance(n.test.comparators[0], ast.Name):
+                    yield fn.name, n.lineno
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and \
+                any(a.name == "bisect" for a in n.names) | ((getattr(n, "module", None) or "") == "bisect"):
+            yield "import bisect", n.lineno
+
+
+def test_keys_are_bisected_in_one_place():
+    """A sorted run of keys (a PK index, its blocks' first keys, one block) is searched by
+    `read.keyprobe.bisect_sorted` alone (specs/format.md §4)."""
+    bad = [f"{p.relative_to(ROOT)}:{line}: {fn}" for p in _code_files("tableformat")
+           for fn, line in _bisections(p) if (p.name, fn) != ("keyprobe.py", "bisect_sorted")]
+    assert bad == []

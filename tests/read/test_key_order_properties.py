@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tableformat.format.keyencoder import encode_keys
-from tableformat.read.keyprobe import bisect_left
+from tableformat.read.keyprobe import bisect_left, bisect_sorted
 from tableformat.format.types import parse_type
 from tableformat.write.insert import key_tail_width, sorted_tablet_keys, tail_order
 
@@ -86,3 +86,12 @@ def test_the_binary_search_of_a_pk_index_is_the_left_insertion_point(hay, needle
     hay = sorted(set(hay))
     got = bisect_left(pa.array(hay, pa.binary()), pa.array(needles, pa.binary()))
     assert got.tolist() == [bisect.bisect_left(hay, x) for x in needles]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.binary(max_size=4), max_size=70), st.lists(st.binary(max_size=5), max_size=50))
+def test_the_binary_search_of_block_first_keys_is_the_right_insertion_point(hay, needles):
+    """The same search on the right side finds a key's PK index block among the blocks' first keys."""
+    hay = sorted(set(hay))
+    got = bisect_sorted(pa.array(hay, pa.binary()), pa.array(needles, pa.binary()), side="right")
+    assert got.tolist() == [bisect.bisect_right(hay, x) for x in needles]
