@@ -19,8 +19,9 @@ from .format.batch import to_arrow_table
 from .maintenance.compaction import write_compaction
 from .maintenance.compaction_policy import KINDS as COMPACTION_KINDS, CompactionAction
 from .format.errors import InvalidOptionError, MissingColumnError
+from .format.keyencoder import encoded_keys
 from .log.fragment import WriteFragment
-from .write.insert import describe_keys, encoded_keys, write_insert
+from .write.insert import describe_keys, write_insert
 from .read.lookup import key_table, lookup
 from .format.metadata import TableState
 from .log.mvcc import Timestamp
@@ -119,7 +120,7 @@ class Snapshot:
         arg.boolean(strict, "strict")
         st = self.state
         keys = key_table(st, data, "rows to route")
-        encoded = encoded_keys(st, keys)        # encoded once: hashing a key prefix reuses it
+        encoded = encoded_keys(st.schema, keys)        # encoded once: hashing a key prefix reuses it
         return st.partitioning.assign(st.schema, keys, strict=strict, keys=encoded)[0], encoded
 
     def rowset_writer(self, tablet_id: str, on_duplicate: str = "fail") -> RollingRowSetWriter:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .batch import one_array
-from .types import ColumnType
+from .errors import CellTooLargeError
+from .types import MAX_ENCODED_KEY_BYTES, ColumnType
+
+if TYPE_CHECKING:
+    from .schema import Schema
 
 
 def _fixed_matrix(arr: pa.Array, ctype: ColumnType) -> np.ndarray:
@@ -220,3 +224,16 @@ def decode_key(key: bytes, types: Sequence[ColumnType]) -> tuple:
     if i != len(key):
         raise ValueError(f"key {key.hex()} has {len(key) - i} byte(s) after the last column")
     return tuple(out)
+
+
+def encoded_keys(schema: Schema, batch: pa.Table) -> pa.Array:
+    """The rows' encoded primary keys (the batch holds the key columns by name); a key longer
+    than Kudu's 16 KiB is a CellTooLargeError (specs/format.md "Key encoding")."""
+    kcols = schema.key_columns
+    keys = encode_keys([batch.column(c.name) for c in kcols], [c.type for c in kcols])
+    if len(keys):
+        longest = pc.max(pc.binary_length(keys)).as_py()
+        if longest > MAX_ENCODED_KEY_BYTES:
+            raise CellTooLargeError(f"an encoded primary key is {longest} bytes; the limit is "
+                                    f"{MAX_ENCODED_KEY_BYTES} bytes (16 KiB)")
+    return keys

@@ -22,15 +22,14 @@ from ..log.rowset_requirements import DefinitionUnchanged
 from ..format.constants import rowset_dir
 from ..format.base_writer import write_rowset_data
 from ..format.diskrowset import rowset_meta, write_bloom, write_pk_index
-from ..format.errors import CellTooLargeError, DuplicateKeyError, InvalidOptionError
+from ..format.errors import DuplicateKeyError, InvalidOptionError
 from ..log.fragment import WriteFragment
-from ..format.keyencoder import encode_keys
+from ..format.keyencoder import encoded_keys
 from ..read.keyprobe import probe
 from ..format.metadata import RowSetMeta, TableState
 from ..format.parallel import pmap
 from ..format.partition import same_as_previous
 from ..format.storage import Storage
-from ..format.types import MAX_ENCODED_KEY_BYTES
 
 
 @dataclass
@@ -56,17 +55,6 @@ class InsertPlan:
     @property
     def rows(self) -> int:
         return sum(b.num_rows for b in self.batches)
-
-
-def encoded_keys(state: TableState, batch: pa.Table) -> pa.Array:
-    kcols = state.schema.key_columns
-    keys = encode_keys([batch.column(c.name) for c in kcols], [c.type for c in kcols])
-    if len(keys):
-        longest = pc.max(pc.binary_length(keys)).as_py()
-        if longest > MAX_ENCODED_KEY_BYTES:
-            raise CellTooLargeError(f"an encoded primary key is {longest} bytes; the limit is "
-                                    f"{MAX_ENCODED_KEY_BYTES} bytes (16 KiB)")
-    return keys
 
 
 _ROUTE_CHUNK = 1 << 17
@@ -98,7 +86,7 @@ def route(state: TableState, batch: pa.Table) -> list[Routed]:
 
     def one(start: int) -> dict[int, tuple[np.ndarray, pa.Array, np.ndarray | None]]:
         part = batch.slice(start, _ROUTE_CHUNK)
-        keys = encoded_keys(state, part)
+        keys = encoded_keys(state.schema, part)
         series = series_ids([part.column(c) for c in prefix], start) if prefix and part.num_rows else None
         ordinal = state.partitioning.assign(state.schema, part, keys=keys, series=series)[0]
         if not part.num_rows:

@@ -32,13 +32,14 @@ from ..log.rowset_requirements import DefinitionUnchanged
 from ..format.constants import rowset_dir
 from ..format.diskrowset import BLOCK_KEYS_META, DICT_SAMPLE_ROWS, base_file_layout
 from ..format.errors import InvalidDataError, InvalidOptionError
+from ..format.keyencoder import encoded_keys
 from ..log.fragment import WriteFragment
 from ..format.hashing import murmur2_64
 from ..read.keyprobe import probe
 from ..format.metadata import FileRef, RowSetMeta, TableState
 from ..format.schema import Schema
 from ..format.storage import Storage
-from .insert import duplicate_error, encoded_keys
+from .insert import duplicate_error
 
 ON_DUPLICATE = ("fail", "ignore")
 _KEY_SPOT_CHECKS = 64
@@ -309,7 +310,7 @@ class RollingRowSetWriter:
     def _keys(self, batch: pa.Table, keys: pa.Array | None) -> pa.Array:
         """The encoded keys: computed, or the caller's (spot-checked against the encoder)."""
         if keys is None:
-            return encoded_keys(self.state, batch)
+            return encoded_keys(self.state.schema, batch)
         if isinstance(keys, pa.ChunkedArray):
             keys = keys.combine_chunks()
         if len(keys) != batch.num_rows or keys.null_count:
@@ -317,7 +318,7 @@ class RollingRowSetWriter:
         keys = keys.cast(pa.binary())
         idx = pa.array(np.unique(np.linspace(0, batch.num_rows - 1, _KEY_SPOT_CHECKS).astype(np.int64)))
         key_cols = batch.select([c.name for c in self.state.schema.key_columns])
-        if not encoded_keys(self.state, key_cols.take(idx)).equals(keys.take(idx)):
+        if not encoded_keys(self.state.schema, key_cols.take(idx)).equals(keys.take(idx)):
             raise InvalidDataError("the keys given are not the rows' encoded primary keys")
         return keys
 

@@ -31,6 +31,7 @@ from ..log.rowset_requirements import DefinitionUnchanged
 from ..format.deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from ..format.errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
                              NoRangePartitionError, NullValueError, UnknownColumnError)
+from ..format.keyencoder import encoded_keys
 from ..read.keyprobe import locate_keys
 from ..format.metadata import RowSetMeta, TableState
 from ..format.parallel import pmap
@@ -39,7 +40,7 @@ from ..format.storage import Storage
 from ..log.fragment import WriteFragment
 from .key_rounds import (INSERT, INSERT_IGNORE, IGNORING, OP_NAMES, UPDATE_IGNORE, UPDATE_OP, UPSERT, KeyRounds,
                          distinct_keys, occurrence_rank)
-from .insert import describe_keys, duplicate_error, encoded_keys, plan_insert, write_plan
+from .insert import describe_keys, duplicate_error, plan_insert, write_plan
 
 
 @dataclass
@@ -133,7 +134,7 @@ def plan_mutation(storage: Storage, state: TableState, batch: pa.Table, ops: np.
     n = batch.num_rows
     if n == 0:
         return MutationPlan(batch, None, [], {})
-    keys = encoded_keys(state, batch)
+    keys = encoded_keys(state.schema, batch)
     tablet_ids = state.partitioning.tablet_ids()
     tablet_pos = _tablet_positions(state, batch)
     key_id, uniq, first_row = distinct_keys(keys)

@@ -115,3 +115,17 @@ def test_keys_are_bisected_in_one_place():
     bad = [f"{p.relative_to(ROOT)}:{line}: {fn}" for p in _code_files("tableformat")
            for fn, line in _bisections(p) if (p.name, fn) != ("keyprobe.py", "bisect_sorted")]
     assert bad == []
+
+
+def test_keys_are_encoded_by_the_format():
+    """A row's encoded primary key is `format.keyencoder`'s (`encoded_keys`, `encode_keys`):
+    the write path's modules import it from there, not from one another (specs/format.md
+    "Key encoding")."""
+    bad = [f"{p.relative_to(ROOT)}:{n.lineno}: from {n.module} import {a.name}"
+           for p in _code_files("tableformat") if p.name != "keyencoder.py"
+           for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.ImportFrom)
+           for a in n.names if a.name in ("encoded_keys", "encode_keys") and not (n.module or "").endswith("keyencoder")]
+    defined = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _code_files("tableformat") if p.name != "keyencoder.py"
+               for n in ast.walk(ast.parse(p.read_text()))
+               if isinstance(n, ast.FunctionDef) and n.name in ("encoded_keys", "encode_keys")]
+    assert bad == [] and defined == []
