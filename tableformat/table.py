@@ -1,7 +1,7 @@
 """The public facade (Kudu's tablet.cc): Table, create_table and open_table. A Table is a thin
 face on a TableHandle (`handle`), which owns the cached state. Reads go to a Snapshot; every
 write is one shape: a plan on a Snapshot (`insert`, `row_ops`, `alter`, `restore`, `tags`) run
-by `transaction.run`, where requirements (`conflicts`) and the matrix (`matrix`) decide a lost
+by `transaction.run`, where requirements (`requirements`) and the matrix (`matrix`) decide a lost
 race. Compaction runs in `maintenance`, vacuum in `vacuum`, change history in `changes`."""
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 `MATRIX[later][earlier]` is the later writer's outcome when the earlier one
 committed first and both touch the same data (same keys, rowsets, tag or
-history). A requirement (`conflicts`) finds whether a winner touched what the
+history). A requirement (`requirements`) finds whether a winner touched what the
 write relies on; the matrix decides the outcome, from the write's kind
 (`WriteFragment.kind`) and the winner's (`winner_kind`, read from its actions).
 Disjoint writes always rebase. A REBASE the requirement cannot carry out (a

@@ -3,7 +3,7 @@
 Delta records carry their row's key, so REDO files committed against a merge's
 inputs (or a mutation's own, planned before the merge) are rewritten onto the
 merge's outputs by probing those keys. This writes files; the matrix only
-decides that a rebase is allowed (`conflicts` calls this when it is).
+decides that a rebase is allowed (`requirements` calls this when it is).
 """
 from __future__ import annotations
 

@@ -8,26 +8,22 @@ batch the highest sequence per key wins. The row-operation planner (`row_ops`)
 asks this module for the stored sequences and applies the rule round by round;
 skipped rows are counted (`ignored`, `stale`) and recorded in a small Parquet
 file the commit names (`skipped` action), so `changes(skipped=True)` can show
-them with their reason.
+them with their reason. The write's requirement is `requirements.SequencesCurrent`.
 """
 from __future__ import annotations
 
 import uuid
 import zlib
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import AddDelta, AddRowSet, RemoveRowSet
 from ..format.cfile_set import verified_parquet_file
-from .conflicts import REBASE, Context, Requirement, Verdict, no_rebase, pack_rowids, unpack_rowids
 from ..read.delta_tracker import apply_deltas
 from ..format.constants import TABLETS_DIR
-from ..format.deltafile import REDO, flag_name, read_delta
 from ..format.diskrowset import read_base_columns
 from ..format.errors import SequenceColumnError
 from ..format.metadata import FileRef, RowSetMeta, TableState, property_value
@@ -135,39 +131,3 @@ def write_skipped(storage: Storage, batch: pa.Table, rows: np.ndarray, reason: s
 
 def read_skipped(storage: Storage, ref: FileRef) -> pa.Table:
     return verified_parquet_file(storage, ref, "skipped rows file").read()
-
-
-@dataclass(frozen=True, eq=False)
-class SequencesCurrent(Requirement):
-    """An ordered upsert compared its sequences with these rows' stored ones (rowset -> rowids):
-    a winner that updated the sequence column of one of them makes the comparison stale, so the
-    write is planned again against the new value (specs/format.md §14)."""
-
-    rows: Mapping[str, np.ndarray] = field(default_factory=dict)
-    column_id: int = -1
-    kind: ClassVar[str] = "sequences_current"
-
-    def check(self, ctx: Context) -> Verdict:
-        readded = {a.rowset.id for a in ctx.winner_actions if isinstance(a, AddRowSet)}
-        for c in ctx.winners:
-            if any(isinstance(a, RemoveRowSet) and a.rowset_id in self.rows and a.rowset_id not in readded
-                   for a in c.actions):
-                # a merging compaction moved the rows: a sequence updated on its outputs since is not
-                # found by rowid, so compare again
-                return Verdict(no_rebase(ctx, c), "a rowset whose sequences it compared was rewritten concurrently")
-            for a in c.of(AddDelta):
-                if a.delta.kind == REDO and a.delta.rowset in self.rows and a.delta.updates(self.column_id):
-                    t = read_delta(ctx.storage, a.delta, [self.column_id])
-                    flags = t.column(flag_name(self.column_id)).fill_null(False).to_numpy(zero_copy_only=False)
-                    changed = t.column("rowid").to_numpy()[flags]
-                    if np.isin(self.rows[a.delta.rowset], changed).any():
-                        return Verdict(no_rebase(ctx, c), "the sequence of a row it compared was updated "
-                                                           "concurrently")
-        return REBASE
-
-    def _body(self) -> dict:
-        return {"rows": {r: pack_rowids(v) for r, v in self.rows.items()}, "column_id": self.column_id}
-
-    @classmethod
-    def from_body(cls, d: dict) -> "SequencesCurrent":
-        return cls({r: unpack_rowids(v) for r, v in d["rows"].items()}, d["column_id"])

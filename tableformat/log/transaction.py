@@ -4,7 +4,7 @@ A writer plans on a Snapshot and writes immutable files; the result is a
 WriteFragment (plain data: a Spark executor can make one, a driver commit it).
 `Transaction.commit` races for the next log version with put-if-absent. On
 losing, it reads exactly the commits that won and asks every requirement
-(`conflicts`): REBASE carries on at the next version, RESTART and FAIL give up.
+(`requirements`): REBASE carries on at the next version, RESTART and FAIL give up.
 `run` is the engine's loop around it: plan, commit, and plan again on RESTART.
 Files of a write that does not land are deleted; never those of one that did.
 See specs/format.md §8 and §10.
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .actions import Action, AddDelta, AddRowSet, AddSkipped, Commit
-from .conflicts import Context, Outcome, check_all
+from .matrix import Outcome
+from .requirements import Context, check_all
 from ..format import arguments as arg
 from ..format.errors import (CommitConflictError, RestartRequired, TableFormatError, TableReplacedError,
                              VersionNotFoundError)

@@ -12,7 +12,7 @@ files exactly; UNDO records older than `history_max_age` are not written
 (garbage collection). Concurrency: delta compactions keep rowids, so
 mutations committed meanwhile stay valid on top of them; a merging compaction
 rebases such mutations by remapping their records, by key, onto its outputs
-(`rowset_requirements.MergeInputsRemappable`). Each `write_compaction` returns a fragment.
+(`requirements.MergeInputsRemappable`). Each `write_compaction` returns a fragment.
 See `specs/format.md`, section "Compaction".
 """
 from __future__ import annotations
@@ -26,8 +26,7 @@ import pyarrow.compute as pc
 
 from ..log.actions import AddDelta, AddRowSet, RemoveRowSet
 from .compaction_policy import CompactionAction, CompactionPlan, ancient_undo  # noqa: F401  (re-exported)
-from ..log.rowset_requirements import DefinitionUnchanged, MergeInputsRemappable, RowSetsUnchanged
-from ..log.retention import TagsRetained
+from ..log.requirements import DefinitionUnchanged, MergeInputsRemappable, RowSetsUnchanged, TagsRetained
 from ..format.cfile_set import FILE_CACHE, field_name
 from .delta_compaction import (Prepared, gc_records, history_action, prepare_major, prepare_minor,
                                prepare_undo_gc, read_all_deltas, undo_of, write_records)

@@ -18,8 +18,7 @@ import pyarrow.compute as pc
 from ..log.actions import AddDelta, AddRowSet
 from ..log import mvcc
 from ..log.changes import changes
-from ..log.conflicts import KeysAbsent, RowsLive
-from ..log.rowset_requirements import DataUnchanged, DefinitionUnchanged
+from ..log.requirements import DataUnchanged, DefinitionUnchanged, KeysAbsent, RowsLive
 from ..format.errors import InvalidOptionError, RestoreError
 from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..log import mvcc
 from ..log.actions import AddTag, RemoveTag
-from ..log.retention import HistoryKept, TagAbsent, TagPresent
+from ..log.requirements import HistoryKept, TagAbsent, TagPresent
 from ..format.errors import HistoryExpiredError, TagExistsError, TagNotFoundError
 from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..log.actions import Commit, SetHistory
-from ..log.retention import TagsRetained
+from ..log.requirements import TagsRetained
 from ..interop.delta_mirror import mirrored_files
 from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle

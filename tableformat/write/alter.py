@@ -26,7 +26,7 @@ from ..format.errors import PartitionSchemaError, SchemaError, SequenceColumnErr
 from ..format.partition import RangeBound, encode_bound
 from ..format.schema import MAX_COLUMNS, Column, Schema, validate_identifier
 from ..log.actions import Action, AlterDefinition, RemoveRowSet
-from ..log.rowset_requirements import DefinitionUnchanged, NoRowsInTablets
+from ..log.requirements import DefinitionUnchanged, NoRowsInTablets
 from ..log.fragment import WriteFragment
 from ..format.metadata import TableState
 from ..log.sequence import PROPERTY as SEQUENCE, check_sequence_column

@@ -17,8 +17,7 @@ import pyarrow.compute as pc
 
 from ..log.actions import AddRowSet
 from ..format.batch import prepare
-from ..log.conflicts import KeysAbsent, SkippedKeysStillLive
-from ..log.rowset_requirements import DefinitionUnchanged
+from ..log.requirements import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
 from ..format.constants import rowset_dir
 from ..format.base_writer import write_rowset_data
 from ..format.diskrowset import rowset_meta, write_bloom, write_pk_index

@@ -27,8 +27,7 @@ from ..log.actions import AddRowSet
 from ..format.batch import one_array, prepare
 from ..format.bloom import SEED, SplitBlockBloomFilter
 from ..format.cfile_set import column_stats, parquet_writer
-from ..log.conflicts import KeysAbsent, SkippedKeysStillLive
-from ..log.rowset_requirements import DefinitionUnchanged
+from ..log.requirements import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
 from ..format.constants import rowset_dir
 from ..format.diskrowset import BLOCK_KEYS_META, DICT_SAMPLE_ROWS, base_file_layout
 from ..format.errors import InvalidDataError, InvalidOptionError

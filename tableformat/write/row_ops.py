@@ -26,8 +26,7 @@ import pyarrow.compute as pc
 
 from ..format.batch import convert_column, to_arrow_table
 from ..log.actions import AddDelta, AddRowSet, AddSkipped
-from ..log.conflicts import KeysAbsent, RowsLive
-from ..log.rowset_requirements import DefinitionUnchanged
+from ..log.requirements import DefinitionUnchanged, KeysAbsent, RowsLive, SequencesCurrent
 from ..format.deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
 from ..format.errors import (InvalidDataError, KeyColumnUpdateError, KeyNotFoundError, MissingColumnError,
                              NoRangePartitionError, NullValueError, UnknownColumnError)
@@ -35,7 +34,7 @@ from ..format.keyencoder import encoded_keys
 from ..read.keyprobe import locate_keys
 from ..format.metadata import RowSetMeta, TableState
 from ..format.parallel import pmap
-from ..log.sequence import STALE, SequencesCurrent, ranks, sequence_column, stored_sequences, write_skipped
+from ..log.sequence import STALE, ranks, sequence_column, stored_sequences, write_skipped
 from ..format.storage import Storage
 from ..log.fragment import WriteFragment
 from .key_rounds import (INSERT, INSERT_IGNORE, IGNORING, OP_NAMES, UPDATE_IGNORE, UPDATE_OP, UPSERT, KeyRounds,

@@ -219,8 +219,7 @@ def test_vacuum_history_gc_is_decided_by_the_matrix(later, template, tmp_path):
     """A vacuum that drops history (SetHistory with gc_before_ts) against a tag that needs it,
     either way round: the requirement finds the clash, the matrix's cell decides (FAIL)."""
     from tableformat.log.actions import AddTag, Commit, SetHistory
-    from tableformat.log.conflicts import Context, check_all
-    from tableformat.log.retention import HistoryKept, TagsRetained
+    from tableformat.log.requirements import Context, HistoryKept, TagsRetained, check_all
     uri = str(tmp_path / "t")
     shutil.copytree(template, uri)
     t = tf.open_table(uri)

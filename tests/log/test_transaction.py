@@ -9,8 +9,8 @@ import pytest
 
 import tableformat as tf
 from tableformat.log.actions import action_from_json, decode_commit
-from tableformat.log.conflicts import KeysAbsent, Requirement, RowsLive, SkippedKeysStillLive
-from tableformat.log.rowset_requirements import DefinitionUnchanged, MergeInputsRemappable, NoRowsInTablets, RowSetsUnchanged
+from tableformat.log.requirements import (DefinitionUnchanged, KeysAbsent, MergeInputsRemappable, NoRowsInTablets, Requirement,
+                                          RowsLive, RowSetsUnchanged, SkippedKeysStillLive)
 
 
 def kv(path, **props):
@@ -385,7 +385,7 @@ def test_rowslive_of_two_fragments_on_one_rowset_keeps_both(tmp_path):
 
 def test_requirement_merge_unit(tmp_path):
     import numpy as np
-    from tableformat.log.conflicts import RowsLive
+    from tableformat.log.requirements import RowsLive
     from tableformat.log.fragment import _merged
     m = _merged([RowsLive({"rs1": np.array([0])}), RowsLive({"rs1": np.array([1])})])
     (r,) = m
@@ -579,7 +579,7 @@ def test_an_insert_ignore_that_skipped_a_live_key_beside_its_change_is_refused(t
 
 
 def test_a_mixed_fragment_round_trips_and_keeps_each_kind():
-    from tableformat.log.conflicts import InsertsUnread, OfKind
+    from tableformat.log.requirements import InsertsUnread, OfKind
     req = OfKind("insert", KeysAbsent({"t0": pa.array([b"a"], pa.binary())}))
     back = Requirement.from_json(json.loads(json.dumps(req.to_json())))
     assert type(back) is OfKind and back.to_json() == req.to_json()

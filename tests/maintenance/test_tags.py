@@ -243,8 +243,8 @@ def test_check_reports_a_tag_that_does_not_match_the_log(tmp_path):
 def test_tag_races_are_judged_by_where_the_winners_leave_the_tag(tmp_path):
     """An untag racing a move of the tag (untag + tag) still finds it; a tag racing a tag of the
     name created and removed again finds none: the requirements read the winners in order."""
-    from tableformat.log.conflicts import Context, Outcome
-    from tableformat.log.retention import TagAbsent, TagPresent
+    from tableformat.log.matrix import Outcome
+    from tableformat.log.requirements import Context, TagAbsent, TagPresent
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": ["a"], "val": [1]}))
     t.tag("release")

@@ -129,3 +129,20 @@ def test_keys_are_encoded_by_the_format():
                for n in ast.walk(ast.parse(p.read_text()))
                if isinstance(n, ast.FunctionDef) and n.name in ("encoded_keys", "encode_keys")]
     assert bad == [] and defined == []
+
+
+def test_every_requirement_class_is_the_requirements_packages():
+    """A requirement (what a write relies on, specs/format.md §10) is defined in
+    `log/requirements/` and nowhere else, so one import registers them all for `from_json`."""
+    from tableformat.log.requirements import REQUIREMENTS, Requirement
+    home = ROOT / "tableformat" / "log" / "requirements"
+    bad = [f"{p.relative_to(ROOT)}:{n.lineno}: {n.name}" for p in _code_files("tableformat", "spark_jobs")
+           if p.parent != home for n in ast.walk(ast.parse(p.read_text()))
+           if isinstance(n, ast.ClassDef) and any(ast.unparse(b).endswith("Requirement") for b in n.bases)]
+    assert bad == []
+
+    def subclasses(c):
+        return {c} | {s for d in c.__subclasses__() for s in subclasses(d)}
+    kinds = {c.kind for c in subclasses(Requirement) if c.kind}
+    assert len(kinds) >= 16 and all(REQUIREMENTS.lookup(k) for k in kinds)
+

@@ -1,122 +1,25 @@
-"""Requirements: what a write relies on, checked against exactly the commits that won.
-
-A writer plans on a snapshot. If another commit lands first, each requirement
-of the loser finds whether a winner touched what it relies on (keys, rows,
-rowsets, the definition, a tag, the history); if one did, the conflict matrix
-(`matrix.decide`, specs/format.md §10) gives the outcome: REBASE, RESTART or
-FAIL. Requirements are plain data (to_json / from_json through one registry,
-`registry`), so a Spark executor can make them and a driver can check them.
-A rebase that must rewrite REDO files onto a compaction's outputs uses `remap`.
-"""
+"""Requirements on keys and rows (specs/format.md §10, §10.2, §10.3): keys found absent are
+still absent, skipped keys still live, changed rows still live (remapped by key onto a
+compaction's outputs, `remap`), and the fragments of one commit do not contradict each other."""
 from __future__ import annotations
 
-import base64
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Mapping
 
 import numpy as np
 import pyarrow as pa
 
-from .actions import AddDelta, AddRowSet, Action, Commit, RemoveRowSet, added_deltas
-from ..read.delta_tracker import deleted_mask
-from ..format.deltafile import DELETE, read_delta
-from ..format.diskrowset import read_pk_index
-from ..format.errors import CommitConflictError, ContradictoryFragmentsError, DuplicateKeyError
-from ..format.keyencoder import decode_key
-from ..read.keyprobe import probe
-from .matrix import Outcome, decide, fallback
-from ..format.metadata import TableState
-from .registry import Registry
-from .remap import remap_by_key
-from ..format.storage import Storage
-
-
-@dataclass
-class Verdict:
-    outcome: Outcome
-    reason: str = ""
-    error: Exception | None = None
-    extra: list[Action] = field(default_factory=list)      # remapped actions, on REBASE
-    dropped: list[Action] = field(default_factory=list)    # own actions the remapped ones replace
-
-
-@dataclass
-class Context:
-    """What a requirement may look at: the snapshot the write planned on, the state the winners
-    start from, the winners, and this transaction's own actions."""
-
-    storage: Storage
-    snapshot: TableState
-    base: TableState
-    winners: list[Commit]
-    own: list[Action]
-    written: list[str]                  # a requirement that writes files (remapping) appends them
-    kind: str                           # the write's row of the matrix (WriteFragment.kind)
-
-    def decide(self, winner: Commit) -> Outcome:
-        """The matrix's outcome for this write against a winner that touched its data."""
-        return decide(self.kind, winner)
-
-    def fallback(self) -> Outcome:
-        """The outcome when the matrix says REBASE but this write cannot be carried over."""
-        return fallback(self.kind)
-
-    @property
-    def winner_actions(self) -> list[Action]:
-        return [a for c in self.winners for a in c.actions]
-
-
-REBASE = Verdict(Outcome.REBASE)
-REQUIREMENTS = Registry("requirement")
-LEGACY = ("on_clash", "on_change")
-
-
-def strictest(verdicts) -> Verdict:
-    """FAIL over RESTART over REBASE; REBASE when there are none."""
-    order = {Outcome.FAIL: 0, Outcome.RESTART: 1, Outcome.REBASE: 2}
-    return min(verdicts, key=lambda v: order[v.outcome], default=REBASE)
-
-
-class Requirement:
-    """A condition a write relies on. `check` answers REBASE, RESTART or FAIL."""
-
-    kind: ClassVar[str] = ""
-
-    def __init_subclass__(cls, **kw):
-        super().__init_subclass__(**kw)
-        REQUIREMENTS.register(cls.kind, cls)
-
-    def check(self, ctx: Context) -> Verdict:
-        raise NotImplementedError
-
-    def precheck(self, ctx: Context) -> Verdict:
-        """Checked once before the first commit attempt, on the write itself."""
-        return REBASE
-
-    def to_json(self) -> dict:
-        return {"kind": self.kind, **self._body()}
-
-    def _body(self) -> dict:
-        """Plain JSON of the fields: tuples as lists."""
-        return {f.name: (list(v) if isinstance(v, tuple) else v) for f in fields(self) for v in [getattr(self, f.name)]}
-
-    @staticmethod
-    def from_json(d: Mapping[str, Any]) -> "Requirement":
-        d = dict(d)
-        return REQUIREMENTS.lookup(d.pop("kind")).from_body(d)
-
-    @classmethod
-    def from_body(cls, d: dict) -> "Requirement":
-        # on_clash / on_change: outcomes a fragment carried before the matrix decided them
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k not in LEGACY})
-
-
-def pack_rowids(a: np.ndarray) -> str:
-    return base64.b64encode(np.asarray(a, np.int64).tobytes()).decode()
-
-
-def unpack_rowids(s: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(s), np.int64)
+from ..actions import AddDelta, AddRowSet, RemoveRowSet, added_deltas
+from ...format.deltafile import DELETE, read_delta
+from ...format.diskrowset import read_pk_index
+from ...format.errors import CommitConflictError, ContradictoryFragmentsError, DuplicateKeyError
+from ...read.delta_tracker import deleted_mask
+from ...read.keyprobe import probe
+from ..matrix import Outcome
+from ..remap import remap_by_key
+from .base import (REBASE, Context, Requirement, Verdict, decoded_key, new_rowsets, no_rebase, pack_rowids,
+                   schema_name, strictest, unpack_rowids)
+from .rowsets import RowSetsDisjoint
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,7 +45,7 @@ class KeysAbsent(Requirement):
         # the error counts each key once: a key an insert added and a merge then rewrote is in both
         clashes = self._clashes(ctx, new_rowsets(ctx), deltas_of)
         schema = ctx.base.schema
-        first = ", ".join(repr(_decoded(k, schema)) for k in sorted(clashes)[:3])
+        first = ", ".join(repr(decoded_key(k, schema)) for k in sorted(clashes)[:3])
         err = DuplicateKeyError(f"{len(clashes)} key(s) were inserted concurrently in table {schema_name(ctx)!r} "
                                 f"(first: {first}); use insert_ignore or upsert", len(clashes))
         v = strictest(verdicts)
@@ -236,7 +139,7 @@ class InsertsUnread(Requirement):
                 hit += keys.filter(pa.array(probe(ctx.storage, ours, keys)[0] >= 0)).to_pylist()
         if not hit:
             return REBASE
-        first = ", ".join(repr(_decoded(k, ctx.base.schema)) for k in sorted(hit)[:3])
+        first = ", ".join(repr(decoded_key(k, ctx.base.schema)) for k in sorted(hit)[:3])
         return Verdict(Outcome.FAIL, "fragments of one commit contradict each other", ContradictoryFragmentsError(
             f"{len(hit)} key(s) of table {ctx.base.name!r} are inserted by one fragment of this commit and "
             f"updated, deleted or upserted by another (first: {first}); fragments of one commit all read "
@@ -250,54 +153,6 @@ class InsertsUnread(Requirement):
     def from_body(cls, d: dict) -> "InsertsUnread":
         keys = {t: pa.array([bytes.fromhex(k) for k in v], pa.binary()) for t, v in d["keys"].items()}
         return cls(tuple(d["inserted"]), keys)
-
-
-def schema_name(ctx: Context) -> str:
-    return ctx.base.name
-
-
-def _decoded(key: bytes, schema) -> Any:
-    try:
-        t = decode_key(key, [c.type for c in schema.key_columns])
-        return t[0] if len(t) == 1 else t
-    except ValueError:
-        return key.hex()
-
-
-def new_rowsets(ctx: Context, winners: list[Commit] | None = None) -> list:
-    """Rowsets the winners (all, or those given) added that hold rows new to the table: a major
-    delta compaction re-adds a rowset under its id with a new column group, and that is no new row."""
-    return [a.rowset for c in (ctx.winners if winners is None else winners) for a in c.actions
-            if isinstance(a, AddRowSet) and a.rowset.id not in ctx.base.rowsets]
-
-
-@dataclass(frozen=True)
-class RowSetsDisjoint(Requirement):
-    """The rowsets one commit adds share no key: fragments made apart (Spark tasks not split by
-    tablet and key, or several fragments inserting one new key) are checked before committing."""
-
-    kind: ClassVar[str] = "rowsets_disjoint"
-
-    def check(self, ctx: Context) -> Verdict:
-        return REBASE
-
-    def precheck(self, ctx: Context) -> Verdict:
-        by_tablet: dict[str, list] = {}
-        for a in ctx.own:
-            if isinstance(a, AddRowSet):
-                by_tablet.setdefault(a.rowset.tablet, []).append(a.rowset)
-        n = 0
-        for lst in by_tablet.values():
-            for i in range(1, len(lst)):
-                r = lst[i]
-                mine = [o for o in lst[:i] if not (o.max_key < r.min_key or o.min_key > r.max_key)]
-                if mine:
-                    n += int((probe(ctx.storage, mine, read_pk_index(ctx.storage, r))[0] >= 0).sum())
-        if not n:
-            return REBASE
-        return Verdict(Outcome.FAIL, "duplicate keys across fragments", DuplicateKeyError(
-            f"{n} key(s) appear more than once in the input of table {ctx.base.name!r}; use insert_ignore "
-            "semantics or deduplicate", n))
 
 
 @dataclass(frozen=True, eq=False)
@@ -391,26 +246,3 @@ class RowsLive(Requirement):
     @classmethod
     def from_body(cls, d: dict) -> "RowsLive":
         return cls({r: unpack_rowids(v) for r, v in d["rows"].items()})
-
-
-def no_rebase(ctx: Context, winner: Commit) -> Outcome:
-    """The matrix's outcome for a clash this requirement can never rebase over."""
-    outcome = ctx.decide(winner)
-    return ctx.fallback() if outcome is Outcome.REBASE else outcome
-
-
-def check_all(requirements: Sequence[Requirement], ctx: Context, before: bool = False) -> Verdict:
-    """The strictest answer of all requirements (FAIL over RESTART over REBASE); REBASE carries
-    every requirement's remapped actions. before=True runs the prechecks instead."""
-    extra: list[Action] = []
-    dropped: list[Action] = []
-    restart = None
-    for r in requirements:
-        v = r.precheck(ctx) if before else r.check(ctx)
-        if v.outcome is Outcome.FAIL:
-            return v
-        if v.outcome is Outcome.RESTART and restart is None:
-            restart = v
-        extra += v.extra
-        dropped += v.dropped
-    return restart or Verdict(Outcome.REBASE, extra=extra, dropped=dropped)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .actions import AddTag, Commit, RemoveTag, SetHistory
-from .conflicts import REBASE, Context, Requirement, Verdict, strictest
-from ..format.errors import CommitConflictError, HistoryExpiredError, TagExistsError, TagNotFoundError
+from ..actions import AddTag, Commit, RemoveTag, SetHistory
+from ...format.errors import CommitConflictError, HistoryExpiredError, TagExistsError, TagNotFoundError
+from .base import REBASE, Context, Requirement, Verdict, strictest
 
 
 def _tag_after_winners(ctx: Context, name: str) -> tuple[bool | None, Commit | None]:

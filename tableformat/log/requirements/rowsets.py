@@ -1,18 +1,48 @@
 """Requirements on the table's definition and its rowsets: what an ALTER, a compaction and a
-restore rely on (specs/format.md §10). A compaction's inputs must not be rewritten under it;
-REDO records committed to a merge's inputs meanwhile are remapped onto its outputs (`remap`).
-The requirements on rows and keys, and the protocol all of them follow, are `conflicts`'.
-"""
+restore rely on, and that one commit's rowsets share no key (specs/format.md §10). A compaction's
+inputs must not be rewritten under it; REDO records committed to a merge's inputs meanwhile are
+remapped onto its outputs (`remap`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from .actions import Action, AddDelta, AddRowSet
-from ..format.errors import CommitConflictError
-from .conflicts import REBASE, Context, Requirement, Verdict, new_rowsets, no_rebase, strictest
-from .matrix import Outcome
-from .remap import remap_by_key
+from ..actions import Action, AddDelta, AddRowSet
+from ...format.diskrowset import read_pk_index
+from ...format.errors import CommitConflictError, DuplicateKeyError
+from ...read.keyprobe import probe
+from ..matrix import Outcome
+from ..remap import remap_by_key
+from .base import REBASE, Context, Requirement, Verdict, new_rowsets, no_rebase, strictest
+
+
+@dataclass(frozen=True)
+class RowSetsDisjoint(Requirement):
+    """The rowsets one commit adds share no key: fragments made apart (Spark tasks not split by
+    tablet and key, or several fragments inserting one new key) are checked before committing."""
+
+    kind: ClassVar[str] = "rowsets_disjoint"
+
+    def check(self, ctx: Context) -> Verdict:
+        return REBASE
+
+    def precheck(self, ctx: Context) -> Verdict:
+        by_tablet: dict[str, list] = {}
+        for a in ctx.own:
+            if isinstance(a, AddRowSet):
+                by_tablet.setdefault(a.rowset.tablet, []).append(a.rowset)
+        n = 0
+        for lst in by_tablet.values():
+            for i in range(1, len(lst)):
+                r = lst[i]
+                mine = [o for o in lst[:i] if not (o.max_key < r.min_key or o.min_key > r.max_key)]
+                if mine:
+                    n += int((probe(ctx.storage, mine, read_pk_index(ctx.storage, r))[0] >= 0).sum())
+        if not n:
+            return REBASE
+        return Verdict(Outcome.FAIL, "duplicate keys across fragments", DuplicateKeyError(
+            f"{n} key(s) appear more than once in the input of table {ctx.base.name!r}; use insert_ignore "
+            "semantics or deduplicate", n))
 
 
 @dataclass(frozen=True)
