@@ -159,6 +159,7 @@ class Snapshot:
         arg.choice(on_error, "on_error", ("fail", "report"))
         arg.string(operation, "operation")
         arg.boolean(distributed, "distributed")
+        data = to_arrow_table(data)             # the input, as Arrow (a pyarrow Table passes through)
         return write_mutation(self.storage, self.state, data, operation,
                               OP_NAMES[op] if op is not None else None, op_column, columns, on_error, distributed)
 

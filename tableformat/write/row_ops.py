@@ -18,13 +18,13 @@ sequence per key wins whatever the batch order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..format.batch import convert_column, to_arrow_table
+from ..format.batch import convert_column
 from ..log.actions import AddDelta, AddRowSet, AddSkipped
 from ..log.requirements import DefinitionUnchanged, KeysAbsent, RowsLive, SequencesCurrent
 from ..format.deltafile import DELETE, UPDATE, DeltaFileMeta, write_delta_file
@@ -82,11 +82,11 @@ def _parse_ops(op_column: pa.Array) -> np.ndarray:
     return np.array(list(OP_NAMES.values()), dtype=np.int8)[idx.to_numpy(zero_copy_only=False)]
 
 
-def validate(state: TableState, data: Any, op: int | None, op_column: str | None,
+def validate(state: TableState, t: pa.Table, op: int | None, op_column: str | None,
              update_columns: Sequence[str] | None) -> tuple[pa.Table, np.ndarray, list[str]]:
-    """Validate a mutation batch. Returns (batch with present columns, op per row, updated columns)."""
+    """Validate a mutation batch, an Arrow table (the facade converted the input once). Returns
+    (batch with present columns, op per row, updated columns)."""
     schema = state.schema
-    t = to_arrow_table(data)
     ops = np.full(t.num_rows, op if op is not None else INSERT, dtype=np.int8)
     if op_column is not None:
         if op_column not in t.column_names:
@@ -245,7 +245,7 @@ def write_plan_files(storage: Storage, state: TableState, plan: MutationPlan,
     return rowsets, write_deltas(storage, state, plan, written)
 
 
-def write_mutation(storage: Storage, state: TableState, data: Any, operation: str, op: int | None = None,
+def write_mutation(storage: Storage, state: TableState, data: pa.Table, operation: str, op: int | None = None,
                    op_column: str | None = None, columns: Sequence[str] | None = None,
                    on_error: str = "fail", distributed: bool = False) -> WriteFragment:
     """Plan a batch of row operations on `state`, write its REDO deltas and new rowsets, and
@@ -253,9 +253,8 @@ def write_mutation(storage: Storage, state: TableState, data: Any, operation: st
 
     on_error="fail" raises for a strict operation that fails (a missing key for update or
     delete, an existing one for insert); "report" skips such rows like their _ignore variant
-    and leaves (batch, rows, ops) in `rejected`, with `missing` and `duplicate` counts."""
-    if on_error not in ("fail", "report"):
-        raise InvalidDataError(f"on_error must be 'fail' or 'report', got {on_error!r}")
+    and leaves (batch, rows, ops) in `rejected`, with `missing` and `duplicate` counts (the
+    Snapshot checked `on_error`)."""
     batch, ops, update_cols = validate(state, data, op, op_column, columns)
     sequence = sequence_column(state)
     if sequence is not None and np.isin(ops, [UPDATE_OP, UPDATE_IGNORE, UPSERT]).any():

@@ -146,3 +146,19 @@ def test_every_requirement_class_is_the_requirements_packages():
     kinds = {c.kind for c in subclasses(Requirement) if c.kind}
     assert len(kinds) >= 16 and all(REQUIREMENTS.lookup(k) for k in kinds)
 
+
+def test_a_mutation_is_converted_and_checked_once():
+    """The facade turns the user's input into Arrow (`format.batch.to_arrow_table`) and checks
+    `on_error`; the write and maintenance wings take Arrow tables and trust the checked options,
+    so neither is done twice on one write."""
+    converts = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _code_files("tableformat/write", "tableformat/maintenance")
+                for n in ast.walk(ast.parse(p.read_text()))
+                if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("to_arrow_table")]
+    checks = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _code_files("tableformat")
+              for n in ast.walk(ast.parse(p.read_text()))
+              if (isinstance(n, ast.Compare) and ast.unparse(n.left) == "on_error"
+                  and isinstance(n.ops[0], (ast.In, ast.NotIn)))
+              or (isinstance(n, ast.Call) and ast.unparse(n.func).endswith("choice") and n.args
+                  and ast.unparse(n.args[0]) == "on_error")]
+    assert converts == []
+    assert [c.split(":")[0] for c in checks] == ["tableformat/snapshot.py"]
