@@ -74,16 +74,10 @@ def open_snapshot(uri: str, storage_options: dict | None, as_of: Any, table_id: 
 
 
 def spark_type(ctype):
-    """The Spark SQL type of a tableformat column type (built without a session: workers have none)."""
-    from pyspark.sql import types as T
-    k = ctype.kind
-    simple = {"bool": T.BooleanType, "int8": T.ByteType, "int16": T.ShortType, "int32": T.IntegerType,
-              "int64": T.LongType, "float": T.FloatType, "double": T.DoubleType, "date": T.DateType,
-              "unixtime_micros": T.TimestampType, "string": T.StringType, "varchar": T.StringType,
-              "binary": T.BinaryType}
-    if k in simple:
-        return simple[k]()
-    return T.DecimalType(ctype.precision, ctype.scale)
+    """The Spark SQL type of a tableformat column type, from the engine's name of it in Spark's JSON
+    (`ColumnType.delta_name`, specs/format.md §2.1); built without a session: workers have none."""
+    from pyspark.sql.types import StructField
+    return StructField.fromJson({"name": "c", "type": ctype.delta_name, "nullable": True, "metadata": {}}).dataType
 
 
 def spark_schema(schema: tf.Schema, names: Sequence[str] | None = None):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import tableformat as tf
 
 from ..jvm_paths import jvm_path
-from ..snapshots import spark_type
 from . import NAME
 
 
@@ -19,7 +18,9 @@ def connector_part(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
 
 
 def _physical(ctype, value):
-    """A value as the connector's plan carries it: Catalyst's physical form in JSON."""
+    """A value as the connector's plan carries it: Catalyst's physical form in JSON, by the type's
+    physical kind (`ColumnType.physical`, what CellCopy.fromJson reads): a date's days and a
+    timestamp's microseconds as integers, a decimal as text, binary bytes in base64."""
     import base64
     import math
 
@@ -27,14 +28,12 @@ def _physical(ctype, value):
     if value is None:
         return None
     s = pa.scalar(value, type=ctype.arrow())
-    k = ctype.kind
-    if k == "date":
-        return s.cast(pa.int32()).as_py()
-    if k == "unixtime_micros":
-        return s.cast(pa.int64()).as_py()
-    if k == "decimal":
+    physical = ctype.physical
+    if physical in ("INT", "LONG"):
+        return s.cast(pa.int32() if physical == "INT" else pa.int64()).as_py()
+    if physical == "DEC":
         return str(s.as_py())
-    if k == "binary":
+    if physical == "BYTES" and pa.types.is_binary(s.type):
         return base64.b64encode(s.as_py()).decode()
     v = s.as_py()
     if isinstance(v, float) and not math.isfinite(v):
@@ -51,7 +50,7 @@ def connector_plan(storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> dic
                 "max_ts": f.max_ts, "has_ts": f.has_ts_column, "updates": list(f.updates), "deletes": f.deletes}
     return {
         "version": plan.version, "read_ts": plan.read_ts,
-        "columns": [{"id": c.id, "name": c.name, "type": spark_type(c.type).simpleString(), "nullable": True,
+        "columns": [{"id": c.id, "name": c.name, "type": c.type.spark_name, "nullable": True,
                      "default": _physical(c.type, c.read_default)} for c in plan.read_columns],
         "rowsets": [{"id": rs.id, "num_rows": rs.num_rows,
                      "base": [{"path": jvm_path(storage, b.path), "size": b.size, "columns": [i for i, _ in b.columns]}

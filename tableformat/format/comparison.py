@@ -27,7 +27,6 @@ import pyarrow as pa
 from .errors import SchemaError
 from .types import ColumnType
 
-_INT_RANGE = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "date": 32, "unixtime_micros": 64}
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _CTX = _decimal.Context(prec=200, Emax=10**6, Emin=-10**6)
@@ -201,7 +200,7 @@ def _locate_number(ctype: ColumnType, value: Any, what: str):
         x = _number(value)
         if x is None:
             raise _wrong(ctype, value, what, "use a number")
-        bits = _INT_RANGE[k]
+        bits = 8 * ctype.key_width
         return _integral(x, -2 ** (bits - 1), 2 ** (bits - 1) - 1)
     if k in ("float", "double"):
         x = _number(value)

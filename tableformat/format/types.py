@@ -1,7 +1,9 @@
-"""Column types, encodings and compressions, as Kudu defines them (schema-design seed).
+"""Column types, encodings and compressions, as Kudu defines them (specs/format.md §2.1).
 
-Each Kudu type maps to one Arrow type in memory and one Parquet physical type
-on disk; `specs/format.md` section "Types" is the contract.
+Each logical type has one row in `TYPE_NAMES`: its Arrow type in memory, its Spark SQL name,
+its Delta schema name and the physical kind the JVM connector copies its cells as. Every other
+spelling of a type (the Spark jobs' schemas, the connector's plan, the Delta mirror, the JVM's
+`CellCopy`, tied by a test) derives from it.
 """
 from __future__ import annotations
 
@@ -15,12 +17,35 @@ from .errors import SchemaError
 MAX_CELL_BYTES = 64 * 1024          # Kudu: no cell larger than 64 KB
 MAX_ENCODED_KEY_BYTES = 16 * 1024   # Kudu: composite key at most 16 KB after encoding
 
-_FIXED_KINDS = {
-    "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
-    "int64": pa.int64(), "float": pa.float32(), "double": pa.float64(),
-    "date": pa.date32(), "unixtime_micros": pa.timestamp("us", tz="UTC"),
-    "string": pa.string(), "binary": pa.binary(),
+
+
+@dataclass(frozen=True)
+class TypeNames:
+    """One logical type as each system it crosses names it. `arrow` is None for decimal, whose
+    Arrow type carries its precision and scale; Spark and Delta add "(p,s)" to its names."""
+
+    arrow: pa.DataType | None
+    spark: str          # Spark SQL (DDL) name: Spark schemas, the connector plan's column types
+    delta: str          # Delta's schema name (Spark's JSON type name): the Delta mirror
+    physical: str       # the JVM connector's vector kind (CellCopy): how a cell is copied
+
+
+TYPE_NAMES = {
+    "bool": TypeNames(pa.bool_(), "boolean", "boolean", "BOOL"),
+    "int8": TypeNames(pa.int8(), "tinyint", "byte", "BYTE"),
+    "int16": TypeNames(pa.int16(), "smallint", "short", "SHORT"),
+    "int32": TypeNames(pa.int32(), "int", "integer", "INT"),
+    "int64": TypeNames(pa.int64(), "bigint", "long", "LONG"),
+    "float": TypeNames(pa.float32(), "float", "float", "FLOAT"),
+    "double": TypeNames(pa.float64(), "double", "double", "DOUBLE"),
+    "date": TypeNames(pa.date32(), "date", "date", "INT"),                     # days since the epoch
+    "unixtime_micros": TypeNames(pa.timestamp("us", tz="UTC"), "timestamp", "timestamp", "LONG"),
+    "string": TypeNames(pa.string(), "string", "string", "BYTES"),
+    "varchar": TypeNames(pa.string(), "string", "string", "BYTES"),
+    "binary": TypeNames(pa.binary(), "binary", "binary", "BYTES"),
+    "decimal": TypeNames(None, "decimal", "decimal", "DEC"),
 }
+_FIXED_KINDS = {k: n.arrow for k, n in TYPE_NAMES.items() if k not in ("decimal", "varchar")}
 _INT_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "date": 4, "unixtime_micros": 8}
 
 ENCODINGS = ("plain", "bitshuffle", "run_length", "dictionary", "prefix")
@@ -57,9 +82,25 @@ class ColumnType:
     def arrow(self) -> pa.DataType:
         if self.kind == "decimal":
             return pa.decimal128(self.precision, self.scale)
-        if self.kind == "varchar":
-            return pa.string()
-        return _FIXED_KINDS[self.kind]
+        return TYPE_NAMES[self.kind].arrow
+
+    def _with_params(self, name: str) -> str:
+        return f"{name}({self.precision},{self.scale})" if self.kind == "decimal" else name
+
+    @property
+    def spark_name(self) -> str:
+        """Spark SQL's name of the type (`DataType.simpleString`), e.g. "bigint", "decimal(18,2)"."""
+        return self._with_params(TYPE_NAMES[self.kind].spark)
+
+    @property
+    def delta_name(self) -> str:
+        """Delta's (Spark JSON's) name of the type, e.g. "long", "decimal(18,2)"."""
+        return self._with_params(TYPE_NAMES[self.kind].delta)
+
+    @property
+    def physical(self) -> str:
+        """The JVM connector's vector kind for the type's cells (CellCopy's constant's name)."""
+        return TYPE_NAMES[self.kind].physical
 
     @property
     def is_keyable(self) -> bool:

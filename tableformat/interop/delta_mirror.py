@@ -45,9 +45,6 @@ MIRRORS = "_mirrors"                    # in our table: what each mirror's lates
 DV_MAGIC = 1681511377                   # Delta's RoaringBitmapArray magic number (PROTOCOL.md)
 FEATURES = ["columnMapping", "deletionVectors"]
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-_DELTA_TYPES = {"bool": "boolean", "int8": "byte", "int16": "short", "int32": "integer", "int64": "long",
-                "float": "float", "double": "double", "date": "date", "unixtime_micros": "timestamp",
-                "string": "string", "varchar": "string", "binary": "binary"}
 _STATS_KINDS = {"int8", "int16", "int32", "int64", "float", "double", "date", "unixtime_micros", "decimal",
                 "string", "varchar"}
 
@@ -163,12 +160,8 @@ def dv_bytes(rowids: np.ndarray) -> bytes:
     return struct.pack("<iqI", DV_MAGIC, 1, 0) + bm.serialize()
 
 
-def _delta_type(ctype) -> str:
-    return f"decimal({ctype.precision},{ctype.scale})" if ctype.kind == "decimal" else _DELTA_TYPES[ctype.kind]
-
-
 def delta_schema(state: TableState) -> str:
-    fields = [{"name": c.name, "type": _delta_type(c.type), "nullable": bool(c.nullable),
+    fields = [{"name": c.name, "type": c.type.delta_name, "nullable": bool(c.nullable),
                "metadata": {"delta.columnMapping.id": c.id, "delta.columnMapping.physicalName": field_name(c.id)}}
               for c in state.schema.columns]
     return json.dumps({"type": "struct", "fields": fields})

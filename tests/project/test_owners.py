@@ -111,7 +111,7 @@ def _bisections(path: Path):
 
 def test_keys_are_bisected_in_one_place():
     """A sorted run of keys (a PK index, its blocks' first keys, one block) is searched by
-    `read.keyprobe.bisect_sorted` alone (specs/format.md §4)."""
+    `read.keyprobe.bisect_sorted` alone (specs/format.md §6)."""
     bad = [f"{p.relative_to(ROOT)}:{line}: {fn}" for p in _code_files("tableformat")
            for fn, line in _bisections(p) if (p.name, fn) != ("keyprobe.py", "bisect_sorted")]
     assert bad == []
@@ -162,3 +162,18 @@ def test_a_mutation_is_converted_and_checked_once():
                   and ast.unparse(n.args[0]) == "on_error")]
     assert converts == []
     assert [c.split(":")[0] for c in checks] == ["tableformat/snapshot.py"]
+
+
+def test_type_mappings_are_the_type_tables():
+    """A table keyed by logical types (Arrow, Spark, Delta, physical names, widths) is
+    `format/types.py`'s alone (`TYPE_NAMES`, specs/format.md §2.1); the jobs, the connector plan,
+    the Delta mirror and the value checks derive theirs from a `ColumnType`."""
+    from tableformat.format.types import TYPE_NAMES
+    home = ROOT / "tableformat" / "format" / "types.py"
+    bad = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _code_files("tableformat", "spark_jobs", "airflow")
+           if p != home for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.Dict)
+           and sum(isinstance(k, ast.Constant) and k.value in TYPE_NAMES for k in n.keys) >= 3]
+    spark_classes = [f"{p.relative_to(ROOT)}:{n.lineno}: {n.attr}" for p in _code_files("spark_jobs")
+                     for n in ast.walk(ast.parse(p.read_text()))
+                     if isinstance(n, ast.Attribute) and n.attr in ("ByteType", "ShortType", "DecimalType")]
+    assert bad == [] and spark_classes == []

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 from spark_jobs import connector  # noqa: E402
+from tableformat.format.types import TYPE_NAMES, parse_type  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
 
@@ -95,12 +96,18 @@ def test_a_plan_missing_or_adding_a_field_is_refused(checks):
     assert refused["rows"].startswith("rowset.num_rows is 4294967297")
 
 
+# one column type of every logical type (specs/format.md §2.1)
+SAMPLE_TYPES = [parse_type(k) for k in TYPE_NAMES if k not in ("decimal", "varchar")] + \
+    [parse_type("decimal(18,2)"), parse_type("decimal(38,10)"), parse_type("varchar(8)")]
+
+
 @pytest.fixture(scope="module")
 def contract() -> dict:
     import json
     jars, _ = connector._pyspark_jars()
     cp = os.pathsep.join([connector.build_jar(), str(jars / "*")])
-    run = subprocess.run(["java", "-cp", cp, "tableformat.connector.Contract"], capture_output=True, text=True)
+    run = subprocess.run(["java", "-cp", cp, "tableformat.connector.Contract", *[t.spark_name for t in SAMPLE_TYPES]],
+                         capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout)
 
@@ -139,3 +146,19 @@ def test_the_delta_cache_is_bounded_by_bytes_least_recently_used_first(checks):
     assert checks["cache.afterBig"] == "3,true"
     assert checks["cache.lru"] == "true,true,true"
     assert checks["cache.tooBig"] == "true"
+
+
+def test_the_jvm_copies_each_type_as_the_engines_table_says(contract):
+    """CellCopy's kind of the Spark type a plan names for a column is the kind `TYPE_NAMES`
+    gives its logical type (format/types.py owns the mapping; the JVM follows it)."""
+    assert {t.name for t in SAMPLE_TYPES} >= set(TYPE_NAMES) - {"decimal", "varchar"}
+    assert contract["physical"] == {t.spark_name: t.physical for t in SAMPLE_TYPES}
+
+
+def test_spark_types_derive_from_the_engines_table():
+    """The Spark jobs' type of a column (built from its Delta/JSON name) is the Spark SQL type
+    `TYPE_NAMES` names, and the Delta mirror's name is Spark's JSON name of it."""
+    from spark_jobs.snapshots import spark_type
+    for t in SAMPLE_TYPES:
+        assert spark_type(t).simpleString() == t.spark_name
+        assert spark_type(t).typeName() == t.delta_name.split("(")[0]

@@ -27,8 +27,11 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class CellCopy {
   private CellCopy() {}
 
-  /** Physical kinds, resolved once per column so per-cell copies switch on an int. */
+  /** Physical kinds, resolved once per column so per-cell copies switch on an int. Python's
+   *  {@code TYPE_NAMES} (tableformat/format/types.py) gives each logical type's kind by these names:
+   *  tests/spark/test_connector_units.py compares the two through {@link Contract}. */
   static final int BOOL = 0, BYTE = 1, SHORT = 2, INT = 3, LONG = 4, FLOAT = 5, DOUBLE = 6, BYTES = 7, DEC = 8;
+  static final String[] KIND_NAMES = {"BOOL", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "BYTES", "DEC"};
 
   static int kind(DataType t) {
     if (t instanceof BooleanType) return BOOL;
