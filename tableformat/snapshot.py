@@ -13,11 +13,10 @@ import numpy as np
 import pyarrow as pa
 
 from .format import arguments as arg
-from .log import mvcc
 from .write.alter import AlterTable, write_alter
 from .format.batch import to_arrow_table
-from .maintenance.compaction import write_compaction
-from .maintenance.compaction_policy import KINDS as COMPACTION_KINDS, CompactionAction
+from .maintenance.compaction_policy import CompactionAction
+from .maintenance.maintenance import compaction_fragment
 from .format.errors import InvalidOptionError, MissingColumnError
 from .format.keyencoder import encoded_keys
 from .log.fragment import WriteFragment
@@ -165,10 +164,7 @@ class Snapshot:
 
     def write_compaction(self, action: CompactionAction) -> WriteFragment | None:
         """Run one compaction action; None if there is nothing left for it to do."""
-        arg.instance(action, "action", CompactionAction, "a tf.CompactionAction (from a CompactionPlan)")
-        # the kind is the fragment's matrix row: refused before any file is written
-        arg.choice(action.kind, "action.kind", COMPACTION_KINDS)
-        return write_compaction(self.storage, self.state, action, mvcc.ancient_history_mark(self.state))
+        return compaction_fragment(self.storage, self.state, action)
 
     def write_alter(self, alter: AlterTable) -> WriteFragment:
         arg.instance(alter, "alter", AlterTable, "a tf.AlterTable (from Table.alter())")

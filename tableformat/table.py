@@ -128,7 +128,7 @@ class Table:
 
     # --- writes: a plan on a snapshot, run by transaction.run ---------------------------
     def _write(self, operation: str, plan: Callable[[Snapshot], WriteFragment | None]) -> WriteResult:
-        commit, frag = run(self.handle, operation, plan, self.commit_properties)
+        commit, frag = run(self.handle, operation, lambda st: plan(Snapshot(self.storage, st)), self.commit_properties)
         return write_result(commit, frag, self.handle.state, operation)
 
     def insert(self, data: Any) -> WriteResult:
@@ -179,17 +179,20 @@ class Table:
         """One commit making the current rows equal to the rows as of `as_of` (a version,
         timestamp or tag). Only keys changed since are written, as ordinary row operations, so
         every version in between still reads back; RestoreError across a schema change."""
-        return self._write("RESTORE", plan_restore(self.handle, as_of))
+        plan = plan_restore(self.handle, as_of)
+        return self._write("RESTORE", lambda s: plan(s.state))
 
     def tag(self, name: str, as_of: Any = None) -> WriteResult:
         """Name a version (latest, or as of a version / timestamp / tag): `as_of=name` reads it
         from then on, and compaction and vacuum keep the history it needs past history_max_age.
         TagExistsError if the name is taken; HistoryExpiredError if its history is already gone."""
-        return self._write("TAG", tagging.plan_tag(self.handle, name, as_of))
+        plan = tagging.plan_tag(self.handle, name, as_of)
+        return self._write("TAG", lambda s: plan(s.state))
 
     def untag(self, name: str) -> WriteResult:
         """Remove a tag; the history only it needed goes at the next compactions and vacuum."""
-        return self._write("UNTAG", tagging.plan_untag(name))
+        plan = tagging.plan_untag(name)
+        return self._write("UNTAG", lambda s: plan(s.state))
 
     def tags(self) -> dict[str, int]:
         """Tag name -> version, oldest version first."""
@@ -259,7 +262,7 @@ class Table:
         the latest mirrored version references. specs/format.md §15."""
         arg.boolean(compact, "compact")
         check_mirror_path(path, self.uri)
-        return mirror_delta(self, path, storage_options, compact)
+        return mirror_delta(self.handle, path, storage_options, compact)
 
     def check(self, deep: bool = True) -> CheckReport:
         """Verify the table's invariants; the report lists every violation found. deep=True also

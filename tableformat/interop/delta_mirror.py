@@ -18,7 +18,6 @@ files the latest mirrored version references are registered in our table
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 import time
@@ -30,7 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from ..format.mirror_registry import register_mirror
+from ..log.handle import TableHandle
 from ..maintenance.compaction_policy import CompactionAction
+from ..maintenance.maintenance import compact_action
 from ..read.delta_tracker import deleted_mask
 from ..format.constants import field_name
 from ..format.cfile_set import parquet_file
@@ -41,7 +43,6 @@ from ..format.storage import Storage, check_outside_table
 from ..format.schema import value_from_json
 
 LOG = "_delta_log"
-MIRRORS = "_mirrors"                    # in our table: what each mirror's latest version references
 DV_MAGIC = 1681511377                   # Delta's RoaringBitmapArray magic number (PROTOCOL.md)
 FEATURES = ["columnMapping", "deletionVectors"]
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
@@ -111,16 +112,16 @@ def _footer_hides_nan(storage: Storage, state: TableState, rs: RowSetMeta) -> st
     return None
 
 
-def _compact_inexpressible(table: Any) -> dict[str, str]:
+def _compact_inexpressible(handle: TableHandle) -> dict[str, str]:
     """Rewrite, by merging compaction (one action per tablet), every rowset Delta cannot express."""
     done: dict[str, str] = {}
     for _ in range(5):               # a concurrent writer may change the rowsets between plan and commit
-        st = table.refresh()
+        st = handle.refresh()
         todo: dict[str, list[tuple[str, str]]] = {}
         for rs in st.rowsets.values():
             if rs.history_only:
                 continue
-            why = inexpressible(st, rs, table.storage)
+            why = inexpressible(st, rs, handle.storage)
             if why:
                 todo.setdefault(rs.tablet, []).append((rs.id, why))
         if not todo:
@@ -130,7 +131,7 @@ def _compact_inexpressible(table: Any) -> dict[str, str]:
             size = sum(f.size for i in ids for f in st.rowsets[i].base)
             action = CompactionAction("merge", tablet, ids, 1.0, "mirror_delta: " + "; ".join(sorted({w for _, w in items})),
                                       size)
-            if table.compact_action(action) is not None:
+            if compact_action(handle, action) is not None:
                 done.update(dict(items))
     raise MirrorError("rowsets kept changing while the mirror compacted them; retry mirror_delta")
 
@@ -250,33 +251,13 @@ def read_mirror(m: Storage) -> _MirrorState:
     return st
 
 
-def _registry_name(mirror_uri: str) -> str:
-    return f"{MIRRORS}/{hashlib.sha256(mirror_uri.encode()).hexdigest()[:32]}.json"
-
-
-def mirrored_files(storage: Storage) -> set[str]:
-    """Files of ours that the latest version of some Delta mirror references (vacuum keeps them)."""
-    out: set[str] = set()
-    for n in storage.list(MIRRORS):
-        if n.endswith(".json"):
-            try:
-                out.update(json.loads(storage.read(f"{MIRRORS}/{n}"))["files"])
-            except (FileNotFoundError, ValueError, KeyError):
-                continue
-    return out
-
-
-def _register(storage: Storage, mirror_uri: str, delta_version: int, table_version: int, files: set[str]) -> None:
-    storage.write(_registry_name(mirror_uri), json.dumps(
-        {"mirror": mirror_uri, "delta_version": delta_version, "table_version": table_version,
-         "files": sorted(files)}).encode())
-
-
-def mirror_delta(table: Any, path: str, storage_options: dict | None = None, compact: bool = True) -> MirrorResult:
-    """Write one Delta commit at `path` making the mirror describe our table's latest version."""
-    compacted = _compact_inexpressible(table) if compact else {}
-    state: TableState = table.refresh()
-    storage: Storage = table.storage
+def mirror_delta(handle: TableHandle, path: str, storage_options: dict | None = None,
+                 compact: bool = True) -> MirrorResult:
+    """Write one Delta commit at `path` making the mirror describe the table's latest version
+    (the facade checked the arguments); compactions run through `maintenance`, as `Table`'s do."""
+    compacted = _compact_inexpressible(handle) if compact else {}
+    state = handle.refresh()
+    storage = handle.storage
     m = Storage(path, storage_options)
     prev = read_mirror(m)
     if prev.table_version == state.version and prev.version >= 0:
@@ -297,12 +278,12 @@ def mirror_delta(table: Any, path: str, storage_options: dict | None = None, com
     actions.insert(0, {"commitInfo": _commit_info(state, storage, compacted, now_ms)})
     version = prev.version + 1
     # our vacuum must keep both the old and the new files until the commit is in, then only the new
-    _register(storage, m.uri, version, state.version,
+    register_mirror(storage, m.uri, version, state.version,
               {referenced[p] for p in new} | {_rel(storage, p) for p in prev.files if _rel(storage, p)})
     if not m.put_if_absent(f"{LOG}/{version:020d}.json", "\n".join(json.dumps(a) for a in actions).encode() + b"\n"):
         raise MirrorError(f"another writer committed version {version} of the Delta mirror at {path} meanwhile; "
                           "retry mirror_delta")
-    _register(storage, m.uri, version, state.version, {referenced[p] for p in new})
+    register_mirror(storage, m.uri, version, state.version, {referenced[p] for p in new})
     return MirrorResult(path, version, state.version, len(new), len(added), len(removed), len(dvs), compacted)
 
 

@@ -26,7 +26,6 @@ from ..format.errors import (CommitConflictError, RestartRequired, TableFormatEr
 from .fragment import WriteFragment
 from .handle import TableHandle
 from ..format.metadata import TableState
-from ..snapshot import Snapshot
 from .txlog import commit_path
 
 
@@ -181,9 +180,10 @@ def committed(e: BaseException) -> bool:
     return getattr(e, "tableformat_committed", None) is not None
 
 
-def run(handle: TableHandle, operation: str, plan: Callable[[Snapshot], WriteFragment | None],
+def run(handle: TableHandle, operation: str, plan: Callable[[TableState], WriteFragment | None],
         properties: CommitProperties | None = None) -> tuple[Commit | None, WriteFragment | None]:
     """Plan and commit; on RESTART plan again. (None, fragment) when the plan had nothing to commit.
+    A plan is given a table state to plan on (the facade wraps it in a Snapshot).
 
     The first plan uses the handle's snapshot without asking the log for newer commits: the
     put-if-absent of the version after it lands only if that snapshot is still the latest. That
@@ -197,12 +197,12 @@ def run(handle: TableHandle, operation: str, plan: Callable[[Snapshot], WriteFra
     while True:
         if fresh:
             known = handle.state.version
-            snap = Snapshot(handle.storage, handle.refresh())
+            snap = handle.refresh()
             # under contention the handle is usually behind: plan on the latest until a look at
             # the log finds nothing new again
             handle.optimistic = snap.version == known
         else:
-            snap = Snapshot(handle.storage, handle.state)
+            snap = handle.state
         try:
             frag = plan(snap)
         except TableFormatError:
@@ -229,6 +229,6 @@ def _adds_only(c: Commit) -> bool:
     return all(isinstance(a, (AddRowSet, AddDelta, AddSkipped)) for a in c.actions)
 
 
-def _moved(handle: TableHandle, snap: Snapshot) -> bool:
+def _moved(handle: TableHandle, snap: TableState) -> bool:
     """Has the log moved past the snapshot a plan used?"""
     return handle.refresh().version != snap.version

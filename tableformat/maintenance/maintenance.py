@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from ..format import arguments as arg
 from ..log import mvcc
-from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
+from .compaction import write_compaction
+from .compaction_policy import KINDS, CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from ..format.errors import CommitConflictError
+from ..format.metadata import TableState
+from ..format.storage import Storage
+from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle
 from ..write.result import WriteResult, rewrite_result
-from ..snapshot import Snapshot
 from ..log.transaction import COMPACTION_PROPERTIES, Transaction
 
 # A compaction budget above 1 TiB is no budget: the knapsack works in MiB cells.
@@ -53,11 +56,19 @@ def compact(handle: TableHandle, plan: CompactionPlan | None = None, budget_byte
     return results
 
 
+def compaction_fragment(storage: Storage, state: TableState, action: CompactionAction) -> WriteFragment | None:
+    """One compaction action written on `state`: the fragment to commit, None if there is nothing
+    left for it to do. The action's kind is the fragment's matrix row (specs/format.md §10.2):
+    refused before any file is written."""
+    arg.instance(action, "action", CompactionAction, "a tf.CompactionAction (from a CompactionPlan)")
+    arg.choice(action.kind, "action.kind", KINDS)
+    return write_compaction(storage, state, action, mvcc.ancient_history_mark(state))
+
+
 def compact_action(handle: TableHandle, action: CompactionAction) -> WriteResult | None:
     """Run one compaction action in one commit; None when it has nothing left to do or gave
     up because its inputs changed concurrently (the next plan sees the new state)."""
-    arg.instance(action, "action", CompactionAction, "a tf.CompactionAction (from a CompactionPlan)")
-    frag = Snapshot(handle.storage, handle.refresh()).write_compaction(action)
+    frag = compaction_fragment(handle.storage, handle.refresh(), action)
     if frag is None:
         return None
     try:

@@ -26,7 +26,6 @@ from ..read.lookup import lookup
 from ..format.metadata import TableState
 from ..write.key_rounds import DELETE_OP, INSERT, OP_NAMES, UPDATE_OP, RowOp
 from ..write.row_ops import plan_mutation, validate, write_plan_files
-from ..snapshot import Snapshot
 from ..format.storage import Storage
 
 _OP = "__restore_op"
@@ -112,8 +111,7 @@ def plan_restore(handle: TableHandle, as_of):
     target = handle.state_at(as_of)
     check_restorable(target, handle.state)
 
-    def plan(s: Snapshot) -> WriteFragment:
-        latest = s.state
+    def plan(latest: TableState) -> WriteFragment:
         check_restorable(target, latest)
         if target.version >= latest.history_horizon:
             ch = changes(handle, target.version, latest.version, mode="net", images="changed")

@@ -13,9 +13,9 @@ from ..log import mvcc
 from ..log.actions import AddTag, RemoveTag
 from ..log.requirements import HistoryKept, TagAbsent, TagPresent
 from ..format.errors import HistoryExpiredError, TagExistsError, TagNotFoundError
+from ..format.metadata import TableState
 from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle
-from ..snapshot import Snapshot
 
 
 def plan_tag(handle: TableHandle, name: str, as_of: Any = None):
@@ -24,14 +24,14 @@ def plan_tag(handle: TableHandle, name: str, as_of: Any = None):
     v = handle.state_at(as_of).version          # refuses a version whose history has expired
     ts = handle.history[v].timestamp
 
-    def plan(s: Snapshot) -> WriteFragment:
-        if name in s.state.tags:
-            raise TagExistsError(f"tag {name!r} already names version {s.state.tags[name][0]}; untag it "
+    def plan(s: TableState) -> WriteFragment:
+        if name in s.tags:
+            raise TagExistsError(f"tag {name!r} already names version {s.tags[name][0]}; untag it "
                                  "first or pick another name")
         # when the version stopped being the newest (-1: it still is); history GC since then
         # may have dropped what a read of it needs
         valid_until = handle.history[v + 1].timestamp if v < s.version else -1
-        if 0 <= valid_until <= s.state.history_gc_ts:
+        if 0 <= valid_until <= s.history_gc_ts:
             raise HistoryExpiredError(f"version {v} can no longer be tagged: the history it needs was "
                                       "garbage-collected (history_max_age passed it)")
         return WriteFragment("TAG", s.version, [AddTag(name, v, ts)], [], {"version": v},
@@ -44,10 +44,10 @@ def plan_untag(name: str):
     """The plan of removing a tag; the history only it needed goes at the next compactions and vacuum."""
     mvcc.validate_tag_name(name)
 
-    def plan(s: Snapshot) -> WriteFragment:
-        if name not in s.state.tags:
+    def plan(s: TableState) -> WriteFragment:
+        if name not in s.tags:
             raise TagNotFoundError(f"no tag {name!r} in table {s.name!r} (tags: "
-                                   f"{', '.join(sorted(s.state.tags)) or 'none'})")
+                                   f"{', '.join(sorted(s.tags)) or 'none'})")
         return WriteFragment("UNTAG", s.version, [RemoveTag(name)], [], {}, [TagPresent(name)],
                              data_change=False, table_id=s.table_id, kind="untag")
     return plan

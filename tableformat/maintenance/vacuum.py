@@ -17,7 +17,7 @@ from typing import Sequence
 
 from ..log.actions import Commit, SetHistory
 from ..log.requirements import TagsRetained
-from ..interop.delta_mirror import mirrored_files
+from ..format.mirror_registry import mirrored_files
 from ..log.fragment import WriteFragment
 from ..log.handle import TableHandle
 from ..format.metadata import CommitInfo, TableState, property_value
