@@ -3,11 +3,15 @@
 It holds the storage, the log, the latest state and history it has seen, and an
 LRU of older states (time travel). Commits move it forward: `advance` with
 winners it learns of, `landed` with its own commit (plus a checkpoint every N
-versions). `Table` (the facade), `Transaction` and `run` all work through it,
-so no other module touches its fields. specs/format.md §8.
+versions). `Table` (the facade), `Transaction` and `run` all work through its
+methods; no other module touches its fields. specs/format.md §8.
+
+Threads share a handle (a `Table` is safe to share for reads): the LRU of older states and the
+move to a newer state happen under one lock, and the cached state only moves forward.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -24,7 +28,8 @@ STATE_CACHE_SIZE = 16
 
 class TableHandle:
     """Storage, log and the cached latest state of one table. `optimistic`: the next write plans
-    on the cached state without asking the log (transaction.run turns it off under contention)."""
+    on the cached state without asking the log (`note_contention` turns it off when a write
+    finds the log moved, and on again when it does not)."""
 
     def __init__(self, storage: Storage, state: TableState, history: list[CommitInfo],
                  log: TransactionLog | None = None):
@@ -33,7 +38,17 @@ class TableHandle:
         self._state = state
         self._history = history
         self._states: OrderedDict[int, TableState] = OrderedDict()
-        self.optimistic = True
+        self._lock = threading.Lock()
+        self._optimistic = True
+
+    @property
+    def optimistic(self) -> bool:
+        return self._optimistic
+
+    def note_contention(self, contended: bool) -> None:
+        """A write found the log ahead of this handle (or lost a race): plan the next one on the
+        latest state; False when a look at the log found nothing new (specs/format.md §10)."""
+        self._optimistic = not contended
 
     @property
     def state(self) -> TableState:
@@ -51,24 +66,32 @@ class TableHandle:
 
     def refresh(self) -> TableState:
         """Catch up with commits made since this handle last looked (one read when there are none)."""
-        self._state, self._history = self.log.load(None, (self._state, self._history))
-        return self._state
+        state, history = self.log.load(None, (self._state, self._history))
+        with self._lock:
+            # a slower thread's older read never wins (a table replaced at the path does)
+            if state.version >= self._state.version or state.table_id != self._state.table_id:
+                self._state, self._history = state, history
+            return self._state
 
     def load(self, version: int) -> TableState:
         """The state at an older `version`, read once and kept in a small LRU."""
         if version == self._state.version:
             return self._state
-        if version not in self._states:
-            state = self.log.load(version)[0]
-            if state.table_id != self._state.table_id:
-                raise TableReplacedError(f"the table at {self.uri!r} was replaced: version {version} belongs to "
-                                         f"table {state.table_id}, this handle to {self._state.table_id}; "
-                                         "open it again")
+        with self._lock:
+            state = self._states.get(version)
+            if state is not None:
+                self._states.move_to_end(version)
+                return state
+        state = self.log.load(version)[0]                   # read outside the lock
+        if state.table_id != self._state.table_id:
+            raise TableReplacedError(f"the table at {self.uri!r} was replaced: version {version} belongs to "
+                                     f"table {state.table_id}, this handle to {self._state.table_id}; "
+                                     "open it again")
+        with self._lock:
             self._states[version] = state
             while len(self._states) > STATE_CACHE_SIZE:
                 self._states.popitem(last=False)
-        self._states.move_to_end(version)
-        return self._states[version]
+        return state
 
     def state_at(self, as_of: Any = None) -> TableState:
         """The latest state (refreshed), or the state as of a version / Timestamp / datetime /
@@ -87,10 +110,11 @@ class TableHandle:
         """Apply commits to `base`, and move the cached state forward with them."""
         for c in commits:
             base = apply_commit(base, c)
-            if base.version == self._state.version + 1:
-                self._history = self._history + [CommitInfo(c.version, c.timestamp, c.operation, dict(c.counts),
-                                                            c.read_version)]
-                self._state = base
+            with self._lock:
+                if base.version == self._state.version + 1:
+                    self._history = self._history + [CommitInfo(c.version, c.timestamp, c.operation,
+                                                                dict(c.counts), c.read_version)]
+                    self._state = base
         return base
 
     def landed(self, base: TableState, commit: Commit, checkpoint_interval: int | None = None) -> None:

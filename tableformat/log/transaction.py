@@ -115,7 +115,7 @@ class Transaction:
         winners, or RestartRequired / a typed error as the requirements and the matrix decide."""
         f, handle = self.fragment, self.handle
         if not self.latest_known:
-            handle.optimistic = False         # contention: look at the log before planning
+            handle.note_contention(True)      # contention: look at the log before planning
             if not all(_adds_only(c) for c in winners):
                 # the handle may have been far behind: its requirements are made for the
                 # short race of a plan, not for compactions, vacuums or tags it never saw
@@ -200,7 +200,7 @@ def run(handle: TableHandle, operation: str, plan: Callable[[TableState], WriteF
             snap = handle.refresh()
             # under contention the handle is usually behind: plan on the latest until a look at
             # the log finds nothing new again
-            handle.optimistic = snap.version == known
+            handle.note_contention(snap.version != known)
         else:
             snap = handle.state
         try:

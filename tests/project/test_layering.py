@@ -254,3 +254,13 @@ def test_no_wing_drives_the_facade_through_an_untyped_parameter():
            and ast.unparse(a.annotation) in ("Any", "object")]
     assert bad == []
 
+
+def test_only_the_handle_writes_its_fields():
+    """`TableHandle` is the one owner of what a process has read of a table (log/handle.py):
+    other modules call its methods, never assign its attributes."""
+    bad = [f"{p.relative_to(ROOT)}:{n.lineno}: {ast.unparse(t)}" for pkg in ("tableformat", "spark_jobs")
+           for p in sorted((ROOT / pkg).rglob("*.py")) if p.name != "handle.py"
+           for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+           for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+           if isinstance(t, ast.Attribute) and ast.unparse(t.value).split(".")[-1] == "handle"]
+    assert bad == []

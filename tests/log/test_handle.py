@@ -1,0 +1,58 @@
+"""The table handle shared by threads (Kudu keeps `mt-*` tests for concurrency): time travel
+through its LRU of older states from many threads at once, and refreshes that race."""
+import sys
+import threading
+
+import pyarrow as pa
+
+import tableformat as tf
+from tableformat.log.handle import STATE_CACHE_SIZE
+
+
+def _versions(path, n):
+    t = tf.create_table(str(path), tf.Schema([tf.Column("k", "int64"), tf.Column("v", "int64")], primary_key=["k"]))
+    for i in range(n):
+        t.insert(pa.table({"k": [i], "v": [i]}))
+    return t
+
+
+def test_threads_share_the_lru_of_older_states(tmp_path):
+    """Eight threads load older versions (more than the LRU holds, so it evicts all the time):
+    each gets the state it asked for, and none trips over another's eviction."""
+    n = 3 * STATE_CACHE_SIZE
+    t = _versions(tmp_path / "t", n)
+    handle = tf.open_table(t.uri).handle
+    errors, wrong = [], []
+    start = threading.Barrier(8)
+
+    def reader(seed):
+        start.wait()
+        try:
+            for i in range(300):
+                v = 1 + (seed * 7 + i * 13) % n
+                if handle.load(v).version != v:
+                    wrong.append(v)
+        except Exception as e:       # noqa: BLE001  (the assertion below names it)
+            errors.append(repr(e))
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)      # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=reader, args=(s,)) for s in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == [] and wrong == []
+
+
+def test_a_slower_refresh_never_moves_the_handle_back(tmp_path):
+    """A refresh that read the log before another thread's newer one does not replace it."""
+    t = _versions(tmp_path / "t", 3)
+    handle = tf.open_table(t.uri).handle
+    stale = tf.open_table(t.uri).handle.state
+    t.insert(pa.table({"k": [99], "v": [99]}))
+    assert handle.refresh().version == 4
+    handle.log.load = lambda version, cached=None: (stale, handle.history[:stale.version + 1])
+    assert handle.refresh().version == 4 and handle.state.version == 4
