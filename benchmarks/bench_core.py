@@ -35,7 +35,7 @@ T0 = 1_700_000_000_000_000  # 2023-11-14, microseconds
 
 
 def metrics_schema() -> tf.Schema:
-    """The schema-design seed's metrics table, plus a few typed columns."""
+    """A metrics table (host, metric, time), plus a few typed columns."""
     return tf.Schema([
         tf.Column("host", "string"), tf.Column("metric", "string"), tf.Column("time", "unixtime_micros"),
         tf.Column("value", "double", nullable=True),

@@ -2,7 +2,7 @@
 
     python -m tableformat.demo [--dir DIR] [--rows N]
 
-Creates the schema-design seed's metrics table, inserts with the primary key
+Creates a metrics table (host, metric, time), inserts with the primary key
 enforced, scans with pruning, travels back in time and prints what it did.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Delta files: rowid-keyed REDO and UNDO records of one rowset (tablet seed, KUDU-NOTES §3).
+"""Delta files: rowid-keyed REDO and UNDO records of one rowset (specs/format.md §9, specs/design/compaction.md).
 
 A delta file holds records for exactly one rowset, sorted by rowid, at most one
 per (rowid, timestamp). Each record has an operation (UPDATE / DELETE /

@@ -1,4 +1,4 @@
-"""Partitioning into tablets: hash levels times range partitions (schema-design seed).
+"""Partitioning into tablets: hash levels times range partitions (specs/format.md §4).
 
 A row's tablet is one range partition (by its encoded range key) and one bucket
 per hash level (MurmurHash2_64 of the level's encoded columns, mod buckets).

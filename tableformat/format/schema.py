@@ -1,6 +1,6 @@
 """Table schema: typed columns with internal column IDs and an enforced primary key.
 
-Column IDs follow the schema-change seed (`001_*`): they are assigned once, are
+Column IDs follow specs/design/schema-change.md: they are assigned once, are
 never reused, and are what every file refers to. Users only ever see names.
 See `specs/format.md`, section "Schema".
 """

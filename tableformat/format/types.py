@@ -51,7 +51,7 @@ _INT_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "date": 4, "unixtim
 ENCODINGS = ("plain", "bitshuffle", "run_length", "dictionary", "prefix")
 COMPRESSIONS = ("none", "lz4", "snappy", "zlib", "zstd")
 
-# Allowed encodings per kind and the default (first), from the seed's Table 1, except that
+# Allowed encodings per kind and the default (first), as Kudu allows them (specs/format.md §5), except that
 # numbers default to plain: Kudu's bitshuffle is Parquet's BYTE_STREAM_SPLIT, which Spark 4.2's
 # vectorized reader (every delta-spark user's, reading a Delta mirror) cannot decode (§5).
 _ENCODINGS_BY_KIND = {

@@ -1,4 +1,4 @@
-"""Finding keys in rowsets: key interval, then bloom filter, then PK index (specs/format.md §4).
+"""Finding keys in rowsets: key interval, then bloom filter, then PK index (specs/format.md §6, §7).
 
 Everything is over a whole batch of encoded keys at once. The PK index is read
 block by block when few keys survive the bloom filter, and whole otherwise.

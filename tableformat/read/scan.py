@@ -1,6 +1,6 @@
 """Snapshot scans: prune tablets, then rowsets, then row ranges; read; filter exactly.
 
-Pruning follows the schema-design seed: hash levels prune when every hashed
+Pruning follows specs/format.md §4.2: hash levels prune when every hashed
 column has = / IN predicates, range partitions by the range-key interval, and
 rowsets by key interval and column statistics. Key-range predicates seek the
 PK index so only the rows in range are read.

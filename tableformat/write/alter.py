@@ -1,6 +1,6 @@
 """Schema changes and range-partition management, committed together atomically.
 
-Follows the schema-change seed (`001_*`): columns are identified by internal
+Follows specs/design/schema-change.md (and specs/format.md §11): columns are identified by internal
 IDs that are never reused, so dropping a column and adding one of the same
 name makes a new column whose reads never see the old data. A new column's
 read default (or NULL) fills rows written before it existed.

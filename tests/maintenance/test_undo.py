@@ -24,7 +24,7 @@ def seed(t):
 
 @pytest.mark.parametrize("kind", ["major_delta", "merge"])
 def test_seed_sequence_reads_back_from_undo_after_vacuum(tmp_path, kind):
-    """The tablet seed's example: every version reads identically from the compacted files alone."""
+    """specs/design/compaction.md's example: every version reads identically from the compacted files alone."""
     t = kv(tmp_path / "t")
     seed(t)
     t.update(pa.table({"key": ["row"], "val": [4]}))

@@ -177,3 +177,35 @@ def test_type_mappings_are_the_type_tables():
                      for n in ast.walk(ast.parse(p.read_text()))
                      if isinstance(n, ast.Attribute) and n.attr in ("ByteType", "ShortType", "DecimalType")]
     assert bad == [] and spark_classes == []
+
+
+# a citation of a document outside the repository: the design documents the project started from
+# and the notes kept beside it; the repository's own are specs/ and specs/design/
+_OUTSIDE = re.compile("|".join([r"\b(tablet|schema-design|schema-change|compaction|design)[ -]seed\b",
+                                r"\bseed's\b", "KUDU" + "-NOTES", r"\b00\d_", r"\bthe (Kudu )?paper\b",
+                                "ARCHITECTURE" + r"\.md", "STYLE" + r"\.md", "/work/" + "shared"]))
+
+
+def test_comments_cite_only_the_repository():
+    """Docstrings and comments cite specs/ sections and specs/design/ notes, never a document a
+    reader of the repository cannot open."""
+    files = [p for pkg in ("tableformat", "spark_jobs", "airflow", "tests", "benchmarks")
+             for ext in ("py", "java") for p in sorted((ROOT / pkg).rglob(f"*.{ext}"))]
+    bad = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
+           for i, line in enumerate(p.read_text().splitlines(), 1) if _OUTSIDE.search(line)]
+    assert bad == []
+
+
+def test_the_design_notes_cited_are_in_the_repository():
+    """Every `specs/...` path a docstring names exists."""
+    files = [p for pkg in ("tableformat", "spark_jobs", "airflow", "tests") for p in sorted((ROOT / pkg).rglob("*.py"))]
+    named = {m for p in files for m in re.findall(r"specs/[\w/.-]+\.md", p.read_text())}
+    assert named and [n for n in sorted(named) if not (ROOT / n).is_file()] == []
+
+
+def test_the_specs_sections_run_in_order():
+    """A reader finds §12.1 before §12.2: every numbered heading of specs/ follows the one before."""
+    for spec in sorted((ROOT / "specs").rglob("*.md")):
+        numbers = [tuple(int(x) for x in m.split(".")) for m in
+                   re.findall(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", spec.read_text(), re.M)]
+        assert numbers == sorted(numbers), spec.name

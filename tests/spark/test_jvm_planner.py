@@ -399,7 +399,7 @@ def _readable(t, as_of) -> bool:
 
 
 def test_random_histories_reach_behind_the_horizon_and_history_only_rowsets(jvm, tmp_path):
-    """At least one seed's history must read versions behind the horizon with UNDO files planned
+    """At least one seeded history must read versions behind the horizon with UNDO files planned
     (native false) and hold history-only rowsets, or the property test above proves little."""
     behind = undo = history_only = 0
     for seed in range(4):
