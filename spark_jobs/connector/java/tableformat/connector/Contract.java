@@ -3,6 +3,7 @@ package tableformat.connector;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import tableformat.deltas.DeltaOp;
 
 /** What the connector and the engine must agree on, printed as JSON for the test that compares
  *  it with Python's (tests/spark/test_connector_units.py): the delta op codes and the fields of
