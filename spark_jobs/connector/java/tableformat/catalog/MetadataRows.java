@@ -48,6 +48,26 @@ final class MetadataRows {
     return s;
   }
 
+  static final StructType HISTORY = longs(new StructType().add("version", DataTypes.LongType, false)
+      .add("timestamp", DataTypes.TimestampType, false).add("operation", DataTypes.StringType),
+      "read_version", "inserted", "updated", "deleted", "ignored").add("counts", DataTypes.StringType);
+
+  /** inspect.py's history: every commit up to {@code upTo}, its counts also as JSON (sort_keys). */
+  static List<InternalRow> history(List<tableformat.log.CommitInfo> commits, long upTo) {
+    List<InternalRow> out = new ArrayList<>();
+    for (tableformat.log.CommitInfo h : commits) {
+      if (h.version() > upTo) continue;
+      JsonNode c = h.counts() == null ? com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode()
+          : h.counts();
+      StringBuilder json = new StringBuilder();
+      dumps(c, json);
+      out.add(new GenericInternalRow(new Object[] {h.version(), h.timestamp(), str(h.operation()), h.readVersion(),
+          c.path("inserted").asLong(0), c.path("updated").asLong(0), c.path("deleted").asLong(0),
+          c.path("ignored").asLong(0), str(json.toString())}));
+    }
+    return out;
+  }
+
   static StructType rowsetsSchema(TableState st) {
     StructType key = new StructType();
     for (Column c : new Schema(st.schema()).key) key = key.add(c.name(), DataType.fromDDL(c.type().sparkType()));

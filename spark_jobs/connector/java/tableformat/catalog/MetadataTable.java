@@ -15,7 +15,6 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.unsafe.types.UTF8String;
 import tableformat.log.AsOf;
-import tableformat.log.CommitInfo;
 import tableformat.log.LogReader;
 import tableformat.log.LogStore;
 import tableformat.log.Mvcc;
@@ -42,8 +41,7 @@ final class MetadataTable implements SupportsRead {
     this.kind = kind;
     this.asOf = asOf;
     this.schema = switch (kind) {
-      case "history" -> new StructType().add("version", DataTypes.LongType, false)
-          .add("timestamp", DataTypes.TimestampType, false).add("operation", DataTypes.StringType, true);
+      case "history" -> MetadataRows.HISTORY;
       case "tags" -> new StructType().add("name", DataTypes.StringType, false).add("version", DataTypes.LongType, false)
           .add("timestamp", DataTypes.TimestampType, true);
       case "tablets" -> MetadataRows.TABLETS;
@@ -80,11 +78,8 @@ final class MetadataTable implements SupportsRead {
     List<InternalRow> out = new ArrayList<>();
     switch (kind) {
       case "history" -> {
-        LogReader.Loaded latest = log().load(null);
-        long upTo = asOf == null ? Long.MAX_VALUE : Mvcc.stateAt(log(), asOf).version();
-        for (CommitInfo h : latest.history())
-          if (h.version() <= upTo)
-            out.add(new GenericInternalRow(new Object[] {h.version(), h.timestamp(), UTF8String.fromString(h.operation())}));
+        long upTo = asOf == null ? Long.MAX_VALUE : state().version();
+        out = MetadataRows.history(log().load(null).history(), upTo);
       }
       case "tags" -> {
         TableState st = state();
