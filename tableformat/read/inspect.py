@@ -159,6 +159,8 @@ def _tag_fields(name: str, tag: Any, timestamp_of: Callable[[int], int | None]) 
     """A tag as (name, version, timestamp), whether the state holds a version or a record."""
     if isinstance(tag, int):
         return name, tag, timestamp_of(tag)
+    if isinstance(tag, (tuple, list)):      # TableState's (version, timestamp), §8.2
+        return name, tag[0], tag[1]
     get = tag.get if isinstance(tag, Mapping) else lambda k: getattr(tag, k, None)
     v = get("version")
     ts = get("timestamp")

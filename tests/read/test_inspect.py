@@ -115,3 +115,12 @@ def test_tags_read_whatever_the_state_holds(t):
         got = tags(SimpleNamespace(tags=held), hist).to_pylist()
         assert [(g["name"], g["version"]) for g in got] == [("a", 1), ("b", 2)]
         assert got[0]["timestamp"] == dt.datetime.fromtimestamp(hist[1].timestamp / 1e6, dt.timezone.utc)
+
+
+def test_tags_of_a_tagged_table_carry_their_version_and_timestamp(t):
+    """TableState holds a tag as (version, timestamp): both reach the metadata table."""
+    v = t.version
+    t.tag("nightly")
+    (row,) = t.inspect("tags").to_pylist()
+    assert (row["name"], row["version"]) == ("nightly", v)
+    assert row["timestamp"] == dt.datetime.fromtimestamp(t.state.tags["nightly"][1] / 1e6, dt.timezone.utc)

@@ -1,4 +1,4 @@
-"""Unit checks of the JVM connector's package-private classes (tests/spark/java/VectorsCheck.java),
+"""Unit checks of the JVM connector's package-private classes (tests/spark/java/, one check per package),
 compiled against the connector jar and run in a JVM of their own: batch views that count their
 NULLs exactly, deletes and updates applied in place where that stays exact, and the executor's
 delta cache bounded by bytes."""
@@ -22,8 +22,8 @@ def checks(tmp_path_factory) -> dict[str, str]:
     jars, _ = connector._pyspark_jars()
     out = tmp_path_factory.mktemp("units")
     cp = os.pathsep.join([jar, str(jars / "*")])
-    src = Path(__file__).parent / "java" / "VectorsCheck.java"
-    subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(out), "-cp", cp, str(src)], check=True)
+    srcs = sorted(str(p) for p in (Path(__file__).parent / "java").rglob("*.java"))
+    subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(out), "-cp", cp, *srcs], check=True)
     import pyarrow as pa
     import pyarrow.parquet as pq
     parquet = out / "one.parquet"

@@ -537,7 +537,7 @@ def test_spark_reads_byte_stream_split_pages_where_it_can(spark, tmp_path):
     (4.2): where Spark can (4.3, SPARK-56894), the JVM's probe says so and Spark's vectorized
     reader reads bitshuffle columns, filters pushed, with the same rows."""
     from spark_jobs.read_join import reads_byte_stream_split
-    probe = spark._jvm.tableformat.connector.ByteStreamSplitProbe
+    probe = spark._jvm.tableformat.parquet.ByteStreamSplitProbe
     assert probe.sparkDecodes(spark._jsparkSession) == reads_byte_stream_split(spark)
     t = tf.create_table(str(tmp_path / "t"), small_schema(k="bitshuffle", g="bitshuffle"),
                         properties={"row_group_rows": 128})
@@ -616,14 +616,14 @@ def test_cases_in_small_batches(spark, tmp_path, case):
 
 def test_the_delta_cache_bound_is_a_spark_setting(spark, tmp_path):
     """spark.tableformat.deltaCache.size bounds the executors' delta cache (DeltaLoader.cacheBytes,
-    read through reflection: the class is package-private); unset, the default bound stays."""
+    read through reflection); unset, the default bound stays."""
     from spark_jobs.read import read_table
     t = tf.create_table(str(tmp_path / "t"), small_schema())
     k = np.arange(100)
     t.insert(small_rows(k))
     t.update(small_rows(k[::3], salt=1).select(["k", "v"]))
     loader = spark._jvm.tableformat.connector.Contract._java_lang_class.getClassLoader()   # the connector jar's
-    field = spark._jvm.java.lang.Class.forName("tableformat.connector.DeltaLoader", True, loader) \
+    field = spark._jvm.java.lang.Class.forName("tableformat.deltas.DeltaLoader", True, loader) \
         .getDeclaredField("cacheBytes")
     field.setAccessible(True)
     default = field.getLong(None)

@@ -9,31 +9,46 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.read.LocalScan;
-import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.unsafe.types.UTF8String;
-import tableformat.log.CommitInfo;
+import tableformat.log.AsOf;
 import tableformat.log.LogReader;
 import tableformat.log.LogStore;
+import tableformat.log.Mvcc;
+import tableformat.log.TableState;
 
 /**
- * A metadata table of a catalog table, {@code <table>.history} or {@code <table>.tags}, as Iceberg
- * names them: rows read from the log (§8) when the query is planned, the latest version's.
+ * A metadata table of a catalog table, {@code <table>.history}, {@code .tablets}, {@code .rowsets},
+ * {@code .deltas}, {@code .files} or {@code .tags}, as Iceberg names them: rows read from the log
+ * (§8) when the query is planned, of the latest version or of the one {@code VERSION AS OF} /
+ * {@code TIMESTAMP AS OF} names; the columns of the engine's {@code Table.inspect} (MetadataRows).
  */
 final class MetadataTable implements SupportsRead {
-  static final Set<String> KINDS = Set.of("history", "tags");
+  static final Set<String> KINDS = Set.of("history", "tablets", "rowsets", "deltas", "files", "tags");
 
   private final String name;
   private final String uri;
   private final String kind;
+  private final AsOf asOf;
+  private final StructType schema;
 
-  MetadataTable(String name, String uri, String kind) {
+  MetadataTable(String name, String uri, String kind, AsOf asOf) {
     this.name = name;
     this.uri = uri;
     this.kind = kind;
+    this.asOf = asOf;
+    this.schema = switch (kind) {
+      case "history" -> MetadataRows.HISTORY;
+      case "tags" -> new StructType().add("name", DataTypes.StringType, false).add("version", DataTypes.LongType, false)
+          .add("timestamp", DataTypes.TimestampType, true);
+      case "tablets" -> MetadataRows.TABLETS;
+      case "deltas" -> MetadataRows.DELTAS;
+      case "files" -> MetadataRows.FILES;
+      default -> MetadataRows.rowsetsSchema(state());     // the key columns' types
+    };
   }
 
   @Override
@@ -43,11 +58,7 @@ final class MetadataTable implements SupportsRead {
 
   @Override
   public StructType schema() {
-    if (kind.equals("history"))
-      return new StructType().add("version", DataTypes.LongType, false).add("timestamp", DataTypes.TimestampType, false)
-          .add("operation", DataTypes.StringType, true);
-    return new StructType().add("name", DataTypes.StringType, false).add("version", DataTypes.LongType, false)
-        .add("timestamp", DataTypes.TimestampType, true);
+    return schema;
   }
 
   @Override
@@ -55,26 +66,40 @@ final class MetadataTable implements SupportsRead {
     return Collections.singleton(TableCapability.BATCH_READ);
   }
 
+  private LogReader log() {
+    return new LogReader(new LogStore(uri, Snapshots.hadoopConf()));
+  }
+
+  private TableState state() {
+    return Mvcc.stateAt(log(), asOf);
+  }
+
   private InternalRow[] rows() {
-    LogReader.Loaded log = new LogReader(new LogStore(uri, Snapshots.hadoopConf())).load(null);
     List<InternalRow> out = new ArrayList<>();
-    if (kind.equals("history")) {
-      for (CommitInfo h : log.history())
-        out.add(new GenericInternalRow(new Object[] {h.version(), h.timestamp(), UTF8String.fromString(h.operation())}));
-    } else {
-      List<String> names = new ArrayList<>(log.state().tags().keySet());
-      names.sort(null);
-      for (String n : names) {
-        long[] t = log.state().tags().get(n);
-        out.add(new GenericInternalRow(new Object[] {UTF8String.fromString(n), t[0], t[1]}));
+    switch (kind) {
+      case "history" -> {
+        long upTo = asOf == null ? Long.MAX_VALUE : state().version();
+        out = MetadataRows.history(log().load(null).history(), upTo);
       }
+      case "tags" -> {
+        TableState st = state();
+        List<String> names = new ArrayList<>(st.tags().keySet());
+        names.sort(null);
+        for (String n : names) {
+          long[] t = st.tags().get(n);
+          out.add(new GenericInternalRow(new Object[] {UTF8String.fromString(n), t[0], t[1]}));
+        }
+      }
+      case "tablets" -> out = MetadataRows.tablets(state());
+      case "rowsets" -> out = MetadataRows.rowsets(state());
+      case "deltas" -> out = MetadataRows.deltas(state());
+      default -> out = MetadataRows.files(state());
     }
     return out.toArray(new InternalRow[0]);
   }
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    StructType schema = schema();
     return () -> new LocalScanOf(schema, rows());
   }
 
@@ -84,5 +109,4 @@ final class MetadataTable implements SupportsRead {
       return "tableformat metadata (" + rows.length + " rows)";
     }
   }
-
 }

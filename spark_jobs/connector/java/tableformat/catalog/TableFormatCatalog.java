@@ -80,21 +80,22 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
     return name + "." + (isPath(ident) ? "`" + ident.name() + "`" : ident.toString());
   }
 
-  private CatalogTable load(Identifier ident, AsOf asOf) throws NoSuchTableException {
+  /** A table, or a metadata table {@code <table>.<kind>} of one (MetadataTable.KINDS), as of {@code asOf}. */
+  private Table load(Identifier ident, AsOf asOf) throws NoSuchTableException {
+    String[] ns = ident.namespace();
+    if (ns.length > 0 && MetadataTable.KINDS.contains(ident.name())) {      // a table's directory holds no table
+      Identifier parent = Identifier.of(Arrays.copyOf(ns, ns.length - 1), ns[ns.length - 1]);
+      String loc = location(parent);
+      if (Location.isTable(loc, Snapshots.hadoopConf())) return new MetadataTable(display(parent), loc, ident.name(), asOf);
+    }
     String loc = location(ident);
     if (!Location.isTable(loc, Snapshots.hadoopConf())) throw new NoSuchTableException(ident);
     return new CatalogTable(display(ident), loc, asOf);
   }
 
-  /** A table, or a metadata table {@code <table>.history} / {@code <table>.tags} of one. */
+  /** A table, or a metadata table ({@code <table>.history}, {@code .rowsets}, ...) of one. */
   @Override
   public Table loadTable(Identifier ident) throws NoSuchTableException {
-    String[] ns = ident.namespace();
-    if (ns.length > 0 && MetadataTable.KINDS.contains(ident.name())) {      // a table's directory holds no table
-      Identifier parent = Identifier.of(Arrays.copyOf(ns, ns.length - 1), ns[ns.length - 1]);
-      String loc = location(parent);
-      if (Location.isTable(loc, Snapshots.hadoopConf())) return new MetadataTable(display(parent), loc, ident.name());
-    }
     return load(ident, null);
   }
 

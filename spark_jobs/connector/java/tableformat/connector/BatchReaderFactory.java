@@ -9,6 +9,7 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.util.SerializableConfiguration;
+import tableformat.deltas.DeltaLoader;
 
 /** Ships what every task needs (the Hadoop conf, broadcast once; the columns read; the cut; the
  *  filters pushed to Parquet; the delta cache bound) to the executors; reads are columnar only. */

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.sql.types.DataType;
+import tableformat.deltas.DeltaOp;
+import tableformat.vectors.CellCopy;
 
 /** What the connector and the engine must agree on, printed as JSON for the test that compares
  *  it with Python's (tests/spark/test_connector_units.py): the delta op codes, the fields of

@@ -13,6 +13,8 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import tableformat.deltas.RowIdSet;
+import tableformat.vectors.CellCopy;
 
 /**
  * The engine's read plan (Python's {@code Snapshot.read_plan}, specs/format.md §9.4) as the
@@ -76,7 +78,7 @@ public final class ReadPlan implements Serializable {
       deletes = delta && bool(n, kind, "deletes");
     }
 
-    boolean holds(int columnId) {
+    public boolean holds(int columnId) {
       for (int c : columns) if (c == columnId) return true;
       return false;
     }

@@ -16,6 +16,13 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import tableformat.deltas.DeletedRowFilter;
+import tableformat.deltas.DeltaLoader;
+import tableformat.deltas.RowSetDeltas;
+import tableformat.deltas.UpdateApplier;
+import tableformat.parquet.ColumnGroupCursor;
+import tableformat.parquet.ParquetFiles;
+import tableformat.parquet.ParquetPushdown;
 
 /**
  * Reads one task's rowsets as ColumnarBatches (Kudu's DeltaApplier inside Spark's scan): the

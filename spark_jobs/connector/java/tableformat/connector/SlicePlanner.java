@@ -22,11 +22,16 @@ final class SlicePlanner {
 
   static List<RowSetPartition> plan(SparkSession spark, List<ReadPlan.RowSetPlan> rowsets) {
     SQLConf conf = spark.sessionState().conf();
-    long maxBytes = conf.filesMaxPartitionBytes();
-    long openCost = conf.filesOpenCostInBytes();
+    return plan(rowsets, conf.filesMaxPartitionBytes(), conf.filesOpenCostInBytes(), minPartitions(spark, conf),
+        maxPartitions(conf));
+  }
+
+  /** The tasks for these settings: Spark's maxPartitionBytes, openCostInBytes, min and max partition counts. */
+  static List<RowSetPartition> plan(List<ReadPlan.RowSetPlan> rowsets, long maxBytes, long openCost, int minTasks,
+                                    int maxTasks) {
     long total = 0;
     for (ReadPlan.RowSetPlan rs : rowsets) total += rs.baseBytes() + openCost * rs.base.size();
-    int parallelism = Math.max(1, minPartitions(spark, conf));
+    int parallelism = Math.max(1, minTasks);
     long split = Math.min(maxBytes, Math.max(openCost, total / parallelism));
     List<RowSetPartition.Slice> slices = new ArrayList<>();
     for (ReadPlan.RowSetPlan rs : rowsets) {
@@ -43,7 +48,6 @@ final class SlicePlanner {
     }
     slices.sort(Comparator.comparingLong((RowSetPartition.Slice s) -> s.bytes).reversed());
     List<RowSetPartition> out = pack(slices, split, openCost);
-    int maxTasks = maxPartitions(conf);
     if (maxTasks > 0 && out.size() > maxTasks) {     // Spark repacks to at most maxPartitionNum, same slices
       java.math.BigDecimal all = java.math.BigDecimal.ZERO;
       for (RowSetPartition.Slice s : slices) all = all.add(java.math.BigDecimal.valueOf(cost(s, openCost)));

@@ -15,6 +15,7 @@ import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.SerializableConfiguration;
+import tableformat.parquet.ParquetFiles;
 
 /** The scan of one read plan: its tasks (SlicePlanner), its reader factory and the statistics
  *  Spark plans joins with (bytes of the base files read; rows when nothing is deleted). */

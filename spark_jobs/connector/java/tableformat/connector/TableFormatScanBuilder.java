@@ -10,6 +10,7 @@ import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import tableformat.parquet.ParquetPushdown;
 
 /**
  * Column pruning and filter pushdown (§9.4 rule 7). Every filter is handed back to Spark, which

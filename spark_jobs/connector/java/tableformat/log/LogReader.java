@@ -99,7 +99,7 @@ public final class LogReader {
       TableState state = Replay.fromCheckpoint(st);
       List<CommitInfo> history = new ArrayList<>();
       for (JsonNode h : Fields.get(d, "history"))
-        history.add(new CommitInfo(h.get(0).asLong(), h.get(1).asLong(), h.get(2).asText()));
+        history.add(CommitInfo.ofEntry(h));
       formatOf.putIfAbsent(v, fv);
       return new Loaded(state, history);
     } catch (CorruptFileError | NullPointerException | ClassCastException | IllegalArgumentException e) {
@@ -170,7 +170,7 @@ public final class LogReader {
       if (fv < state.formatVersion)
         throw new CorruptFileError("commit file " + commitPath(v) + " says format version " + fv + " in a table "
             + "created in format version " + state.formatVersion + ": the file was altered; restore it from a backup");
-      history.add(new CommitInfo(v, Fields.integer(d, "timestamp"), Fields.text(d, "operation")));
+      history.add(CommitInfo.ofCommit(d));
       v++;
     }
     return new Loaded(state, history);

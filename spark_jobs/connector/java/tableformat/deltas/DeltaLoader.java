@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.deltas;
 
 import java.io.IOException;
 import java.util.HashMap;
@@ -12,6 +12,9 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import tableformat.connector.ReadPlan;
+import tableformat.parquet.BatchSource;
+import tableformat.parquet.ParquetFiles;
 
 /**
  * Loads a rowset's delta files with Spark's vectorized Parquet reader and resolves them once per
@@ -19,13 +22,13 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * order, the newest record per (row, column) winning (§9.4 rules 3-5), after the UNDO winners
  * for a read behind the horizon (rule 6).
  */
-final class DeltaLoader {
+public final class DeltaLoader {
   private DeltaLoader() {}
 
   /** The resolved deltas an executor keeps, bounded by their bytes (a few REDO-heavy rowsets
    *  must not fill the heap; many small ones may all stay): least recently used go first. Set
    *  from the Spark conf {@code spark.tableformat.deltaCache.size} as each task starts. */
-  static volatile long cacheBytes = Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 8);
+  public static volatile long cacheBytes = Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 8);
   private static long cached;
   private static final LinkedHashMap<String, RowSetDeltas> CACHE = new LinkedHashMap<>(16, 0.75f, true);
   private static final Map<String, Long> SIZES = new HashMap<>();
@@ -62,7 +65,7 @@ final class DeltaLoader {
     }
   }
 
-  static RowSetDeltas load(Configuration conf, ReadPlan.RowSetPlan rs, List<ReadPlan.ColumnPlan> cols, Long readTs)
+  public static RowSetDeltas load(Configuration conf, ReadPlan.RowSetPlan rs, List<ReadPlan.ColumnPlan> cols, Long readTs)
       throws IOException {
     StringBuilder key = new StringBuilder(rs.id).append('@').append(readTs).append(':');
     for (ReadPlan.ColumnPlan c : cols) key.append(c.id).append(',');

@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.parquet;
 
 import java.io.Closeable;
 import java.io.IOException;
@@ -7,6 +7,8 @@ import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import tableformat.vectors.CellCopy;
+import tableformat.vectors.RemappedColumnVector;
 
 /**
  * One base file (column group) of a rowset being read: its batches, whose last column is the
@@ -14,11 +16,11 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * the primary batch's rows [first, first + n) as views of its own batch, copying only where the
  * two files' batch boundaries differ.
  */
-final class ColumnGroupCursor implements Closeable {
+public final class ColumnGroupCursor implements Closeable {
   private final BatchSource reader;
   private final DataType[] types;
   private final String path;
-  ColumnarBatch batch;
+  public ColumnarBatch batch;
   private long start;
   private int rows;
   private WritableColumnVector[] copies;
@@ -27,7 +29,7 @@ final class ColumnGroupCursor implements Closeable {
   private final boolean indexed;
 
   /** {@code indexed}: the batches end with the row index (else positions are not tracked). */
-  ColumnGroupCursor(BatchSource reader, DataType[] types, String path, boolean indexed) {
+  public ColumnGroupCursor(BatchSource reader, DataType[] types, String path, boolean indexed) {
     this.reader = reader;
     this.types = types;
     this.path = path;
@@ -35,7 +37,7 @@ final class ColumnGroupCursor implements Closeable {
   }
 
   /** The next batch (false at the end of the file or split). */
-  boolean advance() throws IOException {
+  public boolean advance() throws IOException {
     ColumnarBatch b = reader.next();
     if (b == null) return false;
     long next = start + rows;
@@ -45,12 +47,12 @@ final class ColumnGroupCursor implements Closeable {
     return true;
   }
 
-  ColumnVector rowIndex() {
+  public ColumnVector rowIndex() {
     return batch.column(types.length);
   }
 
   /** This group's columns for rows [first, first + n) of the rowset. */
-  ColumnVector[] align(long first, int n) throws IOException {
+  public ColumnVector[] align(long first, int n) throws IOException {
     while (batch == null || start + rows <= first) {
       if (!advance()) throw new IOException("tableformat CorruptFileError: " + path + " has fewer rows than its rowset");
     }

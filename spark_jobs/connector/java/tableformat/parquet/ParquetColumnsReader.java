@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.parquet;
 
 import java.io.IOException;
 import java.math.BigDecimal;
@@ -25,6 +25,7 @@ import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import tableformat.vectors.CellCopy;
 
 /**
  * A column-at-a-time batch reader over parquet-java's own page decoders, for files Spark's

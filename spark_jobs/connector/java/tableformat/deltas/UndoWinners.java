@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.deltas;
 
 import java.util.Arrays;
 

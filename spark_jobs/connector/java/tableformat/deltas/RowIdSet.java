@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.deltas;
 
 /**
  * A set of rowids, which are unsigned 32-bit (specs/format.md §9: {@code rowid} is uint32, so
@@ -6,8 +6,8 @@ package tableformat.connector;
  * 2^31. Bits sit in pages of 2^16, allocated as rows in them are set, so a few deletes far out
  * cost a page each, not a bitmap up to the highest rowid.
  */
-final class RowIdSet {
-  static final long LIMIT = 1L << 32;
+public final class RowIdSet {
+  public static final long LIMIT = 1L << 32;
   private static final int PAGE_BITS = 16, WORDS = (1 << PAGE_BITS) >>> 6;
 
   private long[][] pages = new long[0][];

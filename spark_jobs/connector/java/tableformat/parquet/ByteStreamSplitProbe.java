@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.parquet;
 
 import java.io.File;
 import java.nio.file.Files;

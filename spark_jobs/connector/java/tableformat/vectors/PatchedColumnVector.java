@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.vectors;
 
 import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -11,7 +11,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * {@code values[patch[i]]} where {@code patch[i] >= 0}, else the base row. Values are never
  * written into the Parquet reader's vectors, so dictionary-encoded pages need no decoding.
  */
-final class PatchedColumnVector extends ColumnVector {
+public final class PatchedColumnVector extends ColumnVector {
   private final ColumnVector base;
   private final int[] patch;
   private final ColumnVector values;
@@ -19,7 +19,7 @@ final class PatchedColumnVector extends ColumnVector {
   private int nulls = -1;
 
   /** {@code rows}: the batch's row count ({@code patch} may be a longer scratch array). */
-  PatchedColumnVector(ColumnVector base, int[] patch, ColumnVector values, int rows) {
+  public PatchedColumnVector(ColumnVector base, int[] patch, ColumnVector values, int rows) {
     super(base.dataType());
     this.base = base;
     this.patch = patch;

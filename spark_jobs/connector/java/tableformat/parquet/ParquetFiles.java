@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.parquet;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -38,19 +38,19 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * Parquet scan does: the Hadoop conf carries the requested schema and the session's
  * {@code spark.sql.*} Parquet settings; splits are {@code mapred.FileSplit}s (Spark 4 casts to it).
  */
-final class ParquetFiles {
+public final class ParquetFiles {
   private ParquetFiles() {}
 
   /** Spark's temporary row-index field: the reader fills it with each row's ordinal in its file
    *  (the rowid, §9.4 rule 2). Declared nullable, or the reader calls it a missing required column. */
-  static final StructField ROW_INDEX = new StructField(
+  public static final StructField ROW_INDEX = new StructField(
       ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME(), DataTypes.LongType, true, Metadata.empty());
 
   static final String VERIFY_CRC = "parquet.page.verify-checksum.enabled";
 
   /** The session's Hadoop conf plus every Parquet-reader SQL setting (defaults included): the
    *  reader's schema converter reads them from the Hadoop conf, not from SQLConf. */
-  static Configuration hadoopConf(SparkSession spark) {
+  public static Configuration hadoopConf(SparkSession spark) {
     Configuration conf = spark.sessionState().newHadoopConf();
     SQLConf sql = spark.sessionState().conf();
     for (ConfigEntry<?> e : SQLConf$.MODULE$.getConfigEntries()) {
@@ -73,7 +73,7 @@ final class ParquetFiles {
 
   /** The file's status, its length checked against the size the log recorded (§8.2, §9.4 rule 8):
    *  the one metadata request a read makes of a file, which is then opened from this status. */
-  static FileStatus checkedStatus(Configuration conf, String path, long recorded) throws IOException {
+  public static FileStatus checkedStatus(Configuration conf, String path, long recorded) throws IOException {
     Path p = new Path(path);
     FileStatus st = p.getFileSystem(conf).getFileStatus(p);
     if (st.getLen() != recorded) {
@@ -87,7 +87,7 @@ final class ParquetFiles {
    *  the row groups whose midpoint lies in the range (Parquet's rule, so splits never overlap).
    *  Spark's vectorized reader where it decodes every page of those fields (always on a Spark
    *  that decodes BYTE_STREAM_SPLIT: {@link ByteStreamSplitProbe}), else {@link ParquetColumnsReader}. */
-  static BatchSource open(Configuration base, FileStatus file, StructType requested, long start, long length,
+  public static BatchSource open(Configuration base, FileStatus file, StructType requested, long start, long length,
                           int capacity, FilterPredicate filter) throws IOException {
     String path = file.getPath().toString();
     boolean own = false;

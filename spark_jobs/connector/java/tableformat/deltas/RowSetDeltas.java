@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.deltas;
 
 import java.util.Arrays;
 import java.util.HashMap;
@@ -7,6 +7,7 @@ import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.vectorized.ColumnVector;
+import tableformat.vectors.CellCopy;
 
 /**
  * A rowset's delta records resolved for one read (Kudu's DeltaIterator state, §9.4 rules 4-6):
@@ -14,9 +15,9 @@ import org.apache.spark.sql.vectorized.ColumnVector;
  * and the rows deleted. Built by {@link DeltaLoader}; immutable afterwards, so tasks of one
  * executor share it.
  */
-final class RowSetDeltas {
+public final class RowSetDeltas {
   /** The changes of one column: {@code values[index[i]]} is row {@code rowids[i]}'s value. */
-  static final class ColumnChanges {
+  public static final class ColumnChanges {
     final long[] rowids;
     final int[] index;
     final ColumnVector values;
@@ -28,8 +29,8 @@ final class RowSetDeltas {
     }
   }
 
-  final RowIdSet deleted;                    // null: no row of the rowset is deleted
-  final Map<Integer, ColumnChanges> columns = new HashMap<>();
+  public final RowIdSet deleted;                    // null: no row of the rowset is deleted
+  public final Map<Integer, ColumnChanges> columns = new HashMap<>();
 
   RowSetDeltas(RowIdSet deleted) {
     this.deleted = deleted;

@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.vectors;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.math.BigDecimal;
@@ -24,16 +24,16 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /** The column types of the format (specs/format.md §2.1) as Spark vectors hold them: one cell copied
  *  between vectors, and a JSON value (the plan's read defaults) in Catalyst's internal form. */
-final class CellCopy {
+public final class CellCopy {
   private CellCopy() {}
 
   /** Physical kinds, resolved once per column so per-cell copies switch on an int. Python's
    *  {@code TYPE_NAMES} (tableformat/format/types.py) gives each logical type's kind by these names:
    *  tests/spark/test_connector_units.py compares the two through {@link Contract}. */
-  static final int BOOL = 0, BYTE = 1, SHORT = 2, INT = 3, LONG = 4, FLOAT = 5, DOUBLE = 6, BYTES = 7, DEC = 8;
-  static final String[] KIND_NAMES = {"BOOL", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "BYTES", "DEC"};
+  public static final int BOOL = 0, BYTE = 1, SHORT = 2, INT = 3, LONG = 4, FLOAT = 5, DOUBLE = 6, BYTES = 7, DEC = 8;
+  public static final String[] KIND_NAMES = {"BOOL", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "BYTES", "DEC"};
 
-  static int kind(DataType t) {
+  public static int kind(DataType t) {
     if (t instanceof BooleanType) return BOOL;
     if (t instanceof ByteType) return BYTE;
     if (t instanceof ShortType) return SHORT;
@@ -56,7 +56,7 @@ final class CellCopy {
   }
 
   /** dst[dstRow] = src[srcRow] (NULL included). */
-  static void copy(int kind, DataType t, ColumnVector src, int srcRow, WritableColumnVector dst, int dstRow) {
+  public static void copy(int kind, DataType t, ColumnVector src, int srcRow, WritableColumnVector dst, int dstRow) {
     if (src.isNullAt(srcRow)) {
       dst.putNull(dstRow);
       return;
@@ -82,7 +82,7 @@ final class CellCopy {
 
   /** A plan's JSON value (physical form: date = days, timestamp = micros, decimal = text,
    *  binary = base64, non-finite floats as text) in Catalyst's internal form; null for NULL. */
-  static Object fromJson(DataType t, JsonNode v) {
+  public static Object fromJson(DataType t, JsonNode v) {
     if (v == null || v.isNull() || v.isMissingNode()) return null;
     switch (kind(t)) {
       case BOOL: return v.asBoolean();

@@ -1,8 +1,10 @@
-package tableformat.connector;
+package tableformat.deltas;
 
 import java.util.Arrays;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
+import tableformat.vectors.CellCopy;
+import tableformat.vectors.PatchedColumnVector;
 
 /**
  * Applies a column's resolved updates to one batch (§9.4 rule 4): the batch's rows are known by
@@ -10,10 +12,10 @@ import org.apache.spark.sql.vectorized.ColumnVector;
  * rowids, so one merge walk finds the changed rows of the batch. A batch no change touches
  * keeps its vector as it is.
  */
-final class UpdateApplier {
+public final class UpdateApplier {
   private UpdateApplier() {}
 
-  static ColumnVector apply(ColumnVector base, ColumnVector rowIndex, int n, RowSetDeltas.ColumnChanges ch,
+  public static ColumnVector apply(ColumnVector base, ColumnVector rowIndex, int n, RowSetDeltas.ColumnChanges ch,
                             int[] scratch) {
     if (n == 0) return base;
     long lo = rowIndex.getLong(0), hi = rowIndex.getLong(n - 1);

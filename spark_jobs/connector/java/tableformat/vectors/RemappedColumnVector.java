@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.vectors;
 
 import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -11,12 +11,12 @@ import org.apache.spark.unsafe.types.UTF8String;
  * ColumnVectorWithFilter). It drops deleted rows from a batch, and shows a column group's rows
  * at an offset, without copying values. Closing it leaves the base vector to its owner.
  */
-final class RemappedColumnVector extends ColumnVector {
+public final class RemappedColumnVector extends ColumnVector {
   private final ColumnVector base;
   private final int[] rows;
   private int nulls = -1;
 
-  RemappedColumnVector(ColumnVector base, int[] rows) {
+  public RemappedColumnVector(ColumnVector base, int[] rows) {
     super(base.dataType());
     this.base = base;
     this.rows = rows;

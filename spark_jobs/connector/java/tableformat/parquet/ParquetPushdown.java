@@ -1,4 +1,4 @@
-package tableformat.connector;
+package tableformat.parquet;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -20,6 +20,7 @@ import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
+import tableformat.connector.ReadPlan;
 
 /**
  * Filters pushed into a rowset's Parquet scan (row-group and page skipping), by §9.4 rule 7:
@@ -28,18 +29,18 @@ import org.apache.spark.sql.types.StringType;
  * statistics leave NaN out and order -0.0 before 0.0). Spark evaluates every filter again above
  * the scan, so a filter left out only costs reading more rows.
  */
-final class ParquetPushdown {
+public final class ParquetPushdown {
   private ParquetPushdown() {}
 
   /** Whether a filter can ever be pushed (the scan builder reports these to Spark). */
-  static boolean supported(Filter f, ReadPlan plan) {
+  public static boolean supported(Filter f, ReadPlan plan) {
     String attr = attribute(f);
     if (attr == null) return false;
     ReadPlan.ColumnPlan c = plan.column(attr);
     return c != null && exactType(c.type) && (value(f) != null || f instanceof IsNull || f instanceof IsNotNull);
   }
 
-  static FilterPredicate predicate(Filter[] filters, ReadPlan.RowSetPlan rs, List<ReadPlan.ColumnPlan> cols) {
+  public static FilterPredicate predicate(Filter[] filters, ReadPlan.RowSetPlan rs, List<ReadPlan.ColumnPlan> cols) {
     if (filters == null || filters.length == 0) return null;
     List<FilterPredicate> ps = new ArrayList<>();
     for (Filter f : filters) {

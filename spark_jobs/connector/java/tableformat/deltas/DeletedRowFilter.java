@@ -1,19 +1,21 @@
-package tableformat.connector;
+package tableformat.deltas;
 
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.vectorized.ColumnVector;
+import tableformat.vectors.CellCopy;
+import tableformat.vectors.RemappedColumnVector;
 
 /**
  * Drops deleted rows from a batch (§9.4 rule 5): the live rows' positions, or null when the
  * batch holds no deleted row (the common case: one probe of the deleted rowids per batch).
  */
-final class DeletedRowFilter {
+public final class DeletedRowFilter {
   private DeletedRowFilter() {}
 
-  static int[] liveRows(ColumnVector rowIndex, int n, RowIdSet deleted) {
+  public static int[] liveRows(ColumnVector rowIndex, int n, RowIdSet deleted) {
     if (n == 0) return null;
     long lo = rowIndex.getLong(0), hi = rowIndex.getLong(n - 1);
     long next = deleted.nextSetBit(lo);
@@ -42,7 +44,7 @@ final class DeletedRowFilter {
    *  batch is compacted in place (values, dictionary ids, or string offsets moved down; no wrapper
    *  left between Spark's generated code and the reader's vector); a constant needs nothing; any
    *  other vector is shown through a row map. */
-  static ColumnVector[] compact(ColumnVector[] cols, int[] live) {
+  public static ColumnVector[] compact(ColumnVector[] cols, int[] live) {
     ColumnVector[] out = new ColumnVector[cols.length];
     for (int j = 0; j < cols.length; j++) {
       ColumnVector c = cols[j];
