@@ -80,7 +80,7 @@ def _read_group(spark, storage: tf.Storage, plan: tf.ReadPlan, shape: tuple, row
     fp = "_metadata.file_path"
     base = None
     for pos, ids in enumerate(positions):
-        ddl = ", ".join(f"{_field(i)} {spark_type(schema.by_id(i).type).simpleString()}" for i in ids)
+        ddl = ", ".join(f"{_field(i)} {schema.by_id(i).type.spark_name}" for i in ids)
         df = spark.read.schema(ddl).parquet(*[jvm_path(storage, rs.base[pos].path) for rs in rowsets])
         keys = []
         if len(positions) > 1:   # column groups: their rows meet on (rowset id, the directory they share; row)
@@ -137,7 +137,7 @@ def _delta_changes(spark, storage: tf.Storage, plan: tf.ReadPlan, rowsets: list)
     ddl = ["rowid bigint"] + (["op tinyint"] if deletes else []) + ([] if simple else ["ts bigint"])
     for cid in updated:
         ddl += [f"{_flag(cid)} boolean",
-                f"{_field(cid)} {spark_type(plan.schema.by_id(cid).type).simpleString()}"]
+                f"{_field(cid)} {plan.schema.by_id(cid).type.spark_name}"]
     d = spark.read.schema(", ".join(ddl)).parquet(*[jvm_path(storage, f.path) for _, f in files])
     # each file's rank, commit time and its rowset's key (_key_high), by "<rowset id>/<file name>"
     # (ids and names are hex: safe in SQL text)
