@@ -80,8 +80,7 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | No
     from spark_jobs.connector import loaded
     from spark_jobs.jvm_paths import configure_s3a, jvm_path
     from spark_jobs.read import read_table
-    reader = reader or read_table
-    why = loaded(spark)
+    reader, why = reader or read_table, loaded(spark)
     if why:
         print(f"connector rows skipped: {why}")
         return
@@ -91,8 +90,7 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | No
     if s3:
         configure_s3a(spark, t.storage, s3)
     base_files = lambda: [jvm_path(t.storage, f.path) for r in t.state.rowsets.values() for f in r.base]
-    files = base_files()
-    vid = f"c{t.schema.column('value').id}"
+    files, vid = base_files(), f"c{t.schema.column('value').id}"
     all_cols = ", ".join(f"c{c.id}" for c in t.schema.columns)
     names = ", ".join(f"`{c}`" for c in t.schema.names)
 
