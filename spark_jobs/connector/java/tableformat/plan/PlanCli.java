@@ -21,7 +21,8 @@ import tableformat.log.TableFormatError;
  * also seek PK indexes, as the engine's scan does), one JSON
  * answer a line on stdout: the plan ({@link PlanJson}) or {@code {"error": name, "message": ...}}
  * with the engine's error name; with {@code "summary": true} only the version, the rowset count and
- * the milliseconds of each step (open, plan, the plan's JSON tree: what a Spark scan pays; for
+ * the milliseconds of each step (open, plan, the plan's JSON tree: what a Spark scan pays) and the
+ * thread's CPU milliseconds for them (for
  * benchmarks/bench_spark_sql.py). {@code {"canonical": <json text>}} answers the canonical
  * serialization and CRC-32 of a value instead (specs/format.md §8.1).
  */
@@ -53,7 +54,8 @@ public final class PlanCli {
         out.put("crc32", tableformat.log.Checksum.crc32(value));
         return out;
       }
-      long t0 = System.nanoTime();
+      java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+      long c0 = mx.getCurrentThreadCpuTime(), t0 = System.nanoTime();
       LogStore store = new LogStore(req.get("table").asText(), conf);
       JsonNode asOf = req.get("as_of");
       AsOf a = asOf == null || asOf.isNull() ? null : AsOf.parse(asOf.asText());
@@ -64,13 +66,14 @@ public final class PlanCli {
       long t2 = System.nanoTime();
       ObjectNode json = PlanJson.of(store, plan);
       if (!req.path("summary").asBoolean(false)) return json;
-      long t3 = System.nanoTime();
+      long t3 = System.nanoTime(), c3 = mx.getCurrentThreadCpuTime();
       out.put("version", state.version());
       out.put("rowsets", plan.rowsets().size());
       ObjectNode ms = out.putObject("ms");
       ms.put("open", (t1 - t0) / 1e6);
       ms.put("plan", (t2 - t1) / 1e6);
       ms.put("plan_json", (t3 - t2) / 1e6);
+      ms.put("cpu", (c3 - c0) / 1e6);          // this thread's CPU time for all three (the machine may be shared)
       return out;
     } catch (TableFormatError e) {
       out.put("error", e.errorName());
