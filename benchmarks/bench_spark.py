@@ -69,17 +69,18 @@ def native_read_rows(spark, work: str, n: int) -> None:
     floors(spark, t, uri, files, vid, parquet(f"sum({vid})"))
 
 
-def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | None = None) -> None:
+def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | None = None, reader=None) -> None:
     """The JVM connector (read_table's default path when the session has its jar) against
     spark.read.parquet of the same base files, same session, sides alternated after a warm-up.
     Numeric columns are written PLAIN: pyspark 4.2's vectorized reader (the baseline) cannot
     decode BYTE_STREAM_SPLIT (bitshuffle). Targets from issue 22.
-    `s3` (storage options of a table root `work` on S3): both sides read through s3a."""
+    `s3` (storage options of a table root `work` on S3): both sides read through s3a. `reader`
+    (spark, uri, as_of=, storage_options=) -> DataFrame replaces read_table (bench_spark_sql: the catalog)."""
     import numpy as np
     from spark_jobs.connector import loaded
     from spark_jobs.jvm_paths import configure_s3a, jvm_path
     from spark_jobs.read import read_table
-    why = loaded(spark)
+    reader, why = reader or read_table, loaded(spark)
     if why:
         print(f"connector rows skipped: {why}")
         return
@@ -89,8 +90,7 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | No
     if s3:
         configure_s3a(spark, t.storage, s3)
     base_files = lambda: [jvm_path(t.storage, f.path) for r in t.state.rowsets.values() for f in r.base]
-    files = base_files()
-    vid = f"c{t.schema.column('value').id}"
+    files, vid = base_files(), f"c{t.schema.column('value').id}"
     all_cols = ", ".join(f"c{c.id}" for c in t.schema.columns)
     names = ", ".join(f"`{c}`" for c in t.schema.names)
 
@@ -98,10 +98,10 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | No
         return lambda: spark.read.parquet(*(fs or files)).selectExpr(expr).collect()
 
     def ours(expr, **kw):
-        return lambda: read_table(spark, uri, **read_kw, **kw).selectExpr(expr).collect()
+        return lambda: reader(spark, uri, **read_kw, **kw).selectExpr(expr).collect()
 
     def tasks(kw=None, fs=None):
-        return (read_table(spark, uri, **read_kw, **(kw or {})).rdd.getNumPartitions(),
+        return (reader(spark, uri, **read_kw, **(kw or {})).rdd.getNumPartitions(),
                 spark.read.parquet(*(fs or files)).rdd.getNumPartitions())
 
     rows = []

@@ -6,19 +6,22 @@
     spark.sql("SELECT host, avg(value) FROM metrics GROUP BY host")
     changes = read_changes(spark, "/data/metrics", start=3)     # Table.changes(3) (spark_jobs/changes.py)
 
-The JVM connector (`spark_jobs/connector/`, format `tableformat-jvm`) is the first choice:
-it gets the plan as JSON (`connector/plan.py`), reads base files with Spark's vectorized
-Parquet reader and applies REDO and UNDO records inside each ColumnarBatch, so pending deltas
-cost no join and reads behind the history horizon stay native. It is used when the session
-loaded its jar (`get_spark()` does, when a JDK can compile it); otherwise the join path runs
-(`read_join.py`: Spark's Parquet scan of the base files, pending REDO records joined to them
-by row), and one log line says why.
+The JVM connector (`spark_jobs/connector/`, format `tableformat-jvm`) is the first choice,
+and the JVM plans its reads itself (the log and §9.4's plan in `connector/java/tableformat/
+{log,plan}`, a second implementation of Python's planner): `read_table` hands it the table's
+path and the version, Spark pushes the filter into the scan, which prunes tablets and rowsets
+before any file is opened; it reads base files with Spark's vectorized Parquet reader and
+applies REDO and UNDO records inside each ColumnarBatch. A view from `register_view` is planned
+again at each query, so it reads the latest version and its WHERE prunes. The connector is used
+when the session loaded its jar (`get_spark()` does, when a JDK can compile it).
 
-Where neither JVM path can read a rowset, it falls back to the Python data source
-(`datasource.py`), and one log line says why: a URI scheme the JVM cannot open (only local
-paths, `file://` and Hadoop's own `hdfs://`, `webhdfs://`, `viewfs://` are assumed readable;
-declare others with `jvm_schemes`, `jvm_paths.py`),
-or (without the connector) a version behind the history horizon that needs UNDO records.
+Python's own plan (`Snapshot.read_plan`) is still read where the connector is not: by the join
+path (`read_join.py`: Spark's Parquet scan of the base files, pending REDO records joined to
+them by row) when the session has no connector jar, with one log line saying why; and by the
+Python data source (`datasource.py`) where no JVM path can read a rowset: a URI scheme the JVM
+cannot open (only local paths, `file://` and Hadoop's own `hdfs://`, `webhdfs://`, `viewfs://`
+are assumed readable; declare others with `jvm_schemes`, `jvm_paths.py`), or (without the
+connector) a version behind the history horizon that needs UNDO records.
 `path="native"` refuses to fall back (NativeReadUnavailableError); `path="python"` reads
 everything through the data source; `path="join"` skips the connector. Whatever reads them,
 the rows are filtered by Spark with the engine's semantics (`read_filters.py`).
@@ -34,8 +37,8 @@ from typing import Any, Iterable, Sequence
 import tableformat as tf
 
 from .changes import feed_columns, struct_type
-from .jvm_paths import configure_s3a, jvm_unreadable, s3a_ready
-from .read_filters import quoted, spark_filter
+from .jvm_paths import configure_s3a, jvm_path, jvm_unreadable, s3a_ready
+from .read_filters import column, quoted, spark_filter
 from .read_join import MAX_JOIN_ROWS, native_parts, reads_byte_stream_split
 from .snapshots import open_snapshot, parse_as_of, spark_schema
 
@@ -51,12 +54,32 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     """The table (as of a version, Timestamp, datetime or ISO string) as a DataFrame.
 
     `columns` (names; None: all) and `filter` (the engine's (column, op, value) terms, ANDed)
-    narrow the read: the engine prunes tablets and rowsets, Spark evaluates the terms with the
-    same semantics (specs/format.md §13). `path`: "auto" (the JVM connector, else Spark's
+    narrow the read: tablets and rowsets are pruned, Spark evaluates the terms with the
+    engine's semantics (specs/format.md §13). `path`: "auto" (the JVM connector, else Spark's
     Parquet scan plus a join, where possible), "native" (never the Python data source),
     "join" (never the connector; also TABLEFORMAT_SPARK_READ=join) or "python". `jvm_schemes`: URI schemes the cluster's JVM can
     read beyond Hadoop's own (hdfs, webhdfs, viewfs: always there), e.g. {"gs"}.
+    The DataFrame keeps the version read now (or `as_of`'s); `register_view` follows the latest.
     """
+    return _read(spark, uri, False, as_of, storage_options, columns, filter, path, jvm_schemes)
+
+
+def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
+    """read_table(spark, uri, **options) as the temporary view `name` (replaced if it exists).
+
+    Through the JVM connector (the session has its jar) and with no `as_of`, every query of the
+    view is planned by the JVM planner when it runs (specs/format.md §9.4): it reads the version
+    that is latest then, and its WHERE prunes tablets and rowsets. Without the connector the
+    view is fixed at the version read now: register it again to see later commits."""
+    df = _read(spark, uri, options.get("as_of") is None, **options)
+    df.createOrReplaceTempView(name)
+    return df
+
+
+def _read(spark, uri: str, latest: bool, as_of: Any = None, storage_options: dict | None = None,
+          columns: Sequence[str] | None = None, filter: Any = None, path: str = "auto",
+          jvm_schemes: Iterable[str] = ()):
+    """read_table's DataFrame; `latest`: the JVM connector plans the latest version at each query."""
     if path not in PATHS:
         raise tf.InvalidOptionError(f"path must be one of {PATHS}, got {path!r}")
     if isinstance(jvm_schemes, str):
@@ -65,7 +88,6 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     scanner = snap.scan(columns, filter)        # the engine's checks of columns and filter
     names, predicates = list(scanner.columns), scanner.predicates
     read_names = _read_names(snap.schema, names, predicates)
-    plan = snap.read_plan(read_names, filter)
     storage = tf.Storage(uri, storage_options)
     if s3a_ready(spark, storage):
         jvm_schemes = [*jvm_schemes, "s3", "s3a"]
@@ -73,31 +95,49 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     scheme_reason = jvm_unreadable(storage, jvm_schemes)
     no_connector = path == "join" or os.environ.get("TABLEFORMAT_SPARK_READ") == "join"   # a process-wide choice
     connector_reason = _JOIN_ASKED if no_connector else _connector_unavailable(spark)
-    split_reason = _byte_stream_split_reason(spark, snap.schema, read_names, path, scheme_reason, connector_reason)
-    native, fallback, reasons = _route(plan, path, scheme_reason, connector_reason, split_reason)
-    if fallback and path == "native":
-        raise tf.NativeReadUnavailableError(
-            f"{len(fallback)} of {len(plan.rowsets)} rowsets of {uri!r} version {plan.version} cannot be read "
-            f"natively: {'; '.join(reasons)}; use path='auto' to read them through the Python data source")
-    parts = _jvm_parts(spark, storage, plan, native, path, connector_reason)
-    if fallback:
-        log.warning("read_table %s version %d: %d of %d rowsets read through the Python data source (%s)",
-                    storage, plan.version, len(fallback), len(plan.rowsets),
-                    "; ".join(f"{n}: {r}" for r, n in reasons.items()))
-        parts.append(_python_part(spark, uri, storage_options, plan, [r.id for r in fallback], read_names))
-    df = _union(spark, parts, snap.schema, read_names)
+    if path != "python" and scheme_reason is None and connector_reason is None:
+        df = _jvm_planned(spark, storage, None if latest else snap.version, read_names)
+    else:
+        df = _python_planned(spark, uri, storage_options, snap, filter, read_names, path,
+                             scheme_reason, connector_reason)
     cond = spark_filter(predicates)
     if cond is not None:
         df = df.filter(cond)
     return df if list(df.columns) == names else df.selectExpr(*[quoted(n) for n in names])
 
 
-def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
-    """read_table(spark, uri, **options) as the temporary view `name` (replaced if it exists).
-    The view is fixed at the version read now: register it again to see later commits."""
-    df = read_table(spark, uri, **options)
-    df.createOrReplaceTempView(name)
-    return df
+def _jvm_planned(spark, storage: tf.Storage, version: int | None, read_names: list[str]):
+    """The table read by the JVM connector, planned by the JVM planner (specs/format.md §9.4):
+    `spark.read.format("tableformat-jvm").load(path)` at the version Python resolved (a timestamp
+    or tag reads that version's state, §8.2), or None: the latest version at each query. Filters
+    Spark pushes into the scan prune tablets and rowsets."""
+    from .connector import NAME
+    r = spark.read.format(NAME)
+    if version is not None:
+        r = r.option("as_of", str(version))
+    return r.load(jvm_path(storage, "").rstrip("/")).select(*[column(n) for n in read_names])
+
+
+def _python_planned(spark, uri: str, storage_options: dict | None, snap, filter: Any, read_names: list[str],
+                    path: str, scheme_reason: str | None, connector_reason: str | None):
+    """The table read from Python's plan (`Snapshot.read_plan`): by the join path where the
+    connector is not loaded, or by the Python data source (a scheme the JVM cannot open,
+    path='python', a version behind the history horizon without the connector)."""
+    plan = snap.read_plan(read_names, filter)
+    storage = tf.Storage(uri, storage_options)
+    split_reason = _byte_stream_split_reason(spark, snap.schema, read_names, path, scheme_reason, connector_reason)
+    native, fallback, reasons = _route(plan, path, scheme_reason, connector_reason, split_reason)
+    if fallback and path == "native":
+        raise tf.NativeReadUnavailableError(
+            f"{len(fallback)} of {len(plan.rowsets)} rowsets of {uri!r} version {plan.version} cannot be read "
+            f"natively: {'; '.join(reasons)}; use path='auto' to read them through the Python data source")
+    parts = _join_parts(spark, storage, plan, native, path, connector_reason)
+    if fallback:
+        log.warning("read_table %s version %d: %d of %d rowsets read through the Python data source (%s)",
+                    storage, plan.version, len(fallback), len(plan.rowsets),
+                    "; ".join(f"{n}: {r}" for r, n in reasons.items()))
+        parts.append(_python_part(spark, uri, storage_options, plan, [r.id for r in fallback], read_names))
+    return _union(spark, parts, snap.schema, read_names)
 
 
 def _read_names(schema: tf.Schema, names: list[str], predicates: list) -> list[str]:
@@ -148,12 +188,9 @@ def _route(plan: tf.ReadPlan, path: str, scheme_reason: str | None, connector_re
     return native, fallback, reasons
 
 
-def _jvm_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, native: list, path: str,
-               connector_reason: str | None) -> list:
-    """The natively read rowsets as DataFrames: one from the connector, else the join path's."""
-    if native and connector_reason is None:
-        from .connector.plan import connector_part
-        return [connector_part(spark, storage, plan, native)]
+def _join_parts(spark, storage: tf.Storage, plan: tf.ReadPlan, native: list, path: str,
+                connector_reason: str | None) -> list:
+    """The natively read rowsets as DataFrames of the join path (the connector is not loaded)."""
     if native and path != "python" and connector_reason != _JOIN_ASKED:
         log.info("read_table %s: the JVM connector is not used: %s", storage, connector_reason)
     return native_parts(spark, storage, plan, native) if native else []

@@ -1,6 +1,8 @@
 """The JVM connector: a Spark DataSource V2 source (`tableformat-jvm`) that reads a table's base
 files with Spark's own vectorized Parquet reader and applies REDO (and UNDO) records inside each
-ColumnarBatch. Python stays the engine: `read_table` hands it `Snapshot.read_plan` as JSON.
+ColumnarBatch. The JVM plans the read itself from the log (`java/tableformat/{log,plan}`, a second
+implementation of specs/format.md §8 and §9.4): `read_table`, `register_view` and the catalog hand
+it a table path; a plan as JSON (`plan.py`, Python's `Snapshot.read_plan`) is still taken.
 
 Its Java sources (`java/`) ship with the package and are compiled at first use with the JDK's
 `javac` against the *installed* pyspark's jars, so one source tree serves each Spark version;

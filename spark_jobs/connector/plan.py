@@ -1,7 +1,10 @@
 """The read plan as the JVM connector takes it: `Snapshot.read_plan` as JSON (ReadPlan.java).
 
 File URIs the JVM opens, column IDs, Spark types, read defaults in Catalyst's physical form,
-ranks and the cut; `connector_part` reads rowsets through the connector with it.
+ranks and the cut; `connector_part` reads rowsets through the connector with it. `read_table`
+no longer uses it (the JVM plans its own reads, specs/format.md §9.4): the differential test of the
+JVM planner (tests/spark/test_jvm_planner.py) compares against it, and benchmarks/bench_spark_sql.py
+reads the view as it was before (Python's full plan, no pruning from SQL) with it.
 """
 from __future__ import annotations
 

@@ -627,6 +627,15 @@ def test_canonical_json_matches_pythons_on_every_float_shape_string_and_integer(
                      "keys": {"b": 1, "a": 2, "é": 3, "Z": 4, "\U0001f600": 5, "\uffff": 6, "": 7}})
 
 
+def test_canonical_json_matches_at_int_and_long_bounds_and_on_subnormal_floats(jvm):
+    """Integers are parsed as the smallest exact node (int, long, BigInteger) and floats of at
+    most 15 digits take a fast path that subnormals (fewer digits) must not."""
+    ints = [2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**63 - 1, -2**63, 2**63, -2**63 - 1, 2**64]
+    floats = [49.5, 5e-324, 1e-310, 2.5e-320, 4.9e-324, 2.2250738585072014e-308, 2.225073858507201e-308,
+              1.5e300, 123456789012345.6, 0.1 + 0.2, 1e-7, 9.999999999999999e22]
+    _canonical(jvm, {"ints": ints, "floats": floats})
+
+
 def test_canonical_json_matches_on_the_log_files_of_random_histories(jvm, tmp_path):
     """Every commit and checkpoint the engine wrote through a random history (stats with NaN,
     ±inf, -0.0, 1e16, 1e-05, non-ASCII keys) reads back with the JVM's checksum."""

@@ -40,12 +40,13 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     this.uri = Location.normalize(uri);
     this.asOf = asOf;
     this.loaded = Snapshots.open(this.uri, asOf);
-    this.schema = Snapshots.plan(this.uri, loaded, null, null).connector().schema();
+    this.schema = Snapshots.schema(this.uri, loaded);
   }
 
-  /** A table by path, for {@code spark.read.format("tableformat-jvm").load(path)}. */
+  /** A table by path, for {@code spark.read.format("tableformat-jvm").load(path)} (read_table and
+   *  register_view): named {@code tableformat_jvm:<uri>}, as plans show it. */
   public static CatalogTable atPath(String uri, AsOf asOf) {
-    return new CatalogTable(uri, uri, asOf);
+    return new CatalogTable("tableformat_jvm:" + Location.normalize(uri), uri, asOf);
   }
 
   /** The read options' point in time: at most one of {@code as_of} (§8.2's forms), {@code versionAsOf}

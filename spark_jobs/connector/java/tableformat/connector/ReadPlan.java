@@ -201,6 +201,11 @@ public final class ReadPlan implements Serializable {
     return out;
   }
 
+  /** A plan already parsed (the JVM planner's, tableformat.plan.PlanJson): no text in between. */
+  public static ReadPlan of(JsonNode plan) {
+    return new ReadPlan(plan);
+  }
+
   public static ReadPlan parse(String json) {
     try {
       return new ReadPlan(new ObjectMapper().readTree(json));

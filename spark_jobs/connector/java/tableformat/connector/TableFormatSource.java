@@ -39,13 +39,22 @@ public final class TableFormatSource implements TableProvider, DataSourceRegiste
         tableformat.catalog.CatalogTable.asOf(o.get("as_of"), o.get("versionAsOf"), o.get("timestampAsOf")));
   }
 
+  /** The table inferSchema opened, kept for getTable (Spark calls both on one instance per load):
+   *  the log is read once per load, not twice. */
+  private tableformat.catalog.CatalogTable opened;
+  private Map<String, String> openedWith;
+
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return byPath(options) ? atPath(options).schema() : plan(options).schema();
+    if (!byPath(options)) return plan(options).schema();
+    opened = atPath(options);
+    openedWith = options.asCaseSensitiveMap();
+    return opened.schema();
   }
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return byPath(properties) ? atPath(properties) : new TableFormatTable(plan(properties));
+    if (!byPath(properties)) return new TableFormatTable(plan(properties));
+    return opened != null && properties.equals(openedWith) ? opened : atPath(properties);
   }
 }

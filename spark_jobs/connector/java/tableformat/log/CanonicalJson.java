@@ -36,22 +36,7 @@ public final class CanonicalJson {
 
   private static void write(JsonNode n, StringBuilder sb, String skip) {
     switch (n.getNodeType()) {
-      case OBJECT -> {
-        List<Map.Entry<String, JsonNode>> fields = new ArrayList<>(n.size());
-        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-          Map.Entry<String, JsonNode> e = it.next();
-          if (!e.getKey().equals(skip)) fields.add(e);
-        }
-        fields.sort((a, b) -> compareCodePoints(a.getKey(), b.getKey()));
-        sb.append('{');
-        for (int i = 0; i < fields.size(); i++) {
-          if (i > 0) sb.append(',');
-          string(fields.get(i).getKey(), sb);
-          sb.append(':');
-          write(fields.get(i).getValue(), sb);
-        }
-        sb.append('}');
-      }
+      case OBJECT -> object(n, sb, skip);
       case ARRAY -> {
         sb.append('[');
         for (int i = 0; i < n.size(); i++) {
@@ -61,11 +46,36 @@ public final class CanonicalJson {
         sb.append(']');
       }
       case STRING -> string(n.textValue(), sb);
-      case NUMBER -> sb.append(n.isIntegralNumber() ? n.bigIntegerValue().toString() : PythonFloat.repr(n.doubleValue()));
+      case NUMBER -> {
+        if (n.isInt() || n.isLong()) sb.append(n.longValue());
+        else sb.append(n.isIntegralNumber() ? n.bigIntegerValue().toString() : PythonFloat.repr(n.doubleValue()));
+      }
       case BOOLEAN -> sb.append(n.booleanValue() ? "true" : "false");
       case NULL -> sb.append("null");
       default -> throw new CorruptFileError("a value JSON cannot hold: " + n.getNodeType());
     }
+  }
+
+  /** An object with its keys in code-point order: as written (Python's writer sorts them), else sorted. */
+  private static void object(JsonNode n, StringBuilder sb, String skip) {
+    List<Map.Entry<String, JsonNode>> fields = new ArrayList<>(n.size());
+    boolean sorted = true;
+    for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      if (e.getKey().equals(skip)) continue;
+      if (sorted && !fields.isEmpty() && compareCodePoints(fields.get(fields.size() - 1).getKey(), e.getKey()) > 0)
+        sorted = false;
+      fields.add(e);
+    }
+    if (!sorted) fields.sort((a, b) -> compareCodePoints(a.getKey(), b.getKey()));
+    sb.append('{');
+    for (int i = 0; i < fields.size(); i++) {
+      if (i > 0) sb.append(',');
+      string(fields.get(i).getKey(), sb);
+      sb.append(':');
+      write(fields.get(i).getValue(), sb);
+    }
+    sb.append('}');
   }
 
   /** Python's str order: by code point (Java's String order is by UTF-16 unit). */

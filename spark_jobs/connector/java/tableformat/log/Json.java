@@ -9,7 +9,8 @@ import java.io.IOException;
 
 /**
  * Log files parsed as Python's {@code json.loads} parses them, so the checksum sees the same
- * values: integers exact (any size), other numbers as doubles, NaN / Infinity accepted, and
+ * values: integers exact (int, long, or BigInteger beyond a long: Jackson picks the smallest),
+ * other numbers as doubles, NaN / Infinity accepted, and
  * anything but whitespace after the value refused (json.loads's "Extra data"): a corrupt file.
  */
 public final class Json {
@@ -17,7 +18,6 @@ public final class Json {
 
   public static final ObjectMapper MAPPER = JsonMapper.builder()
       .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
-      .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)
       .disable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
       .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
       .build();

@@ -59,8 +59,13 @@ public final class PythonFloat {
    * that read back form an upward-closed set, so the search starts next to the length of
    * Double.toString (which always reads back, if not always shortest) and walks down. */
   static BigDecimal shortest(double d) {
+    String text = Double.toString(d);
+    int start = significantDigits(text);
+    // a normal double in at most 15 digits: shortest already. Every decimal of <= 15 significant
+    // digits survives a round trip through a normal double (DBL_DIG), so two such decimals reading
+    // back as one double are one number (subnormals hold fewer digits: searched below)
+    if (start <= 15 && d >= Double.MIN_NORMAL) return new BigDecimal(text);
     BigDecimal exact = new BigDecimal(d);
-    int start = significantDigits(Double.toString(d));
     BigDecimal best = at(exact, d, start);
     if (best == null) {                  // Double.toString read back: this cannot happen, but be exact
       for (int p = start + 1; p <= 17 && best == null; p++) best = at(exact, d, p);

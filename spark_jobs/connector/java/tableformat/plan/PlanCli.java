@@ -20,7 +20,10 @@ import tableformat.log.TableFormatError;
  * ({@code {"table": uri, "as_of": str|null, "columns": [..]|null, "filter": ..., "seek": bool}}; seek:
  * also seek PK indexes, as the engine's scan does), one JSON
  * answer a line on stdout: the plan ({@link PlanJson}) or {@code {"error": name, "message": ...}}
- * with the engine's error name. {@code {"canonical": <json text>}} answers the canonical
+ * with the engine's error name; with {@code "summary": true} only the version, the rowset count and
+ * the milliseconds of each step (open, plan, the plan's JSON tree: what a Spark scan pays) and the
+ * thread's CPU milliseconds for them (for
+ * benchmarks/bench_spark_sql.py). {@code {"canonical": <json text>}} answers the canonical
  * serialization and CRC-32 of a value instead (specs/format.md §8.1).
  */
 public final class PlanCli {
@@ -35,6 +38,13 @@ public final class PlanCli {
     }
   }
 
+  private static List<String> columns(JsonNode c) {
+    if (c == null || c.isNull()) return null;
+    List<String> columns = new ArrayList<>();
+    for (JsonNode n : c) columns.add(n.asText());
+    return columns;
+  }
+
   static JsonNode answer(JsonNode req, Configuration conf) {
     ObjectNode out = Json.MAPPER.createObjectNode();
     try {
@@ -44,18 +54,27 @@ public final class PlanCli {
         out.put("crc32", tableformat.log.Checksum.crc32(value));
         return out;
       }
+      java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+      long c0 = mx.getCurrentThreadCpuTime(), t0 = System.nanoTime();
       LogStore store = new LogStore(req.get("table").asText(), conf);
       JsonNode asOf = req.get("as_of");
       AsOf a = asOf == null || asOf.isNull() ? null : AsOf.parse(asOf.asText());
       var state = Mvcc.stateAt(new LogReader(store), a);
-      List<String> columns = null;
-      JsonNode c = req.get("columns");
-      if (c != null && !c.isNull()) {
-        columns = new ArrayList<>();
-        for (JsonNode n : c) columns.add(n.asText());
-      }
+      long t1 = System.nanoTime();
       KeySeek seek = req.path("seek").asBoolean(false) ? new PkIndexSeek(store) : null;
-      return PlanJson.of(store, Planner.plan(state, columns, req.get("filter"), seek));
+      Planner.ReadPlan plan = Planner.plan(state, columns(req.get("columns")), req.get("filter"), seek);
+      long t2 = System.nanoTime();
+      ObjectNode json = PlanJson.of(store, plan);
+      if (!req.path("summary").asBoolean(false)) return json;
+      long t3 = System.nanoTime(), c3 = mx.getCurrentThreadCpuTime();
+      out.put("version", state.version());
+      out.put("rowsets", plan.rowsets().size());
+      ObjectNode ms = out.putObject("ms");
+      ms.put("open", (t1 - t0) / 1e6);
+      ms.put("plan", (t2 - t1) / 1e6);
+      ms.put("plan_json", (t3 - t2) / 1e6);
+      ms.put("cpu", (c3 - c0) / 1e6);          // this thread's CPU time for all three (the machine may be shared)
+      return out;
     } catch (TableFormatError e) {
       out.put("error", e.errorName());
       out.put("message", e.getMessage());
