@@ -16,7 +16,7 @@ import pyarrow as pa
 from .actions import Action, AddRowSet, action_from_json
 from .conflicts import (InsertsUnread, KeysAbsent, OfKind, Requirement, RowsLive, RowSetsDisjoint,
                         SkippedKeysStillLive)
-from . import retention, sequence  # noqa: F401  (their requirements register for from_json)
+from . import retention, sequence, txn  # noqa: F401  (their requirements register for from_json)
 from .matrix import MATRIX, OPERATIONS, Outcome
 from ..format.errors import ContradictoryFragmentsError, InvalidOptionError, TableFormatError
 
