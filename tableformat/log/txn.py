@@ -11,7 +11,7 @@ crash commits nothing even when the query's checkpoint lost the record. specs/fo
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar
 
 from .actions import Commit, SetTransaction
 from .conflicts import REBASE, Context, Requirement, Verdict
@@ -19,9 +19,6 @@ from .matrix import Outcome
 from ..format import arguments as arg
 from ..format.errors import InvalidOptionError, TxnAlreadyCommittedError
 from ..format.metadata import TableState
-
-if TYPE_CHECKING:
-    from .fragment import WriteFragment
 
 
 def txn_version(state: TableState, app_id: str) -> int:
@@ -72,8 +69,8 @@ def checked_txn(txn) -> tuple[str, int]:
     return app_id, arg.integer(version, "txn version", 0, 2 ** 63 - 1)
 
 
-def with_txn(fragment: "WriteFragment", app_id: str, version: int) -> "WriteFragment":
-    """The fragment, committed as transaction `version` of `app_id`: a `txn` action and the
-    requirement that no commit has it yet."""
+def with_txn(fragment: Any, app_id: str, version: int) -> Any:
+    """The WriteFragment, committed as transaction `version` of `app_id`: a `txn` action and the
+    requirement that no commit has it yet. (fragment imports this module: no import back.)"""
     return replace(fragment, actions=(*fragment.actions, SetTransaction(app_id, version)),
                    requirements=(*fragment.requirements, TxnUnseen(app_id, version)))
