@@ -8,7 +8,9 @@ Each micro-batch lands as ONE commit: rows inserted (`mode="insert"`), upserted 
 each row's operation from an op column (`op_column`: insert, upsert, update, delete, ... in batch
 order), with the table's `sequence_column` honoured (specs/format.md §14). A batch of at most
 `local_rows` rows is planned on the driver (one Arrow batch); a larger one goes through the Spark
-merge (or insert) job, whose tasks write the files and whose driver commits them once.
+merge (or insert) job, whose tasks write the files and whose driver commits them once. The option
+checks and the plan and commit of one Arrow batch are `sink_commit.BatchCommitter`'s, shared with
+the format (`sink_format`).
 
 Exactly once, as Delta's sink: the commit records the query's id and the batch id as a `txn` action
 (app id, version; format 6, specs/format.md §8.2). Before any work the sink reads the table's
@@ -31,41 +33,24 @@ import tableformat as tf
 
 from .insert import partitioned_insert
 from .merge import OPS, mutation_merge
-
-MODES = ("upsert", "insert")
+from .sink_commit import MODES, BatchCommitter
 QUERY_ID = "sql.streaming.queryId"
 # Batches up to this many rows are planned on the driver: one Arrow batch, no Spark job.
 LOCAL_ROWS = 200_000
 
 
-class UpsertSink:
+class UpsertSink(BatchCommitter):
     """A foreachBatch function writing each micro-batch to the table at `uri` as one commit."""
 
     def __init__(self, uri: str, mode: str = "upsert", op_column: str | None = None,
                  columns: Sequence[str] | None = None, app_id: str | None = None,
                  storage_options: dict | None = None, local_rows: int = LOCAL_ROWS, max_restarts: int = 3):
-        if mode not in MODES:
-            raise tf.InvalidOptionError(f"mode must be one of {MODES}, got {mode!r}")
-        if op_column is not None and (not isinstance(op_column, str) or not op_column):
-            raise tf.InvalidOptionError(f"op_column must be a column name, got {op_column!r}")
-        if op_column is not None and mode != "upsert":
-            raise tf.InvalidOptionError("op_column gives each row's operation: leave mode at its default")
-        if app_id is not None and (not isinstance(app_id, str) or not app_id):
-            raise tf.InvalidOptionError(f"app_id must be a non-empty string, got {app_id!r}")
-        for name, v in (("local_rows", local_rows), ("max_restarts", max_restarts)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise tf.InvalidOptionError(f"{name} must be an integer >= 0, got {v!r}")
-        if columns is not None and (mode == "insert" or op_column is not None):
-            raise tf.InvalidOptionError("columns (the columns an upsert updates) go with mode='upsert' alone")
-        self.uri, self.mode, self.op_column, self.columns = uri, mode, op_column, columns
-        self.app_id, self.storage_options = app_id, storage_options
-        self.local_rows, self.max_restarts = local_rows, max_restarts
-        tf.open_table(uri, storage_options=storage_options)      # a missing table fails at start, not in a batch
+        super().__init__(uri, mode, op_column, columns, app_id, storage_options, local_rows, max_restarts)
 
     def __call__(self, df: Any, batch_id: int) -> tf.WriteResult | None:
         """Write batch `batch_id` as one commit; None when the table has it already or it is empty."""
         txn = (self.query_app_id(df), int(batch_id))
-        if self._committed(txn):
+        if self.committed(txn):
             return None
         df = df.persist()           # counted, then written: the source is read once
         try:
@@ -73,7 +58,7 @@ class UpsertSink:
             if not n:
                 return None
             if n <= self.local_rows:
-                return self._write_local(df.toArrow(), txn)
+                return self.write_local(df.toArrow(), txn)
             return self._write_spark(df, txn)
         except tf.TxnAlreadyCommittedError:
             return None             # a concurrent run of this batch landed it first
@@ -88,31 +73,6 @@ class UpsertSink:
         if not qid:
             raise tf.InvalidOptionError("no streaming query id in this batch's context: give UpsertSink an app_id")
         return qid
-
-    def _committed(self, txn: tuple[str, int]) -> bool:
-        snap = tf.open_table(self.uri, storage_options=self.storage_options).snapshot()
-        return snap.txn_version(txn[0]) >= txn[1]
-
-    def _plan(self, snap: tf.Snapshot, data) -> tf.WriteFragment:
-        if self.mode == "insert":
-            return snap.write_insert(data, "fail")
-        if self.op_column is not None:
-            return snap.write_mutation(data, op_column=self.op_column, operation="STREAM APPLY")
-        return snap.write_mutation(data, "upsert", columns=self.columns, operation="STREAM UPSERT")
-
-    def _write_local(self, data, txn: tuple[str, int]) -> tf.WriteResult | None:
-        """Plan on the driver's latest snapshot and commit with the txn; plan again on RESTART."""
-        for _ in range(self.max_restarts + 1):
-            table = tf.open_table(self.uri, storage_options=self.storage_options)
-            if table.snapshot().txn_version(txn[0]) >= txn[1]:
-                return None
-            frag = self._plan(table.snapshot(), data)
-            try:
-                return table.commit_fragments([frag], txn=txn)
-            except tf.RestartRequired:
-                continue
-        raise tf.CommitConflictError(f"batch {txn[1]} conflicted with concurrent commits "
-                                     f"{self.max_restarts + 1} times")
 
     def _write_spark(self, df: Any, txn: tuple[str, int]) -> tf.WriteResult:
         """A large batch: the Spark insert or merge job, committing once with the txn."""

@@ -256,3 +256,44 @@ def file_list(uri) -> list[str]:
     for root, _, files in os.walk(os.path.join(uri, "tablets")):
         out += [os.path.join(root, f) for f in files]
     return out
+
+
+# --- the sink as a format: df.writeStream.format("tableformat") (spark_jobs/sink_format.py) ----------
+
+def format_stream(spark, src, uri, ck, app_id="orders"):
+    df = spark.readStream.schema("k long, v string, seq long, op string").option("maxFilesPerTrigger", 1) \
+        .parquet(str(src))
+    w = df.writeStream.format("tableformat").option("opColumn", "op").option("checkpointLocation", ck)
+    q = (w.option("txnAppId", app_id) if app_id else w).trigger(availableNow=True).start(uri)
+    q.awaitTermination()
+    return q
+
+
+def test_the_format_commits_each_batch_once_under_its_txn_app_id(spark, tmp_path):
+    t = sequenced_table(tmp_path / "t")
+    src = tmp_path / "in"
+    src.mkdir()
+    rng, model = random.Random(17), {}
+    for b in range(3):
+        d = ops_batch(rng, b)
+        write_input(src, b, d)
+        apply_model(model, d)
+    format_stream(spark, src, t.uri, str(tmp_path / "ck"))
+    assert table_rows(t.uri) == model
+    assert [(a, b) for _, a, b in txn_commits(t.uri)] == [("orders", 0), ("orders", 1), ("orders", 2)]
+    assert not os.path.exists(os.path.join(t.uri, "tablets", "_staging")) or \
+        not any(files for _, _, files in os.walk(os.path.join(t.uri, "tablets", "_staging")))
+    version = tf.open_table(t.uri).version
+    format_stream(spark, src, t.uri, str(tmp_path / "ck2"))     # a new checkpoint replays batches 0-2
+    assert tf.open_table(t.uri).version == version and table_rows(t.uri) == model
+
+
+def test_the_format_needs_a_txn_app_id(spark, tmp_path):
+    from spark_jobs.errors import typed_errors
+    t = sequenced_table(tmp_path / "t")
+    (tmp_path / "in").mkdir()
+    write_input(tmp_path / "in", 0, ops_batch(random.Random(1), 0))
+    with pytest.raises(tf.InvalidOptionError, match="txnAppId"):
+        with typed_errors():
+            format_stream(spark, tmp_path / "in", t.uri, str(tmp_path / "ck"), app_id=None)
+    assert tf.open_table(t.uri).version == 0
