@@ -102,6 +102,13 @@ def test_a_large_batch_goes_through_the_spark_merge_job_with_its_txn(spark, tmp_
     assert [(a, b) for _, a, b in txn_commits(t.uri)] == [("big", 0), ("big", 1)]
     assert big(spark.createDataFrame(data[1].to_pandas()), 1) is None
     assert len(txn_commits(t.uri)) == 2
+    # inserts through the Spark insert job
+    u = tf.create_table(str(tmp_path / "u"), schema())
+    ins = UpsertSink(u.uri, mode="insert", app_id="ins", local_rows=0)
+    rows = pa.table({"k": pa.array(range(50), pa.int64()), "v": ["x"] * 50, "seq": pa.array([0] * 50, pa.int64())})
+    assert ins(spark.createDataFrame(rows.to_pandas()), 0).operation == "INSERT"
+    assert ins(spark.createDataFrame(rows.to_pandas()), 0) is None
+    assert [(a, b) for _, a, b in txn_commits(u.uri)] == [("ins", 0)] and len(table_rows(u.uri)) == 50
 
 
 def test_insert_and_upsert_modes(spark, tmp_path):
