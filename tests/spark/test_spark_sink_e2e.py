@@ -1,8 +1,9 @@
 """End to end, exactly once: table A's change stream (spark_jobs/stream.py) -> a projection -> upserts and
 deletes into table B (spark_jobs/sink.py). The driver (tests/spark/sink_child.py) is killed with kill -9
-at a random point in three runs, on local[2] and on local-cluster[2,1,1024] (executor JVMs of their own),
-while A keeps changing between runs; each restart resumes from the same checkpoint. At the end B equals
-the projection of A, and B's log records every micro-batch exactly once."""
+at a random point in three runs (each after a random number of B's commits plus a random delay), on
+local[2] and on local-cluster[2,1,1024] (executor JVMs of their own), while A keeps changing between
+runs; each restart resumes from the same checkpoint. At the end B equals the projection of A, and B's
+log records every micro-batch exactly once."""
 import random
 import time
 
@@ -55,12 +56,20 @@ def test_a_change_stream_into_upserts_survives_kill_9_at_random_points(tmp_path)
             qid = d.finish()
             break
         d.wait_signal()
-        delay = rng.uniform(0, 8)
+        # a random point: after k more of B's commits (k short of A's backlog), then a random delay,
+        # so a kill lands inside a batch, between a commit and Spark's checkpoint, or between batches
+        start = tf.open_table(b.uri).version
+        k = rng.randint(1, max(1, min(4, a.version - start - 1)))
+        end = time.time() + 600
+        while tf.open_table(b.uri).version < start + k and d.proc.poll() is None and time.time() < end:
+            time.sleep(0.05)
+        delay = rng.uniform(0, 2.5)
         time.sleep(delay)
+        assert d.proc.poll() is None, "the driver finished before its kill"
         d.kill()
-        killed_after.append((master, round(delay, 1), len(txn_commits(b.uri))))
+        killed_after.append((master, k, round(delay, 1), len(txn_commits(b.uri))))
     assert len(killed_after) == 3
-    print("killed (master, seconds after the first batch began, B's batches by then):", killed_after)
+    print("killed (master, after k of B's commits, + seconds, B's batches by then):", killed_after)
     b = tf.open_table(b.uri)
     assert {r["k"]: (r["v"], r["seq"]) for r in b.to_arrow().to_pylist()} == projection(a)
     got = txn_commits(b.uri)
