@@ -228,6 +228,11 @@ class TableFormatDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> TableFormatWriter:
         return TableFormatWriter(dict(self.options), overwrite, schema)
 
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        """df.writeStream: each micro-batch one commit, exactly once (spark_jobs/sink_format.py)."""
+        from .sink_format import TableStreamWriter
+        return TableStreamWriter(dict(self.options), overwrite)
+
 
 _registered: "weakref.WeakSet" = weakref.WeakSet()
 

@@ -34,12 +34,13 @@ RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, samp
 
 def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail", error_path: str | None = None,
                        storage_options: dict | None = None, max_restarts: int = 3,
-                       partitions: int | None = None) -> tf.WriteResult:
+                       partitions: int | None = None, txn: tuple[str, int] | None = None) -> tf.WriteResult:
     """Insert a DataFrame into a table in one commit. on_duplicate: 'fail', 'ignore' or 'collect'.
 
     A commit that concurrent writers invalidate (an ALTER; with 'ignore', a key of ours inserted
     or a skipped key deleted meanwhile) runs the job again on the new snapshot. `partitions`:
-    the number of write tasks (default spark.sql.shuffle.partitions), independent of tablets."""
+    the number of write tasks (default spark.sql.shuffle.partitions), independent of tablets. `txn`
+    (app id, version) records a streaming batch in the commit (`Table.commit_fragments`)."""
     if on_duplicate not in ("fail", "ignore", "collect"):
         raise tf.InvalidOptionError(f"on_duplicate must be fail, ignore or collect, got {on_duplicate!r}")
     if on_duplicate == "collect" and not error_path:
@@ -58,7 +59,7 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
                                        f"input (first: {sample}); use on_duplicate='ignore' or 'collect'", dups)
         operation = "INSERT" if on_duplicate == "fail" else "INSERT_IGNORE"
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], operation,
-                                {"inserted": sum(r["rows"] for r in results), "ignored": dups})
+                                {"inserted": sum(r["rows"] for r in results), "ignored": dups}, txn, version)
     def check(snap, rows):
         snap.write_insert(rows, "ignore" if on_duplicate == "ignore" else "fail")
     return run_job(spark, df, uri, storage_options, True, make_task, RESULT_SCHEMA, finish, max_restarts, "insert",

@@ -150,7 +150,8 @@ def merge_task(uri: str, storage_options: dict | None, version: int, table_id: s
 def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_column: str | None = None,
                    on_error: str = "fail", error_path: str | None = None,
                    update_columns: Sequence[str] | None = None, storage_options: dict | None = None,
-                   max_restarts: int = 3, partitions: int | None = None) -> tf.WriteResult:
+                   max_restarts: int = 3, partitions: int | None = None,
+                   txn: tuple[str, int] | None = None) -> tf.WriteResult:
     """Apply a DataFrame of row operations in one commit.
 
     Give `op` (update, delete, upsert, ...) for a uniform batch, or `op_column`
@@ -159,7 +160,8 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
     requirements: a concurrent delete of a row it changes, or insert of a key it found
     absent, runs the job again on the new snapshot; other concurrent changes rebase (a
     compaction that rewrote its rowsets too: its REDO records are remapped by key).
-    `partitions`: the number of write tasks (default spark.sql.shuffle.partitions).
+    `partitions`: the number of write tasks (default spark.sql.shuffle.partitions). `txn`
+    (app id, version) records a streaming batch in the commit (`Table.commit_fragments`).
     """
     if (op is None) == (op_column is None):
         raise tf.InvalidOptionError("give exactly one of op and op_column")
@@ -184,7 +186,7 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
             raise tf.DuplicateKeyError(f"{dup} key(s) already exist in table {table.name!r} (first: {sample}); "
                                        "nothing was written", dup)
         return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], "MERGE",
-                                job_counts(results))
+                                job_counts(results), txn, version)
     def check(snap, rows):
         snap.write_mutation(rows, op, op_column, update_columns, on_error="report", operation="MERGE",
                             distributed=True)

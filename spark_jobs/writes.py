@@ -42,12 +42,17 @@ def collect_rows(error_path: str, batch: pa.Table, rows: np.ndarray) -> None:
 
 
 def commit_fragments(uri: str, storage_options: dict | None, fragments: list[dict], operation: str,
-                     counts: dict) -> tf.WriteResult:
+                     counts: dict, txn: tuple[str, int] | None = None, version: int | None = None) -> tf.WriteResult:
     """Driver side: one commit of every task's fragment (JSON), with the engine's key-level
     requirements (a key inserted concurrently fails it; a job planned on a definition since
-    changed restarts). `counts` are the job's totals; with nothing to commit, nothing is."""
+    changed restarts). `counts` are the job's totals; with nothing to commit, nothing is, unless
+    `txn` (a streaming batch, planned on `version`) must be recorded all the same."""
     table = tf.open_table(uri, storage_options=storage_options)
     frags = [tf.WriteFragment.from_json(d) for d in fragments]
+    if txn is not None:
+        frags = frags or [tf.WriteFragment(operation, table.version if version is None else version,
+                                           table_id=table.table_id)]
+        return table.commit_fragments(frags, operation, counts=counts, txn=txn)
     if all(f.empty for f in frags):
         st = table.snapshot()
         return tf.WriteResult(st.version, st.timestamp, operation,

@@ -24,6 +24,7 @@ from .write.insert import describe_keys, write_insert
 from .read.lookup import key_table, lookup
 from .format.metadata import TableState
 from .log.mvcc import Timestamp
+from .log.txn import txn_version
 from .write.rolling_writer import RollingRowSetWriter
 from .write.key_rounds import OP_NAMES
 from .write.row_ops import write_mutation
@@ -65,6 +66,12 @@ class Snapshot:
     @property
     def version(self) -> int:
         return self.state.version
+
+    def txn_version(self, app_id: str) -> int:
+        """The newest transaction version the table records for application `app_id` (a streaming
+        query's last committed batch id; the `txn` action, specs/format.md §8.2); -1 if none."""
+        arg.string(app_id, "app_id")
+        return txn_version(self.state, app_id)
 
     @property
     def timestamp(self) -> Timestamp:

@@ -36,6 +36,7 @@ from .snapshot import Snapshot
 from .format.storage import Storage
 from .log.transaction import CommitProperties, Transaction, run
 from .log.txlog import TransactionLog
+from .log.txn import checked_txn, with_txn
 from .maintenance.vacuum import VacuumPlan, VacuumResult
 
 __all__ = ["Table", "create_table", "open_table"]
@@ -203,18 +204,24 @@ class Table:
         return AlterTable(lambda a: self._write("ALTER TABLE", lambda s: s.write_alter(a)))
 
     def commit_fragments(self, fragments: Sequence[WriteFragment | dict], operation: str | None = None,
-                         properties: CommitProperties | None = None, counts: dict | None = None) -> WriteResult:
+                         properties: CommitProperties | None = None, counts: dict | None = None,
+                         txn: tuple[str, int] | None = None) -> WriteResult:
         """Commit fragments written elsewhere (Spark executors) as one commit, checking exactly
         the requirements a local write checks; `counts` (a job's totals) replace the fragments'.
         Fragments without actions still count: their requirements hold. A plan the winners
-        invalidated raises `RestartRequired` (a CommitConflictError): plan the job again."""
+        invalidated raises `RestartRequired` (a CommitConflictError): plan the job again.
+        `txn=(app_id, version)` records an application transaction (a streaming batch) in the
+        commit: TxnAlreadyCommittedError, with nothing written, if the table has it already or a
+        concurrent commit lands it first (specs/format.md §8.2)."""
         arg.sequence(fragments, "fragments")
         arg.string(operation, "operation", none=True)
         properties = arg.instance(properties, "properties", CommitProperties, "a tf.CommitProperties", none=True)
         arg.mapping(counts, "counts")
+        txn = None if txn is None else checked_txn(txn)
         frags = [WriteFragment.from_json(f) if isinstance(f, dict) else f for f in fragments]
         try:
             frag = WriteFragment.combine(frags, operation, counts)
+            frag = frag if txn is None else with_txn(frag, *txn)
         except ContradictoryFragmentsError:       # nothing of it lands, its files go (§10.3)
             self.storage.delete_quietly([p for f in frags if isinstance(f, WriteFragment) for p in f.files])
             raise

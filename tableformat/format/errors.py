@@ -205,3 +205,13 @@ class ExportSchemaError(TableFormatError, ValueError):
     """A change export cannot carry a schema change into its sink: a Delta change log (append
     mode) keeps every column it ever had by name, so a column dropped and added again under the
     same name with another type cannot join it. The message names the way on."""
+
+
+class TxnAlreadyCommittedError(TableFormatError):
+    """An application transaction (a streaming query's batch: app id and version, specs/format.md
+    §8.2 `txn`) is already in the table, at this version or a newer one: the write committed
+    nothing and deleted its files. A sink replaying a batch after a crash treats it as done."""
+
+    def __init__(self, message: str, app_id: str = "", version: int = -1, committed: int = -1):
+        super().__init__(message)
+        self.app_id, self.version, self.committed = app_id, version, committed

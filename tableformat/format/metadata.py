@@ -22,7 +22,9 @@ from .schema import Schema
 #    rowsets (`live_until`, §8.2, §12); split-block bloom filters (§7).
 # 5: `_mirrors/`, the files Delta mirrors read, which vacuum keeps (specs/format.md §15): an engine
 #    that does not know it must not vacuum the table. No commit or file layout changed. 1-4 are still read.
-FORMAT_VERSION = 5
+# 6: the `txn` action (an application's transaction version: a streaming sink's query id and batch
+#    id) and `txns` in a checkpoint's state (specs/format.md §8.2, §8.3). 1-5 are still read.
+FORMAT_VERSION = 6
 
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
@@ -255,6 +257,8 @@ class TableState:
     history_gc_ts: int = 0
     # Tags (format 4): name -> (version, that version's commit timestamp). History they need is kept.
     tags: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # Format 6: app id -> the newest transaction version a `txn` action recorded for it.
+    txns: Mapping[str, int] = field(default_factory=dict)
     # Not stored: set when this state is version `version` read from a later version's files;
     # readers then apply UNDO records newer than it and skip REDO records newer than it.
     read_ts: int | None = None
@@ -276,7 +280,8 @@ class TableState:
                 "rowsets": [r.to_json() for r in self.rowsets.values()],
                 "deltas": [d.to_json() for ds in self.deltas.values() for d in ds],
                 "history_horizon": self.history_horizon, "history_gc_ts": self.history_gc_ts,
-                **({"tags": {k: list(v) for k, v in self.tags.items()}} if self.tags else {})}
+                **({"tags": {k: list(v) for k, v in self.tags.items()}} if self.tags else {}),
+                **({"txns": dict(self.txns)} if self.txns else {})}
 
     @staticmethod
     def from_json(d: dict) -> "TableState":
@@ -291,4 +296,5 @@ class TableState:
                           MappingProxyType({r["id"]: RowSetMeta.from_json(r) for r in d["rowsets"]}),
                           d["format_version"], MappingProxyType(deltas), d.get("history_horizon", 0),
                           d.get("history_gc_ts", 0),
-                          MappingProxyType({k: (int(v[0]), int(v[1])) for k, v in d.get("tags", {}).items()}))
+                          MappingProxyType({k: (int(v[0]), int(v[1])) for k, v in d.get("tags", {}).items()}),
+                          MappingProxyType({str(k): int(v) for k, v in d.get("txns", {}).items()}))

@@ -210,6 +210,27 @@ class AddSkipped(Action):
         return cls(FileRef.from_json(body), body["count"], body["reason"])
 
 
+@dataclass(frozen=True)
+class SetTransaction(Action):
+    """Format 6: an application's transaction version (Delta's `txn`: appId, version), e.g. a
+    streaming query's id and micro-batch id. The state keeps the newest version per app id, so a
+    writer that replays a batch finds it committed (`Snapshot.txn_version`; specs/format.md §8.2)."""
+
+    app_id: str
+    version: int
+    key = "txn"
+
+    def to_json(self) -> dict:
+        return {self.key: {"app_id": self.app_id, "version": self.version}}
+
+    @classmethod
+    def from_body(cls, body: dict) -> "SetTransaction":
+        app_id, version = body["app_id"], body["version"]
+        if not isinstance(app_id, str) or not isinstance(version, int) or isinstance(version, bool):
+            raise TypeError(f"txn needs a string app_id and an integer version, got {body!r:.100}")
+        return cls(app_id, version)
+
+
 DEFINITION_CHANGES = (CreateTable, AlterDefinition)
 
 
@@ -339,6 +360,11 @@ def _(action: AlterDefinition, state: TableState) -> TableState:
 @apply_action.register
 def _(action: AddSkipped, state: TableState) -> TableState:
     return state            # a record for change history only
+
+
+@apply_action.register
+def _(action: SetTransaction, state: TableState) -> TableState:
+    return replace(state, txns=MappingProxyType({**state.txns, action.app_id: action.version}))
 
 
 @apply_action.register

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from .actions import Action, AddDelta, AddRowSet, AddSkipped, Commit
+from .actions import Action, AddDelta, AddRowSet, AddSkipped, Commit, SetTransaction
 from .matrix import Outcome
 from .requirements import Context, check_all
 from ..format import arguments as arg
@@ -225,8 +225,9 @@ def run(handle: TableHandle, operation: str, plan: Callable[[TableState], WriteF
 
 
 def _adds_only(c: Commit) -> bool:
-    """A commit of rows and deltas only (inserts, mutations): what every requirement checks exactly."""
-    return all(isinstance(a, (AddRowSet, AddDelta, AddSkipped)) for a in c.actions)
+    """A commit of rows and deltas only (inserts, mutations, a sink's batch with its `txn`): what
+    every requirement checks exactly."""
+    return all(isinstance(a, (AddRowSet, AddDelta, AddSkipped, SetTransaction)) for a in c.actions)
 
 
 def _moved(handle: TableHandle, snap: TableState) -> bool:

@@ -509,6 +509,41 @@ def test_a_broken_checkpoint_falls_back_to_replay(jvm, tmp_path):
     assert check_same_plan(jvm, t.uri, {}) == before
 
 
+def test_txn_records_of_format_6_are_read_in_commits_and_checkpoints(jvm, tmp_path):
+    """A streaming sink's `txn` actions (format 6, §8.2) and the checkpoint's `txns` change no read:
+    the JVM takes the commits and checkpoints that carry them, at every version."""
+    t = tf.create_table(str(tmp_path / "x"), small_schema(), properties={"checkpoint_interval": 2})
+    for batch in range(3):
+        frag = t.snapshot().write_mutation(small_rows(np.arange(batch * 10, batch * 10 + 15), salt=batch),
+                                           "upsert", operation="STREAM UPSERT")
+        t.commit_fragments([frag], txn=("query", batch))
+    assert json.loads((Path(t.uri) / "_log" / f"{2:020d}.checkpoint.json").read_text())["state"]["txns"]
+    assert LogReaderVersion.of(jvm) == tf.FORMAT_VERSION == 6
+    for v in [None, *range(t.version + 1)]:
+        check_same_plan(jvm, t.uri, {"as_of": v})
+
+
+class LogReaderVersion:
+    """The newest format the JVM reads: a log labelled one newer is refused, this one is read."""
+
+    @staticmethod
+    def of(jvm) -> int:
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            t = tf.create_table(f"{d}/v", small_schema())
+            t.insert(small_rows(np.arange(3)))
+            path = Path(t.uri) / "_log" / f"{1:020d}.json"
+            for fv in range(tf.FORMAT_VERSION, tf.FORMAT_VERSION + 2):
+                doc = json.loads(path.read_text())
+                doc["format_version"] = fv
+                doc.pop("checksum")
+                doc["checksum"] = zlib.crc32(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+                path.write_text(json.dumps(doc))
+                if "error" in jvm.ask(request(t.uri, {})):
+                    return fv - 1
+            return fv
+
+
 def test_a_newer_format_version_is_refused_clearly(jvm, tmp_path):
     t = _table(tmp_path)
     path = Path(t.uri) / "_log" / f"{2:020d}.json"

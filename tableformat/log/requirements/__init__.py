@@ -14,10 +14,11 @@ from .retention import HistoryKept, TagAbsent, TagPresent, TagsRetained
 from .rowsets import (DataUnchanged, DefinitionUnchanged, MergeInputsRemappable, NoRowsInTablets, RowSetsDisjoint,
                       RowSetsUnchanged)
 from .sequence import SequencesCurrent
+from .txn import TxnUnseen
 
 __all__ = ["REBASE", "REQUIREMENTS", "Context", "Requirement", "Verdict", "check_all", "new_rowsets", "no_rebase",
            "pack_rowids", "strictest", "unpack_rowids",
            "InsertsUnread", "KeysAbsent", "OfKind", "RowsLive", "SkippedKeysStillLive",
            "HistoryKept", "TagAbsent", "TagPresent", "TagsRetained",
            "DataUnchanged", "DefinitionUnchanged", "MergeInputsRemappable", "NoRowsInTablets", "RowSetsDisjoint",
-           "RowSetsUnchanged", "SequencesCurrent"]
+           "RowSetsUnchanged", "SequencesCurrent", "TxnUnseen"]

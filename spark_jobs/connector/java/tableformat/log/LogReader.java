@@ -14,7 +14,7 @@ import java.util.Map;
  * reader falls back to an older one, or to replay from version 0.
  */
 public final class LogReader {
-  public static final int FORMAT_VERSION = 5;
+  public static final int FORMAT_VERSION = 6;
   static final String LOG = "_log";
 
   private final LogStore store;

@@ -45,7 +45,7 @@ public final class Replay {
     Map.Entry<String, JsonNode> e = a.fields().next();
     JsonNode b = e.getValue();
     switch (e.getKey()) {
-      case "metadata", "skipped" -> { }
+      case "metadata", "skipped", "txn" -> { }   // txn (v6): a writer's record, nothing a read uses
       case "add_rowset" -> {
         RowSet r = RowSet.of(b);
         if (r.createdTs() == null) r = r.withCreatedTs(ts);

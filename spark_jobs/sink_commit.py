@@ -1,0 +1,77 @@
+"""One micro-batch, planned in this process and committed once with its `txn` (app id, batch id).
+
+The part of the exactly-once sink (spark_jobs/sink.py, sink_format.py) that needs no Spark job:
+option checks, the txn check before any work (`Snapshot.txn_version`), and the plan and commit of
+an Arrow batch, planned again when a concurrent commit invalidates it (RESTART). The commit
+requires that no commit records the batch (`txn_unseen`, specs/format.md §8.2, §10.1).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import tableformat as tf
+
+MODES = ("upsert", "insert")
+
+
+class BatchCommitter:
+    """Writes a micro-batch of Arrow rows to the table at `uri` as one commit recording its txn."""
+
+    def __init__(self, uri: str, mode: str = "upsert", op_column: str | None = None,
+                 columns: Sequence[str] | None = None, app_id: str | None = None,
+                 storage_options: dict | None = None, local_rows: int = 0, max_restarts: int = 3):
+        if mode not in MODES:
+            raise tf.InvalidOptionError(f"mode must be one of {MODES}, got {mode!r}")
+        if op_column is not None and (not isinstance(op_column, str) or not op_column):
+            raise tf.InvalidOptionError(f"op_column must be a column name, got {op_column!r}")
+        if op_column is not None and mode != "upsert":
+            raise tf.InvalidOptionError("op_column gives each row's operation: leave mode at its default")
+        if app_id is not None and (not isinstance(app_id, str) or not app_id):
+            raise tf.InvalidOptionError(f"app_id must be a non-empty string, got {app_id!r}")
+        for name, v in (("local_rows", local_rows), ("max_restarts", max_restarts)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise tf.InvalidOptionError(f"{name} must be an integer >= 0, got {v!r}")
+        if columns is not None and (mode == "insert" or op_column is not None):
+            raise tf.InvalidOptionError("columns (the columns an upsert updates) go with mode='upsert' alone")
+        self.uri, self.mode, self.op_column, self.columns = uri, mode, op_column, columns
+        self.app_id, self.storage_options = app_id, storage_options
+        self.local_rows, self.max_restarts = local_rows, max_restarts
+        tf.open_table(uri, storage_options=storage_options)      # a missing table fails at start, not in a batch
+
+    def write_arrow(self, data, batch_id: int, app_id: str | None = None) -> tf.WriteResult | None:
+        """Batch `batch_id` given as Arrow rows (the `tableformat` stream format's commit): one
+        commit planned here, or None when the table has the batch already or it is empty."""
+        txn = (app_id or self.app_id, int(batch_id))
+        if not txn[0]:
+            raise tf.InvalidOptionError("write_arrow needs an app_id")
+        if not data.num_rows or self.committed(txn):
+            return None
+        try:
+            return self.write_local(data, txn)
+        except tf.TxnAlreadyCommittedError:
+            return None
+
+    def committed(self, txn: tuple[str, int]) -> bool:
+        snap = tf.open_table(self.uri, storage_options=self.storage_options).snapshot()
+        return snap.txn_version(txn[0]) >= txn[1]
+
+    def plan(self, snap: tf.Snapshot, data) -> tf.WriteFragment:
+        if self.mode == "insert":
+            return snap.write_insert(data, "fail")
+        if self.op_column is not None:
+            return snap.write_mutation(data, op_column=self.op_column, operation="STREAM APPLY")
+        return snap.write_mutation(data, "upsert", columns=self.columns, operation="STREAM UPSERT")
+
+    def write_local(self, data, txn: tuple[str, int]) -> tf.WriteResult | None:
+        """Plan on the driver's latest snapshot and commit with the txn; plan again on RESTART."""
+        for _ in range(self.max_restarts + 1):
+            table = tf.open_table(self.uri, storage_options=self.storage_options)
+            if table.snapshot().txn_version(txn[0]) >= txn[1]:
+                return None
+            frag = self.plan(table.snapshot(), data)
+            try:
+                return table.commit_fragments([frag], txn=txn)
+            except tf.RestartRequired:
+                continue
+        raise tf.CommitConflictError(f"batch {txn[1]} conflicted with concurrent commits "
+                                     f"{self.max_restarts + 1} times")
