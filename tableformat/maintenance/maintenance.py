@@ -1,16 +1,13 @@
 """Maintenance (Kudu's maintenance manager): run compaction actions, each in its own commit.
 
-The policy (`compaction_policy`) picks scored actions under a byte budget, on
-disjoint rowsets. `compact` writes them side by side on one snapshot
-(`compaction.write_compaction`, one action per worker) and commits each alone
-as it finishes, rebasing over the ones before it, so a long plan makes
-progress action by action, and an action whose inputs changed concurrently
-gives up (the next plan sees the new state).
+The policy (`compaction_policy`) picks scored actions under a byte budget; each
+action is planned on the latest snapshot (`compaction.write_compaction`) and
+committed alone, so a long plan makes progress action by action, and an action
+whose inputs changed concurrently gives up (the next plan sees the new state).
 """
 from __future__ import annotations
 
 from ..format import arguments as arg
-from ..format.parallel import pmap_iter
 from ..log import mvcc
 from .compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from ..format.errors import CommitConflictError
@@ -46,39 +43,14 @@ def compact(handle: TableHandle, plan: CompactionPlan | None = None, budget_byte
         for a in plan.actions:
             arg.instance(a, "each action of the plan", CompactionAction, "a tf.CompactionAction")
     plan = plan if plan is not None else compaction_plan(handle, budget_bytes)
-    results, failed = [], None
-    state = handle.refresh()
-    # Actions touch disjoint rowsets (the policy's plan): they are written side by side, one
-    # per worker, and committed one at a time as they finish, each rebasing over the ones before
-    # it (as the Spark job's tablets do, specs/format.md §12). One action alone keeps the pool
-    # for its own parallel parts.
-    prepared = pmap_iter(lambda a: _prepare(handle, state, a), plan.actions)
-    for i, (action, (frag, error)) in enumerate(zip(plan.actions, prepared)):
-        failed = failed or error
-        r = _commit(handle, frag) if frag is not None else None
+    results = []
+    for i, action in enumerate(plan.actions):
+        r = compact_action(handle, action)
         if r is not None:
             results.append(r)
         if progress is not None:
             progress(i + 1, len(plan.actions), action)
-    if failed is not None:
-        raise failed
     return results
-
-
-def _prepare(handle: TableHandle, state, action: CompactionAction):
-    """(fragment or None, error or None): an action's files written on the snapshot `state`."""
-    try:
-        return Snapshot(handle.storage, state).write_compaction(action), None
-    except Exception as e:            # the others still commit; compact() raises it after them
-        return None, e
-
-
-def _commit(handle: TableHandle, frag) -> WriteResult | None:
-    try:
-        commit = Transaction(handle, frag, COMPACTION_PROPERTIES).commit()
-    except CommitConflictError:
-        return None
-    return rewrite_result(commit)
 
 
 def compact_action(handle: TableHandle, action: CompactionAction) -> WriteResult | None:
@@ -86,4 +58,10 @@ def compact_action(handle: TableHandle, action: CompactionAction) -> WriteResult
     up because its inputs changed concurrently (the next plan sees the new state)."""
     arg.instance(action, "action", CompactionAction, "a tf.CompactionAction (from a CompactionPlan)")
     frag = Snapshot(handle.storage, handle.refresh()).write_compaction(action)
-    return _commit(handle, frag) if frag is not None else None
+    if frag is None:
+        return None
+    try:
+        commit = Transaction(handle, frag, COMPACTION_PROPERTIES).commit()
+    except CommitConflictError:
+        return None
+    return rewrite_result(commit)

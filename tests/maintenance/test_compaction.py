@@ -439,32 +439,3 @@ def test_merge_order_is_the_stable_sort_of_the_runs():
             continue
         want = pc.array_sort_indices(keys).to_numpy()
         assert got.tolist() == want.tolist(), (trial, lens)
-
-
-def test_a_plans_actions_run_side_by_side_and_one_failing_keeps_the_others(tmp_path):
-    """compact() writes the plan's actions (disjoint rowsets) side by side and commits each as
-    it finishes: an action that fails costs only itself; the error is raised after the others
-    committed."""
-    t = tf.create_table(str(tmp_path / "m"), metrics_schema(), partitioning=metrics_partitioning())
-    data = metrics_rows(4000)
-    for i in range(3):
-        t.insert(data.take(pa.array(np.arange(i, 4000, 3))))
-    expect = t.scan().to_arrow()
-    plan = t.compaction_plan()
-    tablets = {a.tablet for a in plan}
-    assert len(plan.actions) == len(tablets) >= 3
-    bad = plan.actions[0].tablet
-    before = {tb: {r.id for r in t.state.rowsets.values() if r.tablet == tb} for tb in tablets}
-
-    def hook(step, path):
-        if step == "write" and f"/{bad}/" in f"/{path}":
-            raise OSError("disk full")
-    t.storage.fault_hook = hook
-    with pytest.raises(OSError, match="disk full"):
-        t.compact(plan)
-    t.storage.fault_hook = None
-    st = tf.open_table(t.uri).state
-    after = {tb: {r.id for r in st.rowsets.values() if r.tablet == tb} for tb in tablets}
-    assert after[bad] == before[bad]
-    assert all(after[tb] != before[tb] for tb in tablets - {bad})
-    assert_same_rows(tf.open_table(t.uri).scan().to_arrow(), expect)
