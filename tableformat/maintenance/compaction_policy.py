@@ -218,7 +218,7 @@ def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], 
     size = {r.id: r.size_bytes + _delta_bytes(st, r.id) for r in rowsets}
     bonus = {r.id: SMALL_ROWSET_TRADEOFF * max(0.0, 1 - size[r.id] / (target / 4)) for r in rowsets}
     out: list[CompactionAction] = []
-    held: set[str] = set()           # rowsets of tolerated clusters: no small-rowset run either
+    held: set[str] = set()           # big rowsets of tolerated clusters: in no small-rowset run either
 
     def flush(cl: list[RowSetMeta]):
         if len(cl) < 2:
@@ -226,7 +226,7 @@ def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], 
         parts = _tolerated(cl, size, rewritten, target * FOLD_FLOOR_SHARE)
         if parts is not None:
             kept.append(_kept_note(tablet, *parts, size))
-            held.update(r.id for r in cl)
+            held.update(r.id for r in parts[0])      # the small ones may still merge among themselves
             for sub in _clusters(parts[1]):          # the small ones among themselves: cheap
                 flush(sub)
             return

@@ -93,3 +93,21 @@ def test_explain_names_what_the_budget_left_out(tmp_path):
     assert "over the budget: merge of tablet" in plan.explain() and "waits for a later run" in plan.explain()
     full = t.compaction_plan(budget_bytes=1 << 30)
     assert full.given_up == () and "Given up:\n  nothing: every candidate" in full.explain()
+
+
+def test_small_rowsets_apart_from_each_other_over_a_big_one_merge_by_the_small_rowset_rule(tmp_path):
+    """Small rowsets over disjoint parts of the big one's range do not overlap each other, but
+    each costs a scan its own files: Kudu's small-rowset bonus merges them, the big one stays."""
+    t = tf.create_table(str(tmp_path / "t"), SCHEMA, properties={"rowset_target_bytes": 1 << 20})
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.random.default_rng(0).random(20000)}))
+    t.insert(pa.table({"k": np.arange(1, 20000, 400), "v": np.zeros(50)}))         # the first half
+    t.insert(pa.table({"k": np.arange(20001, 40000, 400), "v": np.ones(50)}))      # the second half
+    big = max(t.state.rowsets.values(), key=lambda r: r.num_rows).id
+    expect = t.scan(ordered=True).to_arrow()
+    plan = t.compaction_plan()
+    (a,) = merges(plan)
+    assert big not in a.rowsets and len(a.rowsets) == 2 and "small rowsets" in a.reason
+    assert "not rewritten for 2 smaller overlapping rowset(s)" in plan.explain()
+    t.compact()
+    assert big in t.state.rowsets and len(t.state.rowsets) == 2
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
