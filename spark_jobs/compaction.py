@@ -1,6 +1,8 @@
 """Compaction job: the policy's plan, run with tablets in parallel on the executors.
 
-The driver computes the plan (Kudu's cost-based policy under a byte budget).
+The driver computes the plan with the engine's own policy (Kudu's cost-based policy under a
+byte budget, less the rewrites that do not pay: specs/format.md §12), so the job rewrites
+exactly what `Table.compact()` would; the result carries the plan's `explain()`.
 Actions are grouped by tablet and each group runs in one Spark task, which
 rewrites the files and commits each action on its own (put-if-absent plus
 rebase), so actions of different tablets commit concurrently and a failure
@@ -46,7 +48,7 @@ def compact_table(spark: Any, uri: str, budget_bytes: int = 256 * 1024 * 1024,
         payload = [json.dumps(g) for g in groups.values()]
         rdd = spark.sparkContext.parallelize(payload, len(payload))
         results = rdd.flatMap(lambda g: _run_group(uri, storage_options, json.loads(g))).collect()
-    return {"plan": str(plan), "actions": len(plan.actions),
+    return {"plan": str(plan), "explain": plan.explain(), "actions": len(plan.actions),
             "committed": sum(1 for r in results if r["version"] is not None),
             "bytes_written": sum(r["bytes_written"] for r in results), "results": results}
 
@@ -64,11 +66,11 @@ def main(argv=None) -> None:
     if args.budget_mb <= 0:
         ap.error("--budget-mb must be positive")
     if args.plan_only:
-        print(tf.open_table(args.table, storage_options=opts).compaction_plan(args.budget_mb * 2**20))
+        print(tf.open_table(args.table, storage_options=opts).compaction_plan(args.budget_mb * 2**20).explain())
         return
     spark = get_spark("tableformat-compaction", args.master)
     res = compact_table(spark, args.table, args.budget_mb * 2**20, opts)
-    print(res["plan"])
+    print(res["explain"])
     print(f"committed {res['committed']} of {res['actions']} action(s)")
 
 

@@ -92,7 +92,7 @@ def cmd_compact(args, opts) -> int:
     if not args.budget_mb > 0:
         raise InvalidOptionError(f"--budget-mb must be positive, got {args.budget_mb}")
     plan = t.compaction_plan(budget_bytes=max(1, int(args.budget_mb * MIB)))
-    print(plan)
+    print(plan.explain())
     if not args.run:
         return EXIT_OK
     if not plan.actions:

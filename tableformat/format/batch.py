@@ -286,3 +286,9 @@ def prepare(schema: Schema, data: Any, columns: Iterable[str] | None = None) -> 
 
 
 _PARALLEL_ROWS = 1 << 16
+
+
+def is_run(rows: np.ndarray) -> bool:
+    """Whether `rows` are consecutive batch rows (then a slice of the batch, in the caller's memory)."""
+    n = len(rows)
+    return bool(n) and int(rows[-1]) - int(rows[0]) == n - 1 and (n == 1 or bool((np.diff(rows) == 1).all()))

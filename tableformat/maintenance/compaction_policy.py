@@ -33,6 +33,11 @@ MINOR_FILES_FOR_FULL_SCORE = 20   # ours: Kudu's 1000 assumes memstore flushes, 
 # the scan (bench_compaction --only history measures the whole effect).
 DELETE_MASK_COST = 0.05
 _MOSTLY_ONE = 0.9                 # a merge whose largest input holds this share of its bytes says so
+# ours (specs/format.md §12, "what pays"): smaller rowsets overlapping a big one are folded into it
+# once they hold this share of its bytes (Kudu's major delta ratio: a rewrite writes at most 10x
+# what it absorbs), and a rowset under FOLD_FLOOR_SHARE x rowset_target_bytes is always cheap to rewrite
+FOLD_MIN_SHARE = 0.1
+FOLD_FLOOR_SHARE = 1 / 32
 
 
 KINDS = ("merge", "major_delta", "minor_delta", "undo_gc")     # what write_compaction runs
@@ -63,12 +68,18 @@ class CompactionPlan:
     budget_bytes: int
     version: int
     considered: int = 0
+    given_up: tuple[str, ...] = ()   # what the policy leaves as it is, and what that costs reads
 
     def __str__(self) -> str:
         head = (f"Compaction plan at version {self.version}: {len(self.actions)} action(s), "
                 f"{sum(a.bytes_read for a in self.actions) / MIB:.2f} of {self.budget_bytes / MIB:.0f} MiB budget, "
                 f"{self.considered} candidate(s) considered")
         return "\n".join([head] + [f"  {i + 1}. {a}" for i, a in enumerate(self.actions)])
+
+    def explain(self) -> str:
+        """The plan, then what it gives up: overlaps it tolerates, candidates the budget left out."""
+        gave = [f"  - {g}" for g in self.given_up] or ["  nothing: every candidate worth doing is in the plan"]
+        return "\n".join([str(self), "Given up:"] + gave)
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -102,9 +113,10 @@ def _deleted_rows(st: TableState, rid: str, ahm: int | None = -1) -> int:
                if d.kind == REDO and (ahm == -1 or d.max_ts <= ahm))
 
 
-def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ahm: int | None) \
-        -> list[CompactionAction]:
-    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets with deleted rows.
+def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ahm: int | None,
+                      kept: list[str]) -> list[CompactionAction]:
+    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets with deleted rows;
+    what the overlap rule leaves as it is goes to `kept`.
 
     History-only rowsets take no part: no current read touches them, and UNDO GC drops them
     once their rows' deletes pass `ahm`. Rowsets whose rows are all deleted (ghost layers of
@@ -113,8 +125,9 @@ def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ah
     everything = [r for r in rowsets if not r.history_only]
     rowsets = [r for r in everything if _deleted_rows(st, r.id) < r.num_rows]
     out: list[CompactionAction] = []
+    rewritten = {r.id for r in everything if _deleted_rows(st, r.id) > 0}
     if rowsets:
-        out = _overlap_candidates(st, tablet, rowsets)
+        out = _overlap_candidates(st, tablet, rowsets, rewritten, kept)
     in_merge = {x for a in out for x in a.rowsets}
     for r in sorted(everything, key=lambda r: r.min_key):
         if r.id not in in_merge:
@@ -148,22 +161,76 @@ def _deleted_rows_candidate(st: TableState, tablet: str, r: RowSetMeta, ahm: int
                              "applies a delete mask; rewriting moves them to a history-only rowset", size)]
 
 
-def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) -> list[CompactionAction]:
+def _clusters(rowsets: list[RowSetMeta]) -> list[list[RowSetMeta]]:
+    """Rowsets grouped by overlap in key order (a chain of overlapping intervals is one group)."""
+    out: list[list[RowSetMeta]] = []
+    hi = b""
+    for r in sorted(rowsets, key=lambda r: r.min_key):
+        if out and r.min_key <= hi:
+            out[-1].append(r)
+            hi = max(hi, r.max_key)
+        else:
+            out.append([r])
+            hi = r.max_key
+    return out
+
+
+def _tolerated(cl: list[RowSetMeta], size: dict, rewritten: set, floor: float) \
+        -> tuple[list[RowSetMeta], list[RowSetMeta]] | None:
+    """(big, small) when rewriting the big rowsets of an overlapping cluster does not pay.
+
+    The small rowsets (each under FOLD_MIN_SHARE of the largest) cost reads little: a scan
+    reads their bytes anyway, and a point read or insert in their range probes one more
+    bloom filter per layer. Rewriting the big ones to absorb them writes over 1/FOLD_MIN_SHARE
+    times their bytes. So they are kept apart while they hold under FOLD_MIN_SHARE of the big
+    rowsets' bytes, unless a big one is rewritten anyway (its deleted rows), is under `floor`
+    (cheap to rewrite), or overlaps another big one (a height the big rowsets share).
+    """
+    top = max(size[r.id] for r in cl)
+    big = [r for r in cl if size[r.id] >= FOLD_MIN_SHARE * top]
+    small = [r for r in cl if size[r.id] < FOLD_MIN_SHARE * top]
+    if not small or any(r.id in rewritten or size[r.id] < floor for r in big):
+        return None
+    if any(len(c) > 1 for c in _clusters(big)):
+        return None
+    if sum(size[r.id] for r in small) >= FOLD_MIN_SHARE * sum(size[r.id] for r in big):
+        return None
+    return big, small
+
+
+def _kept_note(tablet: str, big: list[RowSetMeta], small: list[RowSetMeta], size: dict) -> str:
+    b, s = sum(size[r.id] for r in big), sum(size[r.id] for r in small)
+    return (f"tablet {tablet}: rowset(s) [{', '.join(r.id[:8] for r in big)}] ({b / MIB:.1f} MiB) not rewritten for "
+            f"{len(small)} smaller overlapping rowset(s) [{', '.join(r.id[:8] for r in small)}] of {s / MIB:.2f} MiB "
+            f"({s / max(1, b):.1%} of their bytes): point reads and inserts in that key range probe up to "
+            f"{1 + len(small)} rowsets (one more bloom filter each); they are folded in once they hold "
+            f"{FOLD_MIN_SHARE:.0%} of its bytes, or when it is rewritten for another reason")
+
+
+def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], rewritten: set,
+                        kept: list[str]) -> list[CompactionAction]:
+    """Merges of overlapping clusters (Kudu's height rule, less what does not pay: `_tolerated`,
+    noted in `kept`) and of runs of small non-overlapping rowsets (the small-rowset bonus)."""
     target = st.properties["rowset_target_bytes"]
     lo = min(r.min_key for r in rowsets)
     hi = max(r.max_key for r in rowsets)
     width = {r.id: max(_key_pos(r.max_key, lo, hi) - _key_pos(r.min_key, lo, hi), 1e-9) for r in rowsets}
     size = {r.id: r.size_bytes + _delta_bytes(st, r.id) for r in rowsets}
     bonus = {r.id: SMALL_ROWSET_TRADEOFF * max(0.0, 1 - size[r.id] / (target / 4)) for r in rowsets}
-    out = []
-    ordered = sorted(rowsets, key=lambda r: r.min_key)
-    # Overlapping clusters: value = sum of widths - union width (the drop in average height).
-    cluster: list[RowSetMeta] = []
-    cluster_max = b""
+    out: list[CompactionAction] = []
+    held: set[str] = set()           # big rowsets of tolerated clusters: in no small-rowset run either
 
     def flush(cl: list[RowSetMeta]):
         if len(cl) < 2:
             return
+        parts = _tolerated(cl, size, rewritten, target * FOLD_FLOOR_SHARE)
+        if parts is not None:
+            kept.append(_kept_note(tablet, *parts, size))
+            held.update(r.id for r in parts[0])      # the small ones may still merge among themselves
+            for sub in _clusters(parts[1]):          # the small ones among themselves: cheap
+                flush(sub)
+            return
+        # value = sum of widths - union width (the drop in average height)
         union = _key_pos(max(r.max_key for r in cl), lo, hi) - _key_pos(min(r.min_key for r in cl), lo, hi)
         sumw = sum(width[r.id] for r in cl)
         value = sumw - union if sumw <= union else sumw - SUPPORT_ADJUST * union
@@ -172,22 +239,24 @@ def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) 
             total = sum(size[r.id] for r in cl)
             big = max(cl, key=lambda r: size[r.id])
             why = f"{len(cl)} rowsets overlap: average height drops by {value:.3f}"
-            if size[big.id] >= _MOSTLY_ONE * total:
+            if big.id in rewritten:
+                why += "; the largest is rewritten anyway for its deleted rows"
+            elif size[big.id] >= _MOSTLY_ONE * total:
                 # say what the height rule costs: the big rowset is rewritten for a few rows
                 why += (f"; rewrites {size[big.id] / MIB:.1f} MiB ({big.num_rows} rows) of one rowset to fold in "
                         f"{(total - size[big.id]) / MIB:.2f} MiB of the others: more than their rows need")
             out.append(CompactionAction("merge", tablet, tuple(r.id for r in cl), value, why, total))
-    for r in ordered:
-        if cluster and r.min_key <= cluster_max:
-            cluster.append(r)
-            cluster_max = max(cluster_max, r.max_key)
-        else:
-            flush(cluster)
-            cluster, cluster_max = [r], r.max_key
-    flush(cluster)
-    in_merge = {x for a in out for x in a.rowsets}
-    # Small rowsets, non-overlapping: merge neighbours for the small-rowset bonus.
-    small = [r for r in ordered if r.id not in in_merge and size[r.id] < target / 4]
+    for cl in _clusters(rowsets):
+        flush(cl)
+    held.update(x for a in out for x in a.rowsets)
+    small = [r for r in sorted(rowsets, key=lambda r: r.min_key) if r.id not in held and size[r.id] < target / 4]
+    return out + _small_runs(tablet, small, size, bonus, target)
+
+
+def _small_runs(tablet: str, small: list[RowSetMeta], size: dict, bonus: dict, target: int) \
+        -> list[CompactionAction]:
+    """Small non-overlapping rowsets, neighbours in key order, merged for the small-rowset bonus."""
+    out: list[CompactionAction] = []
     run: list[RowSetMeta] = []
     for r in small + [None]:
         if r is not None and sum(size[x.id] for x in run) + size[r.id] <= target:
@@ -198,7 +267,6 @@ def _overlap_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) 
             out.append(CompactionAction("merge", tablet, tuple(x.id for x in run), value,
                                         f"{len(run)} small rowsets (under {target / 4 / 1024:.0f} KiB each) "
                                         "become one", sum(size[x.id] for x in run)))
-            in_merge.update(x.id for x in run)
         run = [r] if r is not None else []
     return out
 
@@ -251,20 +319,23 @@ def _undo_gc_candidates(st: TableState, ahm: int | None) -> list[CompactionActio
 def plan(st: TableState, budget_bytes: int, ahm: int | None = None) -> CompactionPlan:
     """Score every candidate as Kudu's policy does and choose a 0/1 knapsack under the budget."""
     cands: list[CompactionAction] = []
+    kept: list[str] = []
     by_tablet: dict[str, list[RowSetMeta]] = {}
     for r in st.rowsets.values():
         by_tablet.setdefault(r.tablet, []).append(r)
     for tablet, rowsets in sorted(by_tablet.items()):
-        merges = _merge_candidates(st, tablet, rowsets, ahm)
+        merges = _merge_candidates(st, tablet, rowsets, ahm, kept)
         merged = {x for a in merges for x in a.rowsets}
         cands += merges + _delta_candidates(st, tablet, [r for r in rowsets if r.id not in merged])
     chosen = _knapsack(cands, budget_bytes)
+    kept += [f"over the budget: {a.kind} of tablet {a.tablet} rowsets [{', '.join(r[:8] for r in a.rowsets)}] "
+             f"({a.bytes_read / MIB:.2f} MiB, score {a.score:.3f}) waits for a later run" for a in cands if a not in chosen]
     # Kudu's UndoDeltaBlockGCOp: deleting UNDO files older than the ancient history mark reads
     # nothing, so it is outside the budget.
     busy = {x for a in chosen for x in a.rowsets}
     chosen += [a for a in _undo_gc_candidates(st, ahm) if a.rowsets[0] not in busy]
     chosen.sort(key=lambda a: -a.score)
-    return CompactionPlan(tuple(chosen), budget_bytes, st.version, len(cands))
+    return CompactionPlan(tuple(chosen), budget_bytes, st.version, len(cands), tuple(kept))
 
 
 def _knapsack(items: list[CompactionAction], budget: int) -> list[CompactionAction]:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..log.actions import AddRowSet
-from ..format.batch import prepare
+from ..format.batch import is_run, prepare
 from ..log.requirements import DefinitionUnchanged, KeysAbsent, SkippedKeysStillLive
 from ..format.constants import rowset_dir
 from ..format.base_writer import write_rowset_data
@@ -364,8 +364,9 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
             return write_pk_index(storage, directory, keys, props, written)
         if kind == "bloom":
             return write_bloom(storage, directory, keys, written)
-        return write_rowset_data(storage, state.schema, directory, batch_rows(plan.batch, rows), props, written,
-                                 warm)
+        data = batch_rows(plan.batch, rows)
+        return write_rowset_data(storage, state.schema, directory, data, props, written, warm,
+                                 owned=not is_run(rows))
 
     # Longer tasks first (every rowset's data, then its bloom filter, then its PK index), and
     # the short ones last, so the workers end together rather than one finishing a long task alone.
@@ -379,9 +380,8 @@ def write_plan(storage: Storage, state: TableState, plan: InsertPlan, written: l
 def batch_rows(batch: pa.Table, rows: np.ndarray) -> pa.Table:
     """The batch's `rows`, in that order: a slice, with no copy, when they are a run of
     consecutive rows (sorted input into one tablet, or a range partition's share of it)."""
-    n = len(rows)
-    if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n == 1 or bool((np.diff(rows) == 1).all())):
-        return batch.slice(int(rows[0]), n)
+    if is_run(rows):
+        return batch.slice(int(rows[0]), len(rows))
     return batch.take(pa.array(rows))
 
 

@@ -283,3 +283,23 @@ def test_tail_order_matches_a_stable_sort_of_the_keys(types):
     assert got_rows.tolist() == rows[want].tolist()
     keys = k.to_pylist()
     assert dup.tolist() == [i > 0 and keys[want[i]] == keys[want[i - 1]] for i in range(len(k))]
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_a_loads_own_arrays_go_to_the_block_cache_without_a_copy(tmp_path, owned):
+    """A load's rows taken into key order are the engine's own: cached as they are. The caller's
+    memory (a slice of its batch) is copied, since the caller may reuse it after the insert."""
+    from tableformat.format.base_writer import write_base_file
+    from tableformat.format.cfile_set import FILE_CACHE
+    from tableformat.format.storage import Storage
+    cols = [tf.Column("k", "int64"), tf.Column("v", "double")]
+    schema = tf.Schema(cols, primary_key=["k"])
+    arrays = [pa.array(np.arange(1000)), pa.array(np.random.default_rng(0).random(1000))]
+    storage = Storage(str(tmp_path))
+    FILE_CACHE.clear()
+    ref, _ = write_base_file(storage, "rs", list(schema.columns), arrays, 128, warm=[schema.columns[1].id],
+                             owned=owned)
+    cached = FILE_CACHE.get(storage, ref.path + "#written", ref.size)
+    (got,) = cached.values()
+    assert got.equals(arrays[1])
+    assert (got.buffers()[1].address == arrays[1].buffers()[1].address) is owned

@@ -232,6 +232,42 @@ def test_compaction_job_runs_the_plan_in_parallel(spark, tmp_path):
     assert_same_rows(to_arrow(old), v1)
 
 
+def _big_and_small(uri):
+    """A big rowset and a small one whose keys interleave with all of it (an upsert's new keys)."""
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double")], primary_key=["k"])
+    t = tf.create_table(uri, schema, properties={"rowset_target_bytes": 1 << 20})
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.random.default_rng(0).random(20000)}))
+    t.insert(pa.table({"k": np.arange(1, 40000, 400), "v": np.zeros(100)}))
+    return t
+
+
+def test_compaction_job_follows_the_engines_policy(spark, tmp_path):
+    """The job rewrites what Table.compact() would: not the big rowset for the small one over
+    it (explained), but both once the big one is rewritten for its deleted rows."""
+    from spark_jobs.compaction import compact_table
+    t = _big_and_small(str(tmp_path / "t"))
+    before = set(t.state.rowsets)
+    res = compact_table(spark, t.uri)
+    assert res["actions"] == 0 and "not rewritten for 1 smaller overlapping rowset(s)" in res["explain"]
+    assert set(tf.open_table(t.uri).state.rowsets) == before
+    t.delete(pa.table({"k": [0, 2]}))
+    expect = t.scan().to_arrow()
+    res = compact_table(spark, t.uri)
+    assert res["committed"] == res["actions"] == 1 and "rewritten anyway" in res["explain"]
+    t = tf.open_table(t.uri)
+    assert len([r for r in t.state.rowsets.values() if not r.history_only]) == 1
+    assert_same_rows(t.scan().to_arrow(), expect, ("k",))
+
+
+def test_compaction_job_plan_only_prints_what_the_plan_gives_up(tmp_path, capsys):
+    from spark_jobs.compaction import main
+    t = _big_and_small(str(tmp_path / "t"))
+    main(["--table", t.uri, "--plan-only"])
+    out = capsys.readouterr().out
+    assert out.startswith(f"Compaction plan at version {t.version}: 0 action(s)")
+    assert "Given up:" in out and "probe up to 2 rowsets" in out
+
+
 @pytest.mark.parametrize("job", ["insert", "merge", "export", "backfill", "pipeline", "compaction"])
 def test_every_job_has_help(job):
     r = subprocess.run([sys.executable, "-m", f"spark_jobs.{job}", "--help"], capture_output=True, text=True,

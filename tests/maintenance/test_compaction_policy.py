@@ -1,0 +1,113 @@
+"""The compaction policy's choices on constructed layouts: what pays is rewritten, and
+`CompactionPlan.explain()` says what the plan gives up (specs/format.md §12)."""
+import numpy as np
+import pyarrow as pa
+
+import tableformat as tf
+
+from helpers import assert_same_rows
+
+SCHEMA = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double")], primary_key=["k"])
+
+
+def big_and_small(tmp_path, small_every=400):
+    """A big rowset of even keys and a small one of odd keys spread over all of it (an upsert's
+    new keys interleaving with every existing key)."""
+    t = tf.create_table(str(tmp_path / "t"), SCHEMA, properties={"rowset_target_bytes": 1 << 20})
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.random.default_rng(0).random(20000)}))
+    t.insert(pa.table({"k": np.arange(1, 40000, small_every), "v": np.zeros(len(range(1, 40000, small_every)))}))
+    return t
+
+
+def merges(plan):
+    return [a for a in plan if a.kind == "merge"]
+
+
+def test_a_small_rowset_over_a_big_one_is_kept_and_explained(tmp_path):
+    t = big_and_small(tmp_path)
+    expect = t.scan(ordered=True).to_arrow()
+    plan = t.compaction_plan()
+    assert merges(plan) == []
+    text = plan.explain()
+    assert "Given up:" in text and "not rewritten for 1 smaller overlapping rowset(s)" in text
+    assert "probe up to 2 rowsets" in text and "folded in once they hold 10%" in text
+    before = set(t.state.rowsets)
+    t.compact()
+    assert set(t.state.rowsets) == before                      # nothing rewritten
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
+    assert t.lookup(pa.table({"k": [1, 2, 401]})).num_rows == 3
+
+
+def test_small_rowsets_are_folded_in_once_they_hold_a_tenth_of_the_big_ones_bytes(tmp_path):
+    t = big_and_small(tmp_path, small_every=4)                # 5,000 rows: a quarter of the big one's
+    expect = t.scan(ordered=True).to_arrow()
+    (a,) = merges(t.compaction_plan())
+    assert len(a.rowsets) == 2 and "overlap" in a.reason
+    t.compact()
+    live = [r for r in t.state.rowsets.values() if not r.history_only]
+    assert len(live) == 1
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
+
+
+def test_a_big_rowset_rewritten_for_its_deleted_rows_takes_the_small_ones_with_it(tmp_path):
+    t = big_and_small(tmp_path)
+    t.delete(pa.table({"k": [0, 2, 4]}))
+    expect = t.scan(ordered=True).to_arrow()
+    plan = t.compaction_plan()
+    (a,) = merges(plan)
+    assert len(a.rowsets) == 2 and "rewritten anyway for its deleted rows" in a.reason
+    assert "not rewritten" not in plan.explain()
+    t.compact()
+    assert len([r for r in t.state.rowsets.values() if not r.history_only]) == 1
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
+    assert t.scan(as_of=2).count() == 20000 + 100
+
+
+def test_small_rowsets_overlapping_each_other_merge_among_themselves(tmp_path):
+    t = big_and_small(tmp_path)
+    t.insert(pa.table({"k": np.arange(3, 40000, 400), "v": np.ones(100)}))   # a second small layer
+    expect = t.scan(ordered=True).to_arrow()
+    big = max(t.state.rowsets.values(), key=lambda r: r.num_rows).id
+    plan = t.compaction_plan()
+    (a,) = merges(plan)
+    assert big not in a.rowsets and len(a.rowsets) == 2
+    assert "not rewritten for 2 smaller overlapping rowset(s)" in plan.explain()
+    t.compact()
+    assert big in t.state.rowsets and len(t.state.rowsets) == 2
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
+
+
+def test_a_cheap_big_rowset_is_rewritten_as_kudu_would(tmp_path):
+    """Under 1/32 of rowset_target_bytes a rewrite always pays: Kudu's height rule as before."""
+    t = tf.create_table(str(tmp_path / "t"), SCHEMA)          # the default target: 128 MiB
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.zeros(20000)}))
+    t.insert(pa.table({"k": np.arange(1, 40000, 400), "v": np.zeros(100)}))
+    (a,) = merges(t.compaction_plan())
+    assert len(a.rowsets) == 2
+
+
+def test_explain_names_what_the_budget_left_out(tmp_path):
+    t = big_and_small(tmp_path, small_every=4)
+    plan = t.compaction_plan(budget_bytes=1)
+    assert plan.actions == ()
+    assert "over the budget: merge of tablet" in plan.explain() and "waits for a later run" in plan.explain()
+    full = t.compaction_plan(budget_bytes=1 << 30)
+    assert full.given_up == () and "Given up:\n  nothing: every candidate" in full.explain()
+
+
+def test_small_rowsets_apart_from_each_other_over_a_big_one_merge_by_the_small_rowset_rule(tmp_path):
+    """Small rowsets over disjoint parts of the big one's range do not overlap each other, but
+    each costs a scan its own files: Kudu's small-rowset bonus merges them, the big one stays."""
+    t = tf.create_table(str(tmp_path / "t"), SCHEMA, properties={"rowset_target_bytes": 1 << 20})
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.random.default_rng(0).random(20000)}))
+    t.insert(pa.table({"k": np.arange(1, 20000, 400), "v": np.zeros(50)}))         # the first half
+    t.insert(pa.table({"k": np.arange(20001, 40000, 400), "v": np.ones(50)}))      # the second half
+    big = max(t.state.rowsets.values(), key=lambda r: r.num_rows).id
+    expect = t.scan(ordered=True).to_arrow()
+    plan = t.compaction_plan()
+    (a,) = merges(plan)
+    assert big not in a.rowsets and len(a.rowsets) == 2 and "small rowsets" in a.reason
+    assert "not rewritten for 2 smaller overlapping rowset(s)" in plan.explain()
+    t.compact()
+    assert big in t.state.rowsets and len(t.state.rowsets) == 2
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
