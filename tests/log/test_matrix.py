@@ -110,13 +110,13 @@ def plan_later(op, t):
     if op == "restore":
         t.tag("r")
         t.update(pa.table({"key": [2], "val": [8]}))
-        return plan_restore(t.handle, "r")(t.snapshot())
+        return plan_restore(t.handle, "r")(t.snapshot().state)
     if op == "tag":
-        frag = plan_tag(t.handle, "t2")(t.snapshot())
+        frag = plan_tag(t.handle, "t2")(t.snapshot().state)
         t.update(pa.table({"key": [3], "val": [33]}))        # the tagged version stops being the newest
         return frag
     if op == "untag":
-        return plan_untag("t1")(t.snapshot())
+        return plan_untag("t1")(t.snapshot().state)
     raise AssertionError(op)
 
 
