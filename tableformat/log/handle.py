@@ -64,14 +64,23 @@ class TableHandle:
     def uri(self) -> str:
         return self.storage.uri
 
-    def refresh(self) -> TableState:
-        """Catch up with commits made since this handle last looked (one read when there are none)."""
-        state, history = self.log.load(None, (self._state, self._history))
+    def _pair(self) -> tuple[TableState, list[CommitInfo]]:
+        """The state and its history, read together under the lock (never one from each of two
+        threads' refreshes)."""
+        with self._lock:
+            return self._state, self._history
+
+    def _refreshed(self) -> tuple[TableState, list[CommitInfo]]:
+        state, history = self.log.load(None, self._pair())
         with self._lock:
             # a slower thread's older read never wins (a table replaced at the path does)
             if state.version >= self._state.version or state.table_id != self._state.table_id:
                 self._state, self._history = state, history
-            return self._state
+            return self._state, self._history
+
+    def refresh(self) -> TableState:
+        """Catch up with commits made since this handle last looked (one read when there are none)."""
+        return self._refreshed()[0]
 
     def load(self, version: int) -> TableState:
         """The state at an older `version`, read once and kept in a small LRU."""
@@ -97,14 +106,14 @@ class TableHandle:
         """The latest state (refreshed), or the state as of a version / Timestamp / datetime /
         ISO string / tag; HistoryExpiredError where the history it needs is gone."""
         as_of = mvcc.parse_as_of(as_of, tags=True)
-        latest = self.refresh()
+        latest, history = self._refreshed()
         if as_of is None:
             return latest
-        v = mvcc.resolve_version(self._history, as_of, latest.tags)
-        mvcc.check_history(latest, self._history, v, as_of)
+        v = mvcc.resolve_version(history, as_of, latest.tags)
+        mvcc.check_history(latest, history, v, as_of)
         if v == latest.version:
             return latest
-        return mvcc.state_at(latest, self._history, v, self.load)
+        return mvcc.state_at(latest, history, v, self.load)
 
     def advance(self, base: TableState, commits: list[Commit]) -> TableState:
         """Apply commits to `base`, and move the cached state forward with them."""
@@ -121,8 +130,9 @@ class TableHandle:
         """Our commit landed on `base`: cache it, and write a checkpoint every N versions."""
         new = self.advance(base, [commit])
         every = checkpoint_interval or new.properties["checkpoint_interval"]
-        if self._state.version == commit.version and commit.version % every == 0:
-            self.log.write_checkpoint(self._state, self._history)
+        state, history = self._pair()
+        if state.version == commit.version and commit.version % every == 0:
+            self.log.write_checkpoint(state, history)
 
     def __repr__(self) -> str:
         return f"TableHandle({self.storage!r}, version={self._state.version})"

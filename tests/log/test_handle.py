@@ -56,3 +56,40 @@ def test_a_slower_refresh_never_moves_the_handle_back(tmp_path):
     assert handle.refresh().version == 4
     handle.log.load = lambda version, cached=None: (stale, handle.history[:stale.version + 1])
     assert handle.refresh().version == 4 and handle.state.version == 4
+
+
+def test_a_refresh_reads_the_state_and_its_history_together(tmp_path):
+    """Thread A reads the cached state; before it reads the history, thread B refreshes to a newer
+    version. A must not load on top of (old state, newer history): that appended B's commit a
+    second time and misindexed `handle.history` (what tags and time travel index by version)."""
+    from tableformat.log.handle import TableHandle
+
+    t = _versions(tmp_path / "t", 1)
+    h0 = tf.open_table(t.uri).handle
+
+    class Interleaved(TableHandle):
+        hook = False
+
+        @property
+        def _state(self):
+            s = self.__dict__["_s"]
+            if self.hook and threading.current_thread().name == "A":
+                self.hook = False
+                b = threading.Thread(target=self.refresh, name="B")
+                b.start()
+                b.join(timeout=2)        # B waits for A's lock where the pair is read under it
+            return s
+
+        @_state.setter
+        def _state(self, v):
+            self.__dict__["_s"] = v
+
+    h = Interleaved(h0.storage, h0.state, h0.history, h0.log)
+    t.insert(pa.table({"k": [7], "v": [7]}))
+    h.hook = True
+    a = threading.Thread(target=h.refresh, name="A")
+    a.start()
+    a.join()
+    h.refresh()
+    assert h.state.version == 2
+    assert [c.version for c in h.history] == [0, 1, 2]
