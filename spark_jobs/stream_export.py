@@ -29,12 +29,13 @@ CHECKPOINT = "_checkpoint"
 def stream_export(spark: Any, uri: str, output: str, checkpoint: str | None = None,
                   storage_options: dict | None = None, starting_version: int | None = None,
                   starting_timestamp: str | None = None, max_versions_per_trigger: int | None = None,
-                  columns: str = "tableformat") -> dict:
+                  columns: str = "tableformat", num_partitions: int | None = None) -> dict:
     """Run the change stream into `output` (Parquet) until it has read every commit there is now.
 
     The first run starts at `starting_version` (inclusive) or `starting_timestamp` (the first commit
     at or after it), else after the latest version; later runs continue from the checkpoint, whose
-    offsets win over these options. Output and checkpoint must lie outside the table
+    offsets win over these options. A micro-batch's parts run in `num_partitions` tasks (default
+    twice the default parallelism; option numPartitions). Output and checkpoint must lie outside the table
     (check_outside_table), checked before Spark does anything. Returns the batches and rows read."""
     checkpoint = checkpoint or output.rstrip("/") + "/" + CHECKPOINT
     tf.check_outside_table(output, uri, "the stream export's output")
@@ -42,7 +43,8 @@ def stream_export(spark: Any, uri: str, output: str, checkpoint: str | None = No
     from .datasource import NAME, register
     from .errors import typed_errors
     register(spark)
-    r = spark.readStream.format(NAME).option("readChangeFeed", "true").option("changeFeedColumns", columns)
+    r = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("changeFeedColumns", columns)
+         .option("numPartitions", str(num_partitions or 2 * spark.sparkContext.defaultParallelism)))
     if starting_version is not None:
         r = r.option("startingVersion", str(starting_version))
     elif starting_timestamp is not None:

@@ -43,6 +43,12 @@ run exports every version committed before its interval's end that the Delta
 log's watermark (the txn version of appId `<name>`) has not seen, one Delta
 commit per version, exactly once under retries, reruns and concurrent runs.
 Backfills of older intervals find nothing left to do.
+
+With `export.format: stream` a run is an AvailableNow change stream
+(spark_jobs/stream_export.py) into `<output>/<name>/changes` (Parquet, Spark's
+file sink), its checkpoint in `<output>/<name>/_checkpoint`: every commit not
+yet exported, exactly once across kills and re-runs; read it through the sink's
+log (spark.read.parquet, or stream_export.committed_files).
 """
 from __future__ import annotations
 
