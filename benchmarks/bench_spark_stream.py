@@ -130,26 +130,34 @@ def bench_stream(n: int, commits: int = 10, latency_commits: int = 5, gap: float
               f"(setup {time.perf_counter() - t0:.0f}s; local[2]; {_load()})", flush=True)
         _available_now(spark, uri, first, os.path.join(work, "warm"), None, {})        # JIT, page cache
         cores = spark.sparkContext.defaultParallelism
-        for opts in ({}, {"numPartitions": str(2 * cores)}):
-            _report(spark, uri, first, keys, work, opts, latency_commits, gap)
+        variants = ({}, {"numPartitions": str(2 * cores)})
+        for opts in variants:               # the same ten commits for each, before the latency commits
+            _throughput(spark, uri, first, work, opts)
+        for opts in variants:
+            _latency_report(spark, uri, keys, work, opts, latency_commits, gap)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _report(spark, uri: str, first: int, keys: pa.Table, work: str, opts: dict, commits: int, gap: float) -> None:
-    tag = ", ".join(f"{k}={v}" for k, v in opts.items()) or "one task per part"
-    print(f" {tag}:")
+def _tag(opts: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in opts.items()) or "one task per part"
+
+
+def _throughput(spark, uri: str, first: int, work: str, opts: dict) -> None:
     for per in (None, 1):
         with WorkerRSS() as rss:
             rows, batches, secs = _available_now(spark, uri, first, tempfile.mkdtemp(dir=work), per, opts)
-        label = "AvailableNow" + (f", maxVersionsPerTrigger={per}" if per else "")
-        print(f"  {label:<40} {rows:,} change rows in {batches} batch(es), {secs:.2f}s = {rows / secs:,.0f} "
+        label = f"AvailableNow ({_tag(opts)}" + (f", maxVersionsPerTrigger={per})" if per else ")")
+        print(f"  {label:<62} {rows:,} change rows in {batches} batch(es), {secs:.2f}s = {rows / secs:,.0f} "
               f"rows/s; worker peak RSS {rss.peak / 2**20:.0f} MiB  ({_load()})", flush=True)
+
+
+def _latency_report(spark, uri: str, keys: pa.Table, work: str, opts: dict, commits: int, gap: float) -> None:
     with WorkerRSS() as rss:
         lat = _latency(spark, uri, keys, tempfile.mkdtemp(dir=work), commits, gap, opts)
     secs = [s for _, _, s in lat]
-    print(f"  ProcessingTime('1 second'), commit -> its rows in foreachBatch (worker peak RSS "
+    print(f"  ProcessingTime('1 second') ({_tag(opts)}), commit -> its rows in foreachBatch (worker peak RSS "
           f"{rss.peak / 2**20:.0f} MiB; {_load()}):")
     for v, rows, s in lat:
         print(f"    version {v}: {rows:,} change rows, {s:.2f}s")
