@@ -5,6 +5,7 @@
     python -m benchmarks.bench_spark --delta-only [--rows 1000000]   # Delta Lake (delta-spark) as the peer
     python -m benchmarks.bench_spark --changes-only [--rows 2000000]   # batch change read vs Delta's readChangeFeed
     python -m benchmarks.bench_spark --sink-only [--rows 2000000] [--batches 10]   # streaming upserts vs Delta
+    python -m benchmarks.bench_spark --stream-only [--rows 2000000]   # the change stream: rows/s, latency, RSS
     python -m benchmarks.bench_spark --connector-only [--s3]   # the JVM connector (--s3: through s3a on moto)
 
 Writes: the insert against Spark's own repartitionByRange + sortWithinPartitions + write.parquet
@@ -265,7 +266,10 @@ def _arguments() -> argparse.Namespace:
                     help="only the Delta Lake peer table (delta-spark, deletion vectors and change feed on)")
     ap.add_argument("--changes-only", action="store_true",
                     help="only the batch change read against Delta's readChangeFeed (delta-spark)")
-    ap.add_argument("--commits", type=int, default=10, help="with --changes-only: commits of changes read")
+    ap.add_argument("--commits", type=int, default=10,
+                    help="with --changes-only / --stream-only: commits of changes read")
+    ap.add_argument("--stream-only", action="store_true",
+                    help="only the change stream: AvailableNow rows/s, ProcessingTime latency, worker RSS")
     ap.add_argument("--sink-only", action="store_true",
                     help="only the streaming sink (1%% upserts a micro-batch) against Delta's foreachBatch + MERGE")
     ap.add_argument("--batches", type=int, default=10, help="with --sink-only: micro-batches")
@@ -280,6 +284,9 @@ def main() -> None:
     if args.sink_only:
         from .bench_spark_sink import bench_sink
         return bench_sink(args.rows, args.batches)
+    if args.stream_only:
+        from .bench_spark_stream import bench_stream
+        return bench_stream(args.rows, args.commits)
     if args.rss_child:
         return rss_child(args.rss_child)
     if args.delta_only:

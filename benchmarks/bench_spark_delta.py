@@ -28,6 +28,35 @@ def _dir_bytes(path: str) -> int:
         if os.path.exists(path) else 0
 
 
+def _files(path: str) -> dict[str, int]:
+    return {os.path.join(d, f): os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs}
+
+
+def _kind(rel: str) -> str:
+    """What a file written by a commit is for, on either side."""
+    name = os.path.basename(rel)
+    if rel.startswith(("_delta_log", "_log")):
+        return "log"
+    if rel.startswith("_change_data"):
+        return "Delta CDC files"
+    if name.startswith("deletion_vector"):
+        return "deletion vectors"
+    if name.startswith(("redo-", "undo-")):
+        return "delta files (REDO)"
+    return "data files" if name.endswith(".parquet") else "other"
+
+
+def _growth(path: str, before: dict[str, int]) -> str:
+    """The bytes written since `before` (new files, and growth of files that were there), by kind."""
+    kinds: dict[str, int] = {}
+    for f, size in _files(path).items():
+        grown = size - before.get(f, 0)
+        if grown > 0:
+            k = _kind(os.path.relpath(f, path))
+            kinds[k] = kinds.get(k, 0) + grown
+    return ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
 def _delta_session(name: str):
     """A Spark session with delta-spark, new Delta tables getting deletion vectors and the change feed."""
     from spark_jobs.session import get_spark
@@ -174,25 +203,30 @@ def bench_changes(n: int, commits: int = 10, repeat: int = 3) -> None:
         tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
         partitioned_insert(spark, df, uri)
         d0, o0 = _dir_bytes(dpath), _dir_bytes(uri)
+        d_files, o_files = _files(dpath), _files(uri)
         d_first = DeltaTable.forPath(spark, dpath).history(1).collect()[0]["version"] + 1
         o_first = tf.open_table(uri).version + 1
         d_secs, o_secs = _change_commits(spark, df, dpath, uri, commits)
         d_bytes, o_bytes = _dir_bytes(dpath) - d0, _dir_bytes(uri) - o0
+        split = (_growth(dpath, d_files), _growth(uri, o_files))
         d_last = DeltaTable.forPath(spark, dpath).history(1).collect()[0]["version"]
         feeds = _read_feeds(spark, dpath, uri, (d_first, d_last), (o_first, tf.open_table(uri).version), repeat)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-    count, kinds, ours_kinds, parts, (d_s, o_s, p_s) = feeds
+    count, kinds, ours_kinds, parts, (d_s, o_s, p_s, k_s) = feeds
     print(f"batch change read: {n:,} rows, {commits} commits of 1% updates + 0.1% deletes (local Spark, one session)")
     print(f"  change rows: Delta {count['delta']:,} {kinds}; ours {count['ours']:,} {ours_kinds}; "
           f"ours ({parts} partitions)")
     print(f"  the commits: Delta {d_secs:.2f}s {d_bytes / 2**20:.2f} MiB, ours {o_secs:.2f}s {o_bytes / 2**20:.2f} MiB")
+    print(f"  written by the commits: Delta: {split[0]}; ours: {split[1]}")
     label = f"read of the {commits} commits"
     print(f"{label:<52} {'seconds':>8} {'vs Delta':>9}")
     print(f"{'Delta readChangeFeed':<52} {d_s:8.2f}")
     print(f"{'ours, changeFeedColumns=delta':<52} {o_s:8.2f} {o_s / d_s:8.2f}x")
     print(f"{'ours, our columns (_op, _changed_columns)':<52} {p_s:8.2f} {p_s / d_s:8.2f}x")
+    print(f"{'ours, changeFeedColumns=delta, numPartitions=2x cores':<52} {k_s:8.2f} {k_s / d_s:8.2f}x")
+    print(f"  load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"target read <= 1.5x Delta's time: {o_s / d_s:.2f}x  {'met' if o_s <= 1.5 * d_s else 'missed'}")
     print(f"target bytes written <= 1/20 of Delta's: {o_bytes / max(d_bytes, 1):.4f}  "
           f"{'met' if o_bytes * 20 <= d_bytes else 'missed'}")
@@ -231,6 +265,9 @@ def _read_feeds(spark, dpath: str, uri: str, d_range: tuple[int, int], o_range: 
     ours_feed = (spark.read.format("tableformat").option("readChangeFeed", "true")
                  .option("startingVersion", o_range[0]).option("endingVersion", o_range[1])
                  .option("changeFeedColumns", "delta").load(uri))
+    packed = spark.read.format("tableformat").options(
+        readChangeFeed="true", startingVersion=o_range[0], endingVersion=o_range[1], changeFeedColumns="delta",
+        numPartitions=2 * spark.sparkContext.defaultParallelism).load(uri)
     ours_plain = (spark.read.format("tableformat").option("readChangeFeed", "true")
                   .option("startingVersion", o_range[0]).option("endingVersion", o_range[1]).load(uri))
     count = {}
@@ -240,6 +277,8 @@ def _read_feeds(spark, dpath: str, uri: str, d_range: tuple[int, int], o_range: 
     d_s = best(lambda: read("delta", delta_feed, cols), repeat)
     o_s = best(lambda: read("ours", ours_feed, cols), repeat)
     p_s = best(lambda: read("plain", ours_plain, "host, metric, time, value, _op"), repeat)
+    k_s = best(lambda: read("packed", packed, cols), repeat)
+    assert count["packed"] == count["ours"]
     kinds = {r[0]: r[1] for r in delta_feed.groupBy("_change_type").count().collect()}
     ours_kinds = {r[0]: r[1] for r in ours_feed.groupBy("_change_type").count().collect()}
-    return count, kinds, ours_kinds, ours_feed.rdd.getNumPartitions(), (d_s, o_s, p_s)
+    return count, kinds, ours_kinds, ours_feed.rdd.getNumPartitions(), (d_s, o_s, p_s, k_s)

@@ -223,8 +223,9 @@ def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPla
 
 def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = "all", before_image: bool = False,
                  images: str = "full", skipped: bool = False, columns: str = "tableformat",
-                 storage_options: dict | None = None) -> Any:
-    """Table.changes(start, end, ...) as a DataFrame computed on the executors, one part per task.
+                 storage_options: dict | None = None, num_partitions: int | None = None) -> Any:
+    """Table.changes(start, end, ...) as a DataFrame computed on the executors, the parts packed
+    into `num_partitions` tasks (default: twice the default parallelism, option numPartitions).
 
     `start` and `end` are Table.changes' own (start exclusive: the changes committed after it;
     a version, Timestamp, datetime, ISO string or tag), resolved here to the data source's
@@ -240,7 +241,8 @@ def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = 
         r = (spark.read.format(NAME).option("readChangeFeed", "true")
              .option("startingVersion", str(plan.start + 1)).option("endingVersion", str(plan.end))
              .option("mode", mode).option("before_image", str(before_image).lower()).option("images", images)
-             .option("skipped", str(skipped).lower()).option("changeFeedColumns", columns))
+             .option("skipped", str(skipped).lower()).option("changeFeedColumns", columns)
+             .option("numPartitions", str(num_partitions or 2 * spark.sparkContext.defaultParallelism)))
         if storage_options:
             r = r.option("storage_options", json.dumps(storage_options))
         return r.load(uri)

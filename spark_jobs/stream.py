@@ -42,8 +42,8 @@ from pyspark.sql.types import StructType
 
 import tableformat as tf
 
-from .changes import (ChangePartition, arrow_schema, lower_keys, read_part, row_options, timestamp_option,
-                      version_option)
+from .changes import (ChangePartition, arrow_schema, lower_keys, num_partitions, pack, read_part, row_options,
+                      timestamp_option, version_option)
 from .snapshots import storage_options_from
 
 
@@ -84,6 +84,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.mode, self.before_image, self.images, self.skipped, self.columns = row_options(o)
         self.max_versions = _limit(o, "maxVersionsPerTrigger")
         self.max_rows = _limit(o, "maxRowsPerTrigger")
+        self.num_partitions = num_partitions(o)
         self.names = [f.name for f in schema.fields]
         self.target: int | None = None          # Trigger.AvailableNow: the last version to read
 
@@ -176,7 +177,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 pieces.append((v1, v1 + 1, slice(0, i1)))
         t = self._table()
         opts = json.dumps(self.storage_options)
-        out = []
+        items = []
         for a, b, cut in pieces:
             plan = self._plan(t, a, b)
             names = arrow_schema(plan, self.columns).names
@@ -184,8 +185,10 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 raise tf.SchemaError(f"the table's columns at version {b} are {names}, not the stream's "
                                      f"{self.names} (an ALTER since the query started): restart the query")
             head = plan.header()
-            out += [ChangePartition(self.uri, opts, head, p, self.columns) for p in plan.parts[cut]]
-        return out or [ChangePartition(self.uri, opts, None, None, self.columns)]
+            items += [(head, p) for p in plan.parts[cut]]
+        groups = pack(items, self.num_partitions)
+        return [ChangePartition(self.uri, opts, g, self.columns) for g in groups] or \
+            [ChangePartition(self.uri, opts, (), self.columns)]
 
     def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
         return read_part(partition)

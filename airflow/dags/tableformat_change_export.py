@@ -7,7 +7,8 @@ version with `Table.changes(v - 1, v)`, to
 `_manifest.json`, then the watermark moves over every complete interval.
 Paths depend only on the commit, so retries, reruns and backfills (in any
 order) overwrite the same files and never duplicate a change. The reading
-contract is in tableformat_export.py.
+contract is in tableformat_export.py. With `export.format: stream` (or `delta`)
+a run exports every commit not yet exported instead (tableformat_export.py).
 
 Schedule: $TABLEFORMAT_EXPORT_SCHEDULE (cron or preset, default @hourly; or a
 fixed step such as 10m), from $TABLEFORMAT_EXPORT_START_DATE with catchup, so

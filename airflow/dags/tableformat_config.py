@@ -55,10 +55,12 @@ class ExportConfig:
     output_options: dict | None = field(default=None, repr=False)
     start: _dt.datetime | None = None       # the export origin; None: the first interval exported
     settle_seconds: float = 60              # allowance for writers' clock skew before an interval is read
-    format: str = "parquet"                 # "parquet" (interval files) or "delta" (a Delta table, exactly once)
+    format: str = "parquet"                 # "parquet" (interval files), "delta" (a Delta table) or "stream"
+    #                                         (an AvailableNow change stream into Parquet, spark_jobs/stream_export.py)
     mode: str = "append"                    # delta only: "append" (change rows) or "apply" (a replica by key)
     delta_options: dict | None = field(default=None, repr=False)   # delta only: delta-rs storage options
     max_wait_seconds: float | None = None   # the longest wait for an interval's end + settle (None: settle + 600)
+    max_versions_per_trigger: int | None = None   # stream only: commits per micro-batch (None: all at once)
 
     @property
     def wait_bound(self) -> float:
@@ -69,7 +71,8 @@ class ExportConfig:
 class TableConfig:
     """One table. Keys: name, uri, storage_options, budget_mb, schedule, engine,
     spark_master, vacuum {enabled, retain_seconds, grace_seconds, dry_run},
-    export {output, output_options, start, settle_seconds, max_wait_seconds, format, mode, delta_options}."""
+    export {output, output_options, start, settle_seconds, max_wait_seconds, format, mode, delta_options,
+    max_versions_per_trigger}."""
 
     name: str
     uri: str
@@ -185,15 +188,19 @@ def _export_config(where: str, raw: Any) -> ExportConfig:
         raise ConfigError(f"{where}: export.max_wait_seconds ({bound:g}) is below settle_seconds ({settle:g}): "
                           "even a run that starts when its interval ends waits settle_seconds")
     fmt, mode = e.get("format", "parquet"), e.get("mode", "append")
-    if fmt not in ("parquet", "delta"):
-        raise ConfigError(f"{where}: export.format must be 'parquet' or 'delta', got {fmt!r}")
-    if mode not in ("append", "apply") or (fmt == "parquet" and "mode" in e):
+    if fmt not in ("parquet", "delta", "stream"):
+        raise ConfigError(f"{where}: export.format must be 'parquet', 'delta' or 'stream', got {fmt!r}")
+    if mode not in ("append", "apply") or (fmt != "delta" and "mode" in e):
         raise ConfigError(f"{where}: export.mode must be 'append' or 'apply', and only with format 'delta', "
                           f"got {mode!r}")
     if e.get("delta_options") is not None and (fmt != "delta" or not isinstance(e["delta_options"], dict)):
         raise ConfigError(f"{where}: export.delta_options must be a mapping, and only with format 'delta'")
+    per = e.get("max_versions_per_trigger")
+    if per is not None and (fmt != "stream" or isinstance(per, bool) or not isinstance(per, int) or per <= 0):
+        raise ConfigError(f"{where}: export.max_versions_per_trigger must be a positive integer, and only with "
+                          f"format 'stream', got {per!r}")
     return ExportConfig(e["output"], e.get("output_options"), start, settle, fmt, mode, e.get("delta_options"),
-                        bound)
+                        bound, per)
 
 
 def _check_keys(where: str, d: Any, allowed: set[str]) -> dict:

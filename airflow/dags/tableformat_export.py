@@ -43,6 +43,12 @@ run exports every version committed before its interval's end that the Delta
 log's watermark (the txn version of appId `<name>`) has not seen, one Delta
 commit per version, exactly once under retries, reruns and concurrent runs.
 Backfills of older intervals find nothing left to do.
+
+With `export.format: stream` a run is an AvailableNow change stream
+(spark_jobs/stream_export.py) into `<output>/<name>/changes` (Parquet, Spark's
+file sink), its checkpoint in `<output>/<name>/_checkpoint`: every commit not
+yet exported, exactly once across kills and re-runs; read it through the sink's
+log (spark.read.parquet, or stream_export.committed_files).
 """
 from __future__ import annotations
 
@@ -239,6 +245,8 @@ def export_interval(cfg: TableConfig, start: _dt.datetime, end: _dt.datetime,
         raise ConfigError(f"table {cfg.name!r} has no 'export' configuration")
     if cfg.export.format == "delta":
         return export_delta(cfg, start, end, sleep=sleep)
+    if cfg.export.format == "stream":
+        return export_stream(cfg, start, end)
     start, end = parse_time(start), parse_time(end)
     if end <= start:
         raise ExportError(f"empty data interval [{_iso(start)}, {_iso(end)}): the export needs a "
@@ -303,6 +311,31 @@ def export_delta(cfg: TableConfig, start: _dt.datetime, end: _dt.datetime, spark
             "versions": [res["commits"][0], res["commits"][-1]] if res["commits"] else None,
             "files": len(res["commits"]), "rows": res["rows"], "late_versions": [], "skipped": None,
             "watermark": {"version": last}}
+
+
+def export_stream(cfg: TableConfig, start: _dt.datetime, end: _dt.datetime, spark=None) -> dict:
+    """The stream sink: an AvailableNow run of the change stream into `<output>/<name>/changes`
+    (Parquet, Spark's file sink), its checkpoint in `<output>/<name>/_checkpoint`. Every commit
+    not yet exported, whatever the interval: a run killed at any point is finished by the next
+    one, and its changes are listed once in the sink's log (spark_jobs/stream_export.py)."""
+    from spark_jobs.stream_export import CHECKPOINT, committed_files, stream_export
+    root = export_root(cfg)
+    tf.check_outside_table(root, cfg.uri, "the stream export's output")     # before Spark starts
+    output, origin = root + "/changes", cfg.export.start or parse_time(start)
+    before = len(committed_files(output, cfg.export.output_options))
+    if spark is None:
+        from spark_jobs.session import get_spark
+        spark = get_spark(f"tableformat-export-{cfg.name}", cfg.spark_master)
+    res = stream_export(spark, cfg.uri, output, root + "/" + CHECKPOINT, cfg.storage_options,
+                        starting_timestamp=_iso(origin),
+                        max_versions_per_trigger=cfg.export.max_versions_per_trigger)
+    files = len(committed_files(output, cfg.export.output_options)) - before
+    version = None if res["end"] is None else res["end"]["version"]
+    log.info("table %s: stream export through version %s: %d micro-batch(es), %d file(s), %d row(s)", cfg.name,
+             version, res["batches"], files, res["rows"])
+    return {"table": cfg.name, "interval": {"start": _iso(start), "end": _iso(end)}, "versions": None,
+            "files": files, "rows": res["rows"], "late_versions": [], "skipped": None,
+            "batches": res["batches"], "watermark": {"version": version}}
 
 
 def _check_no_overlap(out: Storage, starts: list[_dt.datetime], start: _dt.datetime, end: _dt.datetime) -> None:

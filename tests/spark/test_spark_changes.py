@@ -91,6 +91,27 @@ def test_computed_in_one_partition_per_part(spark, history):
         assert sum(1 for n in per_part if n) > 1 and sum(per_part) == t.changes(versions[0], mode=mode).num_rows
 
 
+def test_num_partitions_packs_parts_by_cost_and_keeps_the_rows(spark, history):
+    """numPartitions: at most that many tasks (Spark's per-task cost paid a few times, not once per
+    rowset), every part in exactly one of them, balanced by the parts' cost from the log."""
+    from spark_jobs.changes import pack, part_cost
+    t, versions = history
+    for mode in ("all", "net"):
+        plan = t.change_plan(versions[0], mode=mode)
+        assert len(plan.parts) > 2
+        df = feed(spark, t.uri, startingVersion=versions[0] + 1, mode=mode, numPartitions=2)
+        assert df.rdd.getNumPartitions() == 2
+        assert canon(df.toArrow()) == canon(t.changes(versions[0], mode=mode))
+        groups = pack([(None, p) for p in plan.parts], 2)
+        assert sorted(map(id, (p for g in groups for _, p in g))) == sorted(map(id, plan.parts))
+        loads = sorted(sum(part_cost(p) for _, p in g) for g in groups)
+        assert loads[-1] - loads[0] <= max(part_cost(p) for p in plan.parts)   # greedy balance bound
+    assert read_changes(spark, t.uri, versions[0], num_partitions=3).rdd.getNumPartitions() == 3
+    with pytest.raises(tf.InvalidOptionError, match="numPartitions"):
+        with typed_errors():
+            feed(spark, t.uri, startingVersion=1, numPartitions="0").collect()
+
+
 def delta_model(ch: pa.Table, names: list) -> list:
     """Delta's change feed rows from changes(before_image=True), row by row."""
     out = []

@@ -105,6 +105,19 @@ def test_max_versions_per_trigger_splits_into_batches_of_versions(spark, tmp_pat
     assert canon(sink.all()) == canon(t.changes(0))
 
 
+def test_num_partitions_packs_a_batch_and_keeps_its_rows(spark, tmp_path):
+    t = make_table(tmp_path / "t")
+    tasks = []
+
+    def sink(df, batch_id):
+        tasks.append(df.rdd.getNumPartitions())
+        collect(df, batch_id)
+    collect = Collector()
+    run(spark, t.uri, tmp_path / "ckpt", sink, startingVersion=1, numPartitions=2)
+    assert len(t.change_plan(0).parts) > 2 and tasks == [2]
+    assert canon(collect.all()) == canon(t.changes(0))
+
+
 def test_max_rows_per_trigger_cuts_inside_a_version_at_part_boundaries(spark, tmp_path):
     t = make_table(tmp_path / "t")
     plan = t.change_plan(0, 1)
