@@ -119,6 +119,14 @@ def kv(path, **props):
                                                 primary_key="key"), properties=props or None)
 
 
+def seed_key_history(t):
+    """One key inserted, updated, deleted and inserted again: four commits."""
+    t.insert(pa.table({"key": ["row"], "val": [1]}))
+    t.update(pa.table({"key": ["row"], "val": [2]}))
+    t.delete(pa.table({"key": ["row"]}))
+    t.insert(pa.table({"key": ["row"], "val": [3]}))
+
+
 def read(t, as_of=None, **kw):
     """The rows as of a version (or now), in key order, as dicts."""
     return t.scan(as_of=as_of, ordered=True, **kw).to_arrow().to_pylist()

@@ -1,5 +1,4 @@
 """Compactions, the policy, history retention, vacuum and table check."""
-import json
 import os
 import threading
 import time
@@ -12,7 +11,7 @@ import pytest
 import tableformat as tf
 from tableformat.maintenance.compaction import CompactionAction, CompactionPlan
 
-from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import assert_same_rows, seed_key_history, metrics_partitioning, metrics_rows, metrics_schema
 
 
 def kv(tmp_path, **props):
@@ -34,17 +33,10 @@ def run(t, kind, rowsets, columns=()):
     return res[0]
 
 
-def seed(t):
-    t.insert(pa.table({"key": ["row"], "val": [1]}))
-    t.update(pa.table({"key": ["row"], "val": [2]}))
-    t.delete(pa.table({"key": ["row"]}))
-    t.insert(pa.table({"key": ["row"], "val": [3]}))
-
-
 @pytest.mark.parametrize("kind", ["minor_delta", "major_delta", "merge"])
 def test_seed_sequence_reads_identically_before_and_after_each_compaction(tmp_path, kind):
     t = kv(tmp_path)
-    seed(t)
+    seed_key_history(t)
     t.update(pa.table({"key": ["row"], "val": [4]}))
     t.update(pa.table({"key": ["row"], "s": ["x"]}))
     before = every_version(t)
@@ -269,76 +261,6 @@ def test_history_max_age_refuses_expired_snapshots(tmp_path):
     with t.alter() as a:
         a.set_property("history_max_age", 3600)
     assert t.scan(as_of=1).count() == 1
-
-
-def test_vacuum_keeps_what_retained_snapshots_need(tmp_path):
-    t = kv(tmp_path)
-    seed(t)
-    t.insert(pa.table({"key": ["z"], "val": [0]}))
-    t.compact(t.compaction_plan())
-    old = every_version(t)
-    dry = t.vacuum(dry_run=True, grace_seconds=0)                 # history_max_age is 7 days: keep all
-    assert dry.files == []
-    stray = tmp_path / "kv" / "tablets" / "r0" / "orphan.parquet"
-    stray.write_bytes(b"x" * 10)                                  # a file no commit references
-    res = t.vacuum(dry_run=True, grace_seconds=0)
-    assert res.files == ["tablets/r0/orphan.parquet"] and stray.exists()
-    assert t.vacuum(grace_seconds=3600).files == []              # too young: a writer may still commit it
-    assert t.vacuum(grace_seconds=0).files == ["tablets/r0/orphan.parquet"] and not stray.exists()
-    assert every_version(t) == old
-    head = t.version
-    res = t.vacuum(retain_seconds=0, grace_seconds=0)             # every superseded file goes
-    assert res.files and t.history()[-1].operation == "VACUUM" and t.state.history_horizon == head
-    assert not any((tmp_path / "kv" / p).exists() for p in res.files)
-    now = every_version(t)                   # older versions: the horizon's files, rolled back by UNDO
-    assert {v: now[v] for v in old} == old
-    with pytest.raises(tf.HistoryExpiredError,  # change history needs the old files
-                       match="change history from version 0 is no longer kept: vacuum moved the history horizon"):
-        t.changes(0)
-    assert t.changes(head).num_rows == 0 and t.check().ok
-
-
-def _tamper(t, action):
-    st = t.state
-    assert t.log.try_commit(st, "TAMPER", [action], {}, st.version) is not None
-
-
-@pytest.mark.parametrize("damage,expect", [
-    ("duplicate", "more than one rowset"),
-    ("range", "key range"),
-    ("rowid", "beyond rowset"),
-    ("missing", "missing"),
-    ("size", "bytes, the log recorded"),
-    ("log", "log:"),
-])
-def test_check_finds_each_kind_of_corruption(tmp_path, damage, expect):
-    t = kv(tmp_path)
-    t.insert(pa.table({"key": [f"k{i}" for i in range(50)], "val": list(range(50))}))
-    t.insert(pa.table({"key": ["x0", "x1"], "val": [1, 2]}))
-    t.update(pa.table({"key": [f"k{i}" for i in range(0, 50, 5)], "val": [0] * 10}))
-    assert t.check().ok
-    big, small = sorted(t.state.rowsets.values(), key=lambda r: -r.num_rows)
-    root = tmp_path / "kv"
-    if damage == "duplicate":
-        _tamper(t, {"add_rowset": {**big.to_json(), "id": "f" * 32}})
-    elif damage == "range":
-        _tamper(t, {"add_rowset": {**small.to_json(), "min_key": "00"}})
-    elif damage == "rowid":
-        d = t.state.deltas_of(big.id)[0]
-        _tamper(t, {"add_delta": {**d.to_json(), "rowset": small.id}})
-    elif damage == "missing":
-        os.remove(root / big.bloom.path)
-    elif damage == "size":
-        with open(root / small.base[0].path, "ab") as f:
-            f.write(b"junk")
-    else:
-        p = root / "_log" / "00000000000000000001.json"
-        d = json.loads(p.read_text())
-        d["actions"][0]["add_rowset"]["num_rows"] += 1
-        p.write_text(json.dumps(d))
-    rep = tf.open_table(str(root)).check() if damage != "log" else t.check()
-    assert not rep.ok
-    assert any(expect in v for v in rep.violations), rep
 
 
 def test_compact_results_report_the_rowsets_and_bytes_each_action_wrote(tmp_path):
