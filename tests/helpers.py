@@ -119,6 +119,12 @@ def kv(path, **props):
                                                 primary_key="key"), properties=props or None)
 
 
+def kv_schema():
+    """The key/value schema whose `s` column defaults to "d"."""
+    return tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", nullable=True),
+                      tf.Column("s", "string", nullable=True, default="d")], primary_key="key")
+
+
 def seed_key_history(t):
     """One key inserted, updated, deleted and inserted again: four commits."""
     t.insert(pa.table({"key": ["row"], "val": [1]}))
@@ -135,6 +141,15 @@ def read(t, as_of=None, **kw):
 def every_version(t, versions=None):
     vs = range(t.version + 1) if versions is None else versions
     return {v: read(t, v) for v in vs}
+
+
+def compact_one(t, kind, rowsets, columns=()):
+    """Run one compaction action of tablet r0 on the given rowsets; it must commit."""
+    plan = CompactionPlan((CompactionAction(kind, "r0", tuple(rowsets), 1.0, "test", 0, tuple(columns)),), 0,
+                          t.version)
+    res = t.compact(plan)
+    assert len(res) == 1 and res[0].operation == f"COMPACT {kind.upper()}"
+    return res[0]
 
 
 def force(t, kind, rowsets, columns=(), committed=True):

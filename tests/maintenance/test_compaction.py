@@ -1,4 +1,4 @@
-"""Compactions, the policy, history retention, vacuum and table check."""
+"""Compactions: merges, the plan and its budget, the policy, history retention, concurrent writers."""
 import os
 import threading
 import time
@@ -9,9 +9,9 @@ import pyarrow.compute as pc
 import pytest
 
 import tableformat as tf
-from tableformat.maintenance.compaction import CompactionAction, CompactionPlan
+from tableformat.maintenance.compaction import CompactionAction
 
-from helpers import assert_same_rows, seed_key_history, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import assert_same_rows, compact_one, seed_key_history, metrics_partitioning, metrics_rows, metrics_schema
 
 
 def kv(tmp_path, **props):
@@ -25,14 +25,6 @@ def every_version(t):
     return {v: t.scan(as_of=v, ordered=True).to_arrow().to_pylist() for v in range(t.version + 1)}
 
 
-def run(t, kind, rowsets, columns=()):
-    plan = CompactionPlan((CompactionAction(kind, "r0", tuple(rowsets), 1.0, "test", 0, tuple(columns)),), 0,
-                          t.version)
-    res = t.compact(plan)
-    assert len(res) == 1 and res[0].operation == f"COMPACT {kind.upper()}"
-    return res[0]
-
-
 @pytest.mark.parametrize("kind", ["minor_delta", "major_delta", "merge"])
 def test_seed_sequence_reads_identically_before_and_after_each_compaction(tmp_path, kind):
     t = kv(tmp_path)
@@ -44,48 +36,13 @@ def test_seed_sequence_reads_identically_before_and_after_each_compaction(tmp_pa
     live = [r for r in t.state.rowsets.values() if t.state.deltas_of(r.id)]
     target = max(live, key=lambda r: len(t.state.deltas_of(r.id)))
     ids = [target.id] if kind != "merge" else list(t.state.rowsets)
-    run(t, kind, ids, [t.schema.column("val").id] if kind == "major_delta" else ())
+    compact_one(t, kind, ids, [t.schema.column("val").id] if kind == "major_delta" else ())
     after = every_version(t)
     assert {v: after[v] for v in before} == before
     assert after[t.version] == before[t.version - 1]
     assert t.changes(0, t.version - 1).to_pylist() == changes
     assert t.changes(t.version - 1).num_rows == 0            # a compaction changes no data
     assert t.check().ok
-
-
-def test_minor_merges_redo_files_and_keeps_rowids(tmp_path):
-    t = kv(tmp_path)
-    t.insert(pa.table({"key": [f"k{i:03d}" for i in range(200)], "val": list(range(200))}))
-    for i in range(4):
-        t.update(pa.table({"key": [f"k{j:03d}" for j in range(i, 200, 7)], "val": [i] * len(range(i, 200, 7))}))
-    t.delete(pa.table({"key": ["k005", "k006"]}))
-    (rs,) = t.state.rowsets.values()
-    expect = t.scan(ordered=True).to_arrow()
-    run(t, "minor_delta", [rs.id])
-    (d,) = t.state.deltas_of(rs.id)
-    assert d.has_ts_column and d.delete_count == 2 and t.state.rowsets[rs.id] == rs   # same rowset, same rowids
-    assert t.scan(ordered=True).to_arrow().equals(expect)
-
-
-def test_major_rewrites_only_the_updated_column(tmp_path):
-    t = kv(tmp_path)
-    t.insert(pa.table({"key": [f"k{i:04d}" for i in range(3000)], "val": list(range(3000)),
-                       "s": [f"text-{i}" * 3 for i in range(3000)]}))
-    t.update(pa.table({"key": [f"k{i:04d}" for i in range(0, 3000, 2)], "val": [-1] * 1500}))
-    t.delete(pa.table({"key": ["k0001"]}))
-    (rs,) = t.state.rowsets.values()
-    expect = t.scan(ordered=True).to_arrow()
-    vid = t.schema.column("val").id
-    run(t, "major_delta", [rs.id], [vid])
-    new = t.state.rowsets[rs.id]
-    assert len(new.base) == 2 and new.base[-1].column_ids == (vid,)     # a column group of just `val`
-    (d,) = [x for x in t.state.deltas_of(rs.id) if x.kind == "redo"]
-    assert d.delete_count == 1 and not d.update_counts                  # only the delete stays REDO
-    (u,) = [x for x in t.state.deltas_of(rs.id) if x.kind == "undo"]    # the before-images of `val`
-    assert u.num_records == 1500 and u.update_counts == {vid: 1500} and u.delete_count == 0
-    assert t.scan(ordered=True).to_arrow().equals(expect)
-    assert t.scan(filter=[("val", "=", -1)]).count() == 1500
-    assert new.base[-1].size < rs.base[0].size / 2
 
 
 def test_merge_produces_non_overlapping_rowsets_and_drops_deleted_rows(tmp_path):
@@ -180,7 +137,7 @@ def test_mutation_committed_during_a_compaction_is_kept(tmp_path, kind):
             other.delete(pa.table({"key": ["k060"]}))
     t.storage.fault_hook = hook
     (rs,) = t.state.rowsets.values()
-    run(t, kind, [rs.id], [t.schema.column("val").id] if kind == "major_delta" else ())
+    compact_one(t, kind, [rs.id], [t.schema.column("val").id] if kind == "major_delta" else ())
     t.storage.fault_hook = None
     got = {r["key"]: r["val"] for r in t.scan().to_arrow().to_pylist()}
     assert got["k001"] == 111 and got["k002"] == 20 and got["k003"] == 30 and got["k050"] == 555
