@@ -245,6 +245,11 @@ def one_line_error(r, cls):
 
 # --- the small table Delta exports and mirrors are checked on ---------------------------------
 
+def int_string_schema():
+    """An int64 key `k` and a nullable string `v`."""
+    return tf.Schema([tf.Column("k", "int64"), tf.Column("v", "string", nullable=True)], primary_key="k")
+
+
 def small_schema():
     return tf.Schema([tf.Column("k", "int64"), tf.Column("s", "string", nullable=True),
                       tf.Column("v", "double", nullable=True), tf.Column("d", "decimal(12,2)", nullable=True),
