@@ -69,7 +69,9 @@ def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
 
     Through the JVM connector (the session has its jar) and with no `as_of`, every query of the
     view is planned by the JVM planner when it runs (specs/format.md §9.4): it reads the version
-    that is latest then, and its WHERE prunes tablets and rowsets. Without the connector the
+    that is latest then, and its WHERE prunes tablets and rowsets. Its columns are those of now:
+    a column added later is not shown, and one dropped, renamed or re-typed later makes a query
+    fail with the JVM's SchemaChangedError (register the view again). Without the connector the
     view is fixed at the version read now: register it again to see later commits."""
     df = _read(spark, uri, options.get("as_of") is None, **options)
     df.createOrReplaceTempView(name)

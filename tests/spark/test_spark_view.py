@@ -71,3 +71,45 @@ def test_read_table_is_planned_in_the_jvm_with_the_filter_pruning(spark, tmp_pat
     t.delete(pa.table({"k": pa.array([0], pa.int64())}))
     assert read_table(spark, t.uri, as_of="nightly").count() == 1000
     assert read_table(spark, t.uri).count() == 999
+
+
+def test_a_view_refuses_a_column_dropped_renamed_or_retyped_since(spark, tmp_path):
+    """A view's plan holds the schema it was registered with; the JVM matches columns by ID (§11).
+    A column dropped and re-added with another type, renamed, or names swapped since is a typed
+    SchemaChangedError (before: raw JVM memory read as a string, or silently wrong values); a
+    column added since is fine, and the view still sees later rows."""
+    import tableformat as tf
+    from spark_jobs.read import register_view
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True),
+                        tf.Column("s", "string", nullable=True)], primary_key="k")
+    rows = pa.table({"k": pa.array([1, 2, 3], pa.int64()), "v": [1.5, 2.5, 3.5], "s": ["a", "b", "c"]})
+
+    def view(name):
+        t = tf.create_table(str(tmp_path / name), schema)
+        t.insert(rows)
+        register_view(spark, f"tf_{name}", t.uri)
+        return t
+
+    retyped = view("retyped")
+    with retyped.alter() as a:
+        a.drop_column("s")
+    with retyped.alter() as a:
+        a.add_column("s", "int64")
+    retyped.upsert(pa.table({"k": pa.array([1], pa.int64()), "v": [9.0], "s": pa.array([7], pa.int64())}))
+    swapped = view("swapped")
+    with swapped.alter() as a:
+        a.rename_column("v", "tmp")
+    with swapped.alter() as a:
+        a.rename_column("s", "v")
+    with swapped.alter() as a:
+        a.rename_column("tmp", "s")
+    for name, word in (("retyped", "column 's'"), ("swapped", "renamed to")):
+        with pytest.raises(Exception, match="SchemaChangedError") as e:
+            spark.sql(f"SELECT * FROM tf_{name} ORDER BY k").collect()
+        assert word in str(e.value) and "define it again" in str(e.value)
+    added = view("added")
+    with added.alter() as a:
+        a.add_column("w", "int64")
+    added.insert(pa.table({"k": pa.array([4], pa.int64()), "v": [4.5], "s": ["d"], "w": pa.array([1], pa.int64())}))
+    got = spark.sql("SELECT * FROM tf_added ORDER BY k").collect()
+    assert [tuple(r) for r in got] == [(1, 1.5, "a"), (2, 2.5, "b"), (3, 3.5, "c"), (4, 4.5, "d")]

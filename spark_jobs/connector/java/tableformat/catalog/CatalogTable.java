@@ -110,6 +110,7 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
     TableState state = asOf == null ? Snapshots.open(uri, null) : loaded;
+    if (state != loaded) Snapshots.checkColumns(name, loaded, state);
     return new CatalogScanBuilder(uri, state, schema);
   }
 

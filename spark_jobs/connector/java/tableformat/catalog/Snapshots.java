@@ -9,7 +9,9 @@ import tableformat.log.AsOf;
 import tableformat.log.LogReader;
 import tableformat.log.LogStore;
 import tableformat.log.Mvcc;
+import tableformat.log.SchemaChangedError;
 import tableformat.log.TableState;
+import tableformat.plan.Column;
 import tableformat.plan.KeySeek;
 import tableformat.plan.PlanJson;
 import tableformat.plan.Planner;
@@ -38,6 +40,29 @@ final class Snapshots {
     Schema s = new Schema(state.schema());
     Planner.ReadPlan none = new Planner.ReadPlan(state, s, s.columns, java.util.List.of());
     return ReadPlan.of(PlanJson.of(new LogStore(uri, hadoopConf()), none)).schema();
+  }
+
+  /** Refuse to read {@code latest} through a Table analysed at {@code loaded} when a column of
+   *  {@code loaded} is gone, renamed or re-typed in {@code latest} (matched by ID, §11), or the table
+   *  was replaced: Spark's plan holds the old schema, and its vectors would be read as the old types.
+   *  Columns added since are fine: the plan does not name them. */
+  static void checkColumns(String name, TableState loaded, TableState latest) {
+    if (!loaded.tableId().equals(latest.tableId()))
+      throw new SchemaChangedError(name + " was replaced since this DataFrame or view was defined (table "
+          + loaded.tableId() + ", now " + latest.tableId() + "): define it again");
+    Schema then = new Schema(loaded.schema()), now = new Schema(latest.schema());
+    for (Column c : then.columns) {
+      Column n = now.byId(c.id());
+      if (n == null || !n.name().equals(c.name()) || !sameSparkType(n, c))
+        throw new SchemaChangedError("column '" + c.name() + "' of " + name + " was "
+            + (n == null ? "dropped" : n.name().equals(c.name()) ? "re-typed" : "renamed to '" + n.name() + "'")
+            + " at or before version " + latest.version() + ", after this DataFrame or view was defined at version "
+            + loaded.version() + ": define it again (register_view, or read the table again)");
+    }
+  }
+
+  private static boolean sameSparkType(Column a, Column b) {
+    return a.type().equals(b.type()) || (a.type().isText() && b.type().isText());   // varchar(n) is a string
   }
 
   /** One plan in the planner's form (log records: counts, statistics) and the connector's. */
