@@ -23,7 +23,7 @@ from typing import Any
 import tableformat as tf
 
 from .session import get_spark
-from .writes import (TABLET_COL, collect_rows, commit_fragments, insert_task, run_job,
+from .writes import (TABLET_COL, collect_rows, commit_fragments, insert_task, refuse_committed_txn, run_job,
                      sorted_by_key)
 
 # the executor and driver halves live in `writes`; these names stay importable from here
@@ -54,6 +54,7 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
         dups = sum(r["duplicates"] for r in results)
         if dups and on_duplicate == "fail":
             table.storage.delete_quietly([f for r in results for f in r["files"]])
+            refuse_committed_txn(table, txn)
             sample = "; ".join(r["sample"] for r in results if r["sample"])[:300]
             raise tf.DuplicateKeyError(f"{dups} key(s) already exist in table {table.name!r} or repeat in the "
                                        f"input (first: {sample}); use on_duplicate='ignore' or 'collect'", dups)

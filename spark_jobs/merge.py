@@ -29,7 +29,8 @@ import tableformat as tf
 
 from .session import get_spark
 from .snapshots import open_snapshot
-from .writes import (KEY_COL, LAYOUT_COLS, TASK_BATCH_ROWS, RejectedRows, coalesced, commit_fragments, result_batch, run_job)
+from .writes import (KEY_COL, LAYOUT_COLS, TASK_BATCH_ROWS, RejectedRows, coalesced, commit_fragments, refuse_committed_txn,
+                     result_batch, run_job)
 
 RESULT_SCHEMA = ("fragment string, files string, counts string, inserted long, updated long, deleted long, "
                  "ignored long, missing long, duplicate long, sample string")
@@ -179,6 +180,7 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
         missing, dup = sum(r["missing"] for r in results), sum(r["duplicate"] for r in results)
         if (missing or dup) and on_error == "fail":
             table.storage.delete_quietly([f for r in results for f in r["files"]])
+            refuse_committed_txn(table, txn)
             sample = "; ".join(r["sample"] for r in results if r["sample"])[:300]
             if missing:
                 raise tf.KeyNotFoundError(f"{missing} key(s) not found in table {table.name!r} (first: {sample}); "

@@ -20,8 +20,10 @@ crash commits nothing, even when the query's checkpoint lost the record of its c
 runs racing with the same batch the second commits nothing and deletes its files.
 
 The app id is the streaming query's id (kept in its checkpoint, so the same across restarts), read
-from the batch's Spark local property `sql.streaming.queryId`; give `app_id` to write one table
-from queries with new checkpoints as one application (Delta's `txnAppId`). An empty batch commits
+from the batch's Spark local property `sql.streaming.queryId`. An `app_id` given instead (Delta's
+`txnAppId`) belongs to one checkpoint: a query started from a new checkpoint numbers its batches
+from 0 again, so with the old app id they would be skipped as done (the sink warns); give it a new
+one, as Delta asks. An empty batch commits
 nothing. A bad batch (a missing key, a duplicate insert) fails the query with the engine's typed
 error and commits nothing.
 """

@@ -7,9 +7,12 @@ requires that no commit records the batch (`txn_unseen`, specs/format.md §8.2, 
 """
 from __future__ import annotations
 
+import logging
 from typing import Sequence
 
 import tableformat as tf
+
+log = logging.getLogger(__name__)
 
 MODES = ("upsert", "insert")
 
@@ -52,8 +55,14 @@ class BatchCommitter:
             return None
 
     def committed(self, txn: tuple[str, int]) -> bool:
-        snap = tf.open_table(self.uri, storage_options=self.storage_options).snapshot()
-        return snap.txn_version(txn[0]) >= txn[1]
+        """Does the table hold batch txn[1] of app txn[0]? A newer batch recorded than the one
+        replayed is warned about: an app id reused by a query with a new checkpoint (whose batch
+        ids start again at 0) has its batches skipped, so each checkpoint needs its own app id."""
+        seen = tf.open_table(self.uri, storage_options=self.storage_options).snapshot().txn_version(txn[0])
+        if seen > txn[1]:
+            log.warning("batch %d of app id %r skipped: the table already records batch %d of it. If this "
+                        "query started from a new checkpoint, give it a new app id (txnAppId)", txn[1], txn[0], seen)
+        return seen >= txn[1]
 
     def plan(self, snap: tf.Snapshot, data) -> tf.WriteFragment:
         if self.mode == "insert":
@@ -68,7 +77,12 @@ class BatchCommitter:
             table = tf.open_table(self.uri, storage_options=self.storage_options)
             if table.snapshot().txn_version(txn[0]) >= txn[1]:
                 return None
-            frag = self.plan(table.snapshot(), data)
+            try:
+                frag = self.plan(table.snapshot(), data)
+            except (tf.DuplicateKeyError, tf.KeyNotFoundError):
+                if self.committed(txn):     # a racing run of this batch landed it while we planned
+                    return None
+                raise
             try:
                 return table.commit_fragments([frag], txn=txn)
             except tf.RestartRequired:

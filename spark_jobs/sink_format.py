@@ -4,8 +4,8 @@
        .option("checkpointLocation", ckpt).start(uri))
 
 Options: `txnAppId` (required: Delta's option name; Spark hands a Python stream writer neither the
-query's id nor its checkpoint, so the application names itself, and keeps the name across
-restarts), `mode` (upsert | insert), `opColumn`, `columns` (comma-separated: the columns an upsert
+query's id nor its checkpoint, so the application names itself; the name is kept across restarts
+from one checkpoint, and a new checkpoint needs a new name, as in Delta), `mode` (upsert | insert), `opColumn`, `columns` (comma-separated: the columns an upsert
 updates). Each task stages its rows as one Parquet file under `tablets/_staging/` (files no commit
 names: vacuum deletes what a crash leaves there, after its grace period); the commit, on the
 driver's side, reads the staged files in partition order and lands the batch as ONE commit with

@@ -41,6 +41,19 @@ def collect_rows(error_path: str, batch: pa.Table, rows: np.ndarray) -> None:
     tf.Storage(error_path).write(f"part-{uuid.uuid4().hex}.parquet", sink.getvalue())
 
 
+def refuse_committed_txn(table: tf.Table, txn: tuple[str, int] | None) -> None:
+    """Before a job reports its tasks' duplicate or missing keys: a streaming batch the table
+    already holds (a replay racing its first run) is TxnAlreadyCommittedError, which a sink
+    takes as done, not the error its own rows would now give."""
+    if txn is None:
+        return
+    seen = table.snapshot().txn_version(txn[0])
+    if seen >= txn[1]:
+        raise tf.TxnAlreadyCommittedError(f"transaction {txn[1]} of application {txn[0]!r} is already committed "
+                                          f"(the table records version {seen}); nothing was written",
+                                          txn[0], txn[1], seen)
+
+
 def commit_fragments(uri: str, storage_options: dict | None, fragments: list[dict], operation: str,
                      counts: dict, txn: tuple[str, int] | None = None, version: int | None = None) -> tf.WriteResult:
     """Driver side: one commit of every task's fragment (JSON), with the engine's key-level

@@ -30,6 +30,8 @@ def checked_txn(txn) -> tuple[str, int]:
 
 def with_txn(fragment: Any, app_id: str, version: int) -> Any:
     """The WriteFragment, committed as transaction `version` of `app_id`: a `txn` action and the
-    requirement that no commit has it yet. (fragment imports this module: no import back.)"""
+    requirement that no commit has it yet, asked first: a replayed batch whose rows are now
+    duplicates is a TxnAlreadyCommittedError, not the duplicates' error (check_all returns the first
+    FAIL). (fragment imports this module: no import back.)"""
     return replace(fragment, actions=(*fragment.actions, SetTransaction(app_id, version)),
-                   requirements=(*fragment.requirements, TxnUnseen(app_id, version)))
+                   requirements=(TxnUnseen(app_id, version), *fragment.requirements))

@@ -102,3 +102,16 @@ def test_a_format_5_engine_refuses_a_table_with_txns(tmp_path, monkeypatch):
     monkeypatch.setattr(tl, "FORMAT_VERSION", 5)
     with pytest.raises(tf.UnsupportedFormatVersionError, match="format version 6"):
         tf.open_table(t.uri)
+
+
+def test_a_racing_insert_of_the_same_txn_is_already_committed_not_a_duplicate(tmp_path):
+    """Two runs of one insert batch race: the loser's rows are now duplicates, yet it is told the
+    batch is done (TxnAlreadyCommittedError, which a sink takes as done), not DuplicateKeyError:
+    the txn requirement is asked first."""
+    t1 = tf.create_table(str(tmp_path / "t"), small_schema())
+    t2 = tf.open_table(t1.uri)
+    f1, f2 = t1.snapshot().write_insert(rows([1, 2]), "fail"), t2.snapshot().write_insert(rows([1, 2]), "fail")
+    t1.commit_fragments([f1], txn=("q", 0))
+    with pytest.raises(tf.TxnAlreadyCommittedError):
+        t2.commit_fragments([f2], txn=("q", 0))
+    assert live(t2, f2.files) == [] and tf.open_table(t1.uri).version == 1

@@ -304,3 +304,36 @@ def test_the_format_needs_a_txn_app_id(spark, tmp_path):
         with typed_errors():
             format_stream(spark, tmp_path / "in", t.uri, str(tmp_path / "ck"), app_id=None)
     assert tf.open_table(t.uri).version == 0
+
+
+def test_a_replayed_batch_through_the_spark_jobs_is_already_committed_not_a_key_error(spark, tmp_path):
+    """A replay that reaches the Spark insert or merge job after its first run landed (the race the
+    sink's early check cannot close) gets TxnAlreadyCommittedError, not the duplicate or missing
+    keys its rows now meet, and writes nothing."""
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    u = tf.create_table(str(tmp_path / "u"), schema())
+    rows = pa.table({"k": pa.array(range(20), pa.int64()), "v": ["x"] * 20, "seq": pa.array([0] * 20, pa.int64())})
+    partitioned_insert(spark, spark.createDataFrame(rows.to_pandas()), u.uri, txn=("ins", 0))
+    before = tf.open_table(u.uri).version
+    with pytest.raises(tf.TxnAlreadyCommittedError):
+        partitioned_insert(spark, spark.createDataFrame(rows.to_pandas()), u.uri, txn=("ins", 0))
+    mutation_merge(spark, spark.createDataFrame(rows.select(["k"]).to_pandas()), u.uri, op="delete", txn=("del", 0))
+    with pytest.raises(tf.TxnAlreadyCommittedError):
+        mutation_merge(spark, spark.createDataFrame(rows.select(["k"]).to_pandas()), u.uri, op="delete",
+                       txn=("del", 0))
+    assert tf.open_table(u.uri).version == before + 1 and table_rows(u.uri) == {}
+
+
+def test_an_app_id_reused_by_a_new_checkpoint_is_warned_about(spark, tmp_path, caplog):
+    """A query from a new checkpoint numbers batches from 0 again: with a reused app id its batches
+    are skipped as done (Delta's txnAppId rule), and the sink says so."""
+    t = tf.create_table(str(tmp_path / "t"), schema())
+    sink = UpsertSink(t.uri, app_id="orders")
+    for b in range(3):
+        sink(spark.createDataFrame(pa.table({"k": pa.array([b], pa.int64()), "v": ["x"],
+                                             "seq": pa.array([0], pa.int64())}).to_pandas()), b)
+    with caplog.at_level("WARNING", logger="spark_jobs.sink_commit"):
+        assert sink(spark.createDataFrame(pa.table({"k": pa.array([100], pa.int64()), "v": ["y"],
+                                                    "seq": pa.array([0], pa.int64())}).to_pandas()), 0) is None
+    assert "give it a new app id" in caplog.text
