@@ -57,6 +57,17 @@ def _limit(o: dict, name: str) -> int | None:
     return int(s)
 
 
+def _last_before(t: tf.Table, ts: int) -> int:
+    """The last version committed before `ts`; 0 (the creation, which holds no rows) when `ts` is
+    at or before the table's creation, as Delta's startingTimestamp and the batch read take it."""
+    try:
+        return t.snapshot(tf.Timestamp(ts - 1)).version
+    except tf.TimestampAfterLatestError:
+        raise
+    except tf.VersionNotFoundError:         # before the table was created
+        return 0
+
+
 def _offset(version: int, index: int = 0) -> dict:
     return {"version": int(version), "index": int(index)}
 
@@ -100,7 +111,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             v = max(self.starting_version - 1, 0)
             t.snapshot(v)                       # VersionNotFoundError when the version before it does not exist
         elif self.starting_timestamp is not None:
-            v = t.snapshot(tf.Timestamp(self.starting_timestamp - 1)).version   # the last commit before it
+            v = _last_before(t, self.starting_timestamp)
         else:
             v = t.version
         self._check_horizon(t, v)

@@ -226,3 +226,12 @@ def test_an_alter_under_a_running_stream_is_a_typed_error_and_a_restart_reads_on
     n = len(sink.batches)
     run(spark, t.uri, ckpt, sink, startingVersion=1)          # restarted: the new columns, from where it was
     assert canon(pa.concat_tables(sink.since(n))) == canon(t.changes(v))
+
+
+def test_a_starting_timestamp_before_the_table_was_created_reads_every_change(spark, tmp_path):
+    """As Delta's startingTimestamp and the batch read: a start before the table existed (an Airflow
+    export's origin, say) streams from its first commit, not VersionNotFoundError."""
+    t = make_table(tmp_path / "t")
+    sink = Collector()
+    run(spark, t.uri, tmp_path / "c", sink, startingTimestamp="2020-01-01T00:00:00")
+    assert canon(sink.all()) == canon(t.changes(0))
