@@ -396,14 +396,17 @@ def _input_file(storage: Storage, ref: FileRef):
 _RANGED: "weakref.WeakKeyDictionary[pq.ParquetFile, _RangedFile]" = weakref.WeakKeyDictionary()
 
 
-def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
+def parquet_file(storage: Storage, ref: FileRef, read_dictionary=None) -> pq.ParquetFile:
+    """A base, delta or key file opened for reading, its footer from the block cache when there.
+    read_dictionary: columns read as dictionary arrays (a lookup's, `base_rows`)."""
     meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size)
     try:
         f, pre_buffer = _input_file(storage, ref)
         ranged = f if isinstance(f, _RangedFile) else None
         if ranged is not None:
             f = pa.PythonFile(ranged, mode="r")
-        pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer)
+        pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer,
+                            read_dictionary=read_dictionary)
         if ranged is not None:
             _RANGED[pf] = ranged
     except (OSError, pa.ArrowException) as e:
