@@ -7,9 +7,9 @@ copied out again to be cached alone: ~25% more CPU), and a string or binary colu
 chunks are dictionary-encoded is read as its dictionary indices, the values decoded only
 at the hit rows (issue 39: the decode of a low-cardinality string column was half of a
 row group's). The decoded row groups stay in the block cache as Kudu's decoded blocks do,
-dictionary-encoded (smaller: more of them fit), and go first when the cache is full
-(`first_out`): past the cache they evict one another, never the rowset's delta files
-that every lookup of it reads (at 4M rows each warm lookup evicted and re-read them).
+dictionary-encoded (smaller: more of them fit), in the data tier: past the cache they
+evict one another, never the rowset's delta files that every lookup of it reads (kept with
+the key files; at 4M rows each warm lookup evicted and re-read them).
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def decode_row_groups(storage: Storage, ref: FileRef, md: pq.FileMetaData, bound
                 if nm not in as_dict and piece.type != c.arrow_type:
                     piece = piece.cast(c.arrow_type)
                 out[(g, nm)] = piece
-                FILE_CACHE.put(storage, f"{ref.path}#rg{g}#{nm}", piece, piece.nbytes, ref.size, first_out=True)
+                FILE_CACHE.put(storage, f"{ref.path}#rg{g}#{nm}", piece, piece.nbytes, ref.size)
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     return out

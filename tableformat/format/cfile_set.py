@@ -145,8 +145,8 @@ class FileCache:
     bloom filter and PK index once per process.
 
     Two tiers, as RocksDB's high-priority pool keeps index and filter blocks: key files (PK
-    indexes, blooms, footers: `index=True`) leave only when no data entry (decoded row groups,
-    delta files) is left to evict. A lookup's row groups then never push out the PK indexes
+    indexes, blooms, footers, and the delta files and deletion masks every lookup of a rowset
+    reads: `index=True`) leave only when no data entry (decoded row groups) is left to evict. A lookup's row groups then never push out the PK indexes
     every later lookup needs (issue 26: at 16M rows they did, and each lookup re-read and
     re-checked every index whole). As RocksDB's pool (`high_pri_pool_ratio`), the tier holds
     at most INDEX_SHARE of the cache: beyond it the least recently used key files join the data
