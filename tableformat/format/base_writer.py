@@ -53,7 +53,7 @@ WARM_CACHE_SHARE = 0.25
 def warm_row_groups(storage: Storage, path: str, size: int, meta: pq.FileMetaData, columns: Sequence[Column],
                     arrays: Sequence[pa.Array], reserve: int = 0, owned: bool = False) -> None:
     """Leave a base file's columns in the block cache as just written, one entry for the file
-    (`#written`, which `read_base_rows` takes hits from): copied once, nothing decoded, and the
+    (`#written`, which `base_rows.read_base_rows` takes hits from): copied once, nothing decoded, and the
     entry leaves the cache whole, so the cache counts what it holds. The first lookup after a
     load then costs what a warm one does (issue 26: decoding the hit row groups was ~90% of
     the first one). Past the cache, it goes first (`first_out`): lookups then decode only the

@@ -145,8 +145,8 @@ class FileCache:
     bloom filter and PK index once per process.
 
     Two tiers, as RocksDB's high-priority pool keeps index and filter blocks: key files (PK
-    indexes, blooms, footers: `index=True`) leave only when no data entry (decoded row groups,
-    delta files) is left to evict. A lookup's row groups then never push out the PK indexes
+    indexes, blooms, footers, and the delta files and deletion masks every lookup of a rowset
+    reads: `index=True`) leave only when no data entry (decoded row groups) is left to evict. A lookup's row groups then never push out the PK indexes
     every later lookup needs (issue 26: at 16M rows they did, and each lookup re-read and
     re-checked every index whole). As RocksDB's pool (`high_pri_pool_ratio`), the tier holds
     at most INDEX_SHARE of the cache: beyond it the least recently used key files join the data
@@ -396,14 +396,17 @@ def _input_file(storage: Storage, ref: FileRef):
 _RANGED: "weakref.WeakKeyDictionary[pq.ParquetFile, _RangedFile]" = weakref.WeakKeyDictionary()
 
 
-def parquet_file(storage: Storage, ref: FileRef) -> pq.ParquetFile:
+def parquet_file(storage: Storage, ref: FileRef, read_dictionary=None) -> pq.ParquetFile:
+    """A base, delta or key file opened for reading, its footer from the block cache when there.
+    read_dictionary: columns read as dictionary arrays (a lookup's, `base_rows`)."""
     meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size)
     try:
         f, pre_buffer = _input_file(storage, ref)
         ranged = f if isinstance(f, _RangedFile) else None
         if ranged is not None:
             f = pa.PythonFile(ranged, mode="r")
-        pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer)
+        pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer,
+                            read_dictionary=read_dictionary)
         if ranged is not None:
             _RANGED[pf] = ranged
     except (OSError, pa.ArrowException) as e:

@@ -132,5 +132,5 @@ def read_delta(storage: Storage, meta: DeltaFileMeta, column_ids: Sequence[int] 
         raise wrap_read_error(meta.path, e) from None
     if t.num_rows != meta.num_records:
         raise CorruptFileError(f"delta file {meta.path} has {t.num_rows} records, the log says {meta.num_records}")
-    FILE_CACHE.put(storage, key, t, t.nbytes, ref.size)
+    FILE_CACHE.put(storage, key, t, t.nbytes, ref.size, index=True)      # every lookup of the rowset reads it
     return t

@@ -275,7 +275,7 @@ def _cache_whole_index(storage: Storage, ref: FileRef, keys: pa.Array) -> None:
     FILE_CACHE.drop(storage, [f"{ref.path}#blk"])       # after the put: read_pk_blocks checks #all after its own
 
 
-def _columns_by_file(rowset: RowSetMeta, columns: Sequence[Column],
+def columns_by_file(rowset: RowSetMeta, columns: Sequence[Column],
                      n: int) -> tuple[dict[int, pa.Array], dict[FileRef, list[Column]]]:
     """The columns to read grouped by the base file holding them; columns written before they
     were added (in no file) come back already, as n values of their read default, or NULL."""
@@ -299,7 +299,7 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
     """
     stop = rowset.num_rows if stop is None else stop
     n = stop - start
-    out, by_file = _columns_by_file(rowset, columns, n)
+    out, by_file = columns_by_file(rowset, columns, n)
 
     def read_file(item):
         ref, cols = item
@@ -343,75 +343,3 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
 
 
 _IO_POOL = ThreadPoolExecutor(4, thread_name_prefix="tableformat-io")
-
-
-def _decode_row_groups(storage: Storage, ref: FileRef, pf: pq.ParquetFile, bounds: np.ndarray,
-                       groups: list[int], cols: Sequence[Column]) -> dict[tuple[int, str], pa.Array]:
-    """Row groups `groups` of a base file decoded, one piece per (group, field), each left in the
-    block cache for the lookups that hit it next."""
-    names = [field_name(c.id) for c in cols]
-    try:
-        prefetch_columns(pf, groups, names)
-        t = pf.read_row_groups(groups, columns=names, use_threads=len(groups) > 1)
-    except (OSError, pa.ArrowException) as e:
-        raise wrap_read_error(ref.path, e) from None
-    if t.num_rows != int(sum(bounds[g + 1] - bounds[g] for g in groups)):
-        raise CorruptFileError(f"base file {ref.path} holds fewer rows than its footer says")
-    out = {}
-    for c, nm in zip(cols, names):
-        arr, offset = t.column(nm), 0
-        for g in groups:
-            size = int(bounds[g + 1] - bounds[g])
-            piece = own_piece(arr, offset, size, len(groups))
-            if piece.type != c.arrow_type:
-                piece = piece.cast(c.arrow_type)
-            offset += size
-            out[(g, nm)] = piece
-            FILE_CACHE.put(storage, f"{ref.path}#rg{g}#{nm}", piece, piece.nbytes, ref.size)
-    return out
-
-
-def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Column],
-                   rowids: np.ndarray) -> dict[int, pa.Array]:
-    """Base values of `columns` at `rowids` (sorted, unique): a key lookup's hits.
-
-    Parquet is decoded by row group, so only the row groups holding a hit are read; a row
-    group read once stays in the block cache (as Kudu's block cache keeps decoded blocks),
-    so later lookups in it decode nothing."""
-    n = len(rowids)
-    out, by_file = _columns_by_file(rowset, columns, n)
-    for ref, cols in by_file.items():
-        written = FILE_CACHE.get(storage, ref.path + "#written", ref.size)     # a load's columns, as written
-        if written is not None:
-            idx = pa.array(rowids)
-            for c in [c for c in cols if field_name(c.id) in written]:
-                out[c.id] = written[field_name(c.id)].take(idx)
-            cols = [c for c in cols if field_name(c.id) not in written]
-            if not cols:
-                continue
-        pf = None
-        bounds = FILE_CACHE.get(storage, ref.path + "#rg_bounds", ref.size)
-        if bounds is None:
-            pf = parquet_file(storage, ref)
-            md = pf.metadata
-            bounds = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
-            FILE_CACHE.put(storage, ref.path + "#rg_bounds", bounds, bounds.nbytes, ref.size, index=True)
-        if bounds[-1] < rowset.num_rows:
-            raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
-        rg = np.searchsorted(bounds, rowids, side="right") - 1
-        groups = np.unique(rg).tolist()
-        names = [field_name(c.id) for c in cols]
-        chunks = {(g, nm): FILE_CACHE.get(storage, f"{ref.path}#rg{g}#{nm}", ref.size)
-                  for g in groups for nm in names}
-        missing = sorted({g for (g, nm), v in chunks.items() if v is None})
-        if missing:
-            chunks.update(_decode_row_groups(storage, ref, pf or parquet_file(storage, ref), bounds, missing, cols))
-        # rowids are sorted: each hit row group's hits are a run of them, taken from that group
-        # alone (a take over the groups as one chunked array concatenated them all first)
-        cuts = np.r_[0, np.flatnonzero(np.diff(rg)) + 1, len(rg)]
-        local = rowids - bounds[rg]
-        runs = [(int(rg[a]), pa.array(local[a:b])) for a, b in zip(cuts[:-1], cuts[1:])]
-        for c, nm in zip(cols, names):
-            parts = [chunks[(g, nm)].take(idx) for g, idx in runs]
-            out[c.id] = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
-    return out

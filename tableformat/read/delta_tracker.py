@@ -128,7 +128,7 @@ def deletions(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMe
         last = np.r_[r[1:] != r[:-1], True] if len(r) else np.zeros(0, bool)
         deleted[r[last]] = o[last] == DELETE
     out = Deletions(deleted)
-    FILE_CACHE.put(storage, key, out, out.nbytes)
+    FILE_CACHE.put(storage, key, out, out.nbytes, index=True)     # every probe of the rowset reads it
     return out
 
 
@@ -197,7 +197,7 @@ def column_changes(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaF
         rowids, first_in_rev = np.unique(allids[::-1], return_index=True)
         values = allvals.take(pa.array(len(allids) - 1 - first_in_rev))
     out = (rowids, values.cast(column.arrow_type))
-    FILE_CACHE.put(storage, key, out, rowids.nbytes + out[1].nbytes)
+    FILE_CACHE.put(storage, key, out, rowids.nbytes + out[1].nbytes, index=True)
     return out
 
 

@@ -4,7 +4,7 @@ holding hits (Kudu's point lookup, over a whole batch of keys at once).
 Keys are located as a write's key check locates them (`keyprobe.probe_hashed`:
 key interval, bloom filter, PK index, or the PK index's cached hash index once
 built), minus rows deleted as of the snapshot; each rowset's hits are read from the base
-row groups that hold them (`diskrowset.read_base_rows`) and its deltas applied to
+row groups that hold them (`base_rows.read_base_rows`) and its deltas applied to
 those rows alone (`delta_tracker.apply_deltas`), as of the snapshot's time. No
 scan, no per-key loop. See specs/format.md §6 and §9.1.
 """
@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..format.batch import convert_column, to_arrow_table
 from .delta_tracker import apply_deltas
-from ..format.diskrowset import read_base_rows
+from ..format.base_rows import read_base_rows
 from ..format.errors import (InvalidOptionError, MissingColumnError, NullValueError,
                              UnknownScanColumnError)
 from ..format.keyencoder import encode_keys

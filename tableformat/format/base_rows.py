@@ -1,0 +1,128 @@
+"""A key lookup's hit rows read from a rowset's base files (specs/format.md §5, §9.1).
+
+Parquet is decoded by row group (pyarrow 26 reads no row range within one), so a hit costs
+the decode of its row group's requested columns, and as little of it as the reader allows:
+each hit row group is read on its own (one read of many concatenated them, then each was
+copied out again to be cached alone: ~25% more CPU), and a string or binary column whose
+chunks are dictionary-encoded is read as its dictionary indices, the values decoded only
+at the hit rows (issue 39: the decode of a low-cardinality string column was half of a
+row group's). The decoded row groups stay in the block cache as Kudu's decoded blocks do,
+dictionary-encoded (smaller: more of them fit), in the data tier: past the cache they
+evict one another, never the rowset's delta files that every lookup of it reads (kept with
+the key files; at 4M rows each warm lookup evicted and re-read them).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .batch import one_array
+from .cfile_set import FILE_CACHE, field_name, parquet_file, prefetch_columns, wrap_read_error
+from .diskrowset import columns_by_file
+from .errors import CorruptFileError
+from .metadata import FileRef, RowSetMeta
+from .schema import Column
+from .storage import Storage
+
+
+def dictionary_columns(md: pq.FileMetaData, groups: Sequence[int], names: Sequence[str]) -> list[str]:
+    """The string or binary columns of `names` whose chunks in `groups` all have a dictionary page:
+    read as dictionaries, their values are decoded at the hits alone. A plain chunk read so would
+    be dictionary-encoded by the reader (dearer than decoding it), so it is read as it is."""
+    index = {md.schema.column(j).name: j for j in range(md.num_columns)}
+    out = []
+    for nm in names:
+        j = index.get(nm)
+        if j is None or md.schema.column(j).physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") \
+                or md.schema.column(j).logical_type.type not in ("STRING", "NONE"):
+            continue
+        if all(md.row_group(g).column(j).has_dictionary_page for g in groups):
+            out.append(nm)
+    return out
+
+
+def decode_row_groups(storage: Storage, ref: FileRef, md: pq.FileMetaData, bounds: np.ndarray,
+                      groups: list[int], cols: Sequence[Column]) -> dict[tuple[int, str], pa.Array]:
+    """Row groups `groups` of a base file decoded, one piece per (group, field), each left in the
+    block cache for the lookups that hit it next. Dictionary-encoded string columns come back
+    as dictionary arrays (`take_hits` decodes them)."""
+    names = [field_name(c.id) for c in cols]
+    as_dict = dictionary_columns(md, groups, names)
+    out = {}
+    try:
+        pf = parquet_file(storage, ref, read_dictionary=as_dict or None)
+        prefetch_columns(pf, groups, names)
+        for g in groups:
+            t = pf.read_row_groups([g], columns=names, use_threads=False)
+            if t.num_rows != int(bounds[g + 1] - bounds[g]):
+                raise CorruptFileError(f"base file {ref.path} holds fewer rows than its footer says")
+            for c, nm in zip(cols, names):
+                piece = one_array(t.column(nm))
+                if nm not in as_dict and piece.type != c.arrow_type:
+                    piece = piece.cast(c.arrow_type)
+                out[(g, nm)] = piece
+                FILE_CACHE.put(storage, f"{ref.path}#rg{g}#{nm}", piece, piece.nbytes, ref.size)
+    except (OSError, pa.ArrowException) as e:
+        raise wrap_read_error(ref.path, e) from None
+    return out
+
+
+def take_hits(piece: pa.Array, idx: pa.Array, col: Column) -> pa.Array:
+    """The values of one cached row group piece at `idx`, as the column's type."""
+    got = piece.take(idx)
+    if pa.types.is_dictionary(got.type):
+        got = got.dictionary_decode()
+    return got if got.type == col.arrow_type else got.cast(col.arrow_type)
+
+
+def _bounds(storage: Storage, ref: FileRef) -> tuple[np.ndarray, pq.FileMetaData | None]:
+    """Row group bounds of a base file (cached with its key files), and its footer if read."""
+    bounds = FILE_CACHE.get(storage, ref.path + "#rg_bounds", ref.size)
+    if bounds is not None:
+        return bounds, None
+    md = parquet_file(storage, ref).metadata
+    bounds = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
+    FILE_CACHE.put(storage, ref.path + "#rg_bounds", bounds, bounds.nbytes, ref.size, index=True)
+    return bounds, md
+
+
+def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Column],
+                   rowids: np.ndarray) -> dict[int, pa.Array]:
+    """Base values of `columns` at `rowids` (sorted, unique): a key lookup's hits, from only the
+    row groups holding them; a row group read once stays in the block cache, so later lookups
+    in it decode nothing."""
+    n = len(rowids)
+    out, by_file = columns_by_file(rowset, columns, n)
+    for ref, cols in by_file.items():
+        written = FILE_CACHE.get(storage, ref.path + "#written", ref.size)     # a load's columns, as written
+        if written is not None:
+            idx = pa.array(rowids)
+            for c in [c for c in cols if field_name(c.id) in written]:
+                out[c.id] = written[field_name(c.id)].take(idx)
+            cols = [c for c in cols if field_name(c.id) not in written]
+            if not cols:
+                continue
+        bounds, md = _bounds(storage, ref)
+        if bounds[-1] < rowset.num_rows:
+            raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
+        rg = np.searchsorted(bounds, rowids, side="right") - 1
+        groups = np.unique(rg).tolist()
+        names = [field_name(c.id) for c in cols]
+        chunks = {(g, nm): FILE_CACHE.get(storage, f"{ref.path}#rg{g}#{nm}", ref.size)
+                  for g in groups for nm in names}
+        missing = sorted({g for (g, nm), v in chunks.items() if v is None})
+        if missing:
+            md = md or parquet_file(storage, ref).metadata
+            chunks.update(decode_row_groups(storage, ref, md, bounds, missing, cols))
+        # rowids are sorted: each hit row group's hits are a run of them, taken from that group
+        # alone (a take over the groups as one chunked array concatenated them all first)
+        cuts = np.r_[0, np.flatnonzero(np.diff(rg)) + 1, len(rg)]
+        local = rowids - bounds[rg]
+        runs = [(int(rg[a]), pa.array(local[a:b])) for a, b in zip(cuts[:-1], cuts[1:])]
+        for c, nm in zip(cols, names):
+            parts = [take_hits(chunks[(g, nm)], idx, c) for g, idx in runs]
+            out[c.id] = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+    return out
