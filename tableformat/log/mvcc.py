@@ -231,7 +231,8 @@ def state_at(latest: TableState, history: Sequence[CommitInfo], v: int,
             f"(before timestamp {latest.history_gc_ts}) behind the vacuum horizon (version {horizon})")
     h = load(horizon)
     return replace(h, version=v, timestamp=st.timestamp, name=st.name, schema=st.schema,
-                   partitioning=st.partitioning, properties=st.properties, read_ts=st.timestamp)
+                   partitioning=st.partitioning, properties=st.properties, txns=st.txns,
+                   read_ts=st.timestamp)
 
 
 def history_horizon(latest: TableState, history: Sequence[CommitInfo], wanted: int,

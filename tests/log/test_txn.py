@@ -115,3 +115,17 @@ def test_a_racing_insert_of_the_same_txn_is_already_committed_not_a_duplicate(tm
     with pytest.raises(tf.TxnAlreadyCommittedError):
         t2.commit_fragments([f2], txn=("q", 0))
     assert live(t2, f2.files) == [] and tf.open_table(t1.uri).version == 1
+
+
+def test_time_travel_behind_the_history_horizon_reads_the_txns_of_its_version(tmp_path):
+    """A version read behind vacuum's horizon (its rows through UNDO from the horizon's files) keeps
+    its own txns, not the horizon's: before, as_of=1 reported a batch committed at version 2."""
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    t.insert(rows([1]))
+    t.commit_fragments([upsert_fragment(t, [2])], txn=("q", 5))
+    for k in range(3):
+        t.insert(rows([10 + k]))
+    t.compact()
+    t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert t.snapshot().history_horizon > 2
+    assert (t.snapshot(as_of=1).txn_version("q"), t.snapshot(as_of=2).txn_version("q")) == (-1, 5)
