@@ -41,6 +41,17 @@ class TableHandle:
         self._lock = threading.Lock()
         self._optimistic = True
 
+    def __getstate__(self) -> dict:
+        """A handle pickles without its lock (a Table captured by a Spark function, say): the copy
+        gets a lock of its own."""
+        d = self.__dict__.copy()
+        del d["_lock"]
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self._lock = threading.Lock()
+
     @property
     def optimistic(self) -> bool:
         return self._optimistic

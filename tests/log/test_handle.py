@@ -93,3 +93,16 @@ def test_a_refresh_reads_the_state_and_its_history_together(tmp_path):
     h.refresh()
     assert h.state.version == 2
     assert [c.version for c in h.history] == [0, 1, 2]
+
+
+def test_a_table_and_its_handle_pickle_as_before_the_lock(tmp_path):
+    """Spark functions capture Tables (cloudpickle): the handle's lock stays behind, and the copy
+    reads and refreshes with a lock of its own."""
+    import pickle
+
+    import pytest
+    cloudpickle = pytest.importorskip("pyspark.cloudpickle")       # what Spark pickles functions with
+    t = _versions(tmp_path / "t", 2)
+    copy = pickle.loads(cloudpickle.dumps(t))
+    t.insert(pa.table({"k": [5], "v": [5]}))
+    assert copy.handle.refresh().version == 3 and copy.to_arrow().num_rows == 3
