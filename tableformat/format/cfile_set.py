@@ -13,6 +13,7 @@ import weakref
 import threading
 import zlib
 from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from .constants import field_name  # noqa: F401  (re-exported)
 from .metadata import FileRef
 from .schema import Column, value_to_json
 from .storage import Storage
+from .ranged_file import COALESCE_HOLE_BYTES, COALESCE_MAX_BYTES, WHOLE_READ_BYTES, RangedFile  # noqa: F401
 
 PARQUET_CODEC = {"none": "NONE", "lz4": "LZ4", "snappy": "SNAPPY", "zlib": "GZIP", "zstd": "ZSTD"}
 _MAX_STAT_BYTES = 256
@@ -153,8 +155,12 @@ class FileCache:
     tier, so key files nobody reads any more never starve the row groups of those in use.
     """
 
-    def __init__(self, max_bytes: int = 512 * 1024 * 1024):
+    def __init__(self, max_bytes: int = 512 * 1024 * 1024, rows: "FileCache | None" = None):
         self.max_bytes = max_bytes
+        self.rows = rows              # the row cache beside it (cleared and dropped with it)
+        self._gen = 0
+        self._ops: list[int] = []     # generations of the operations under way, oldest first
+        self._used: dict[tuple, int] = {}              # entry -> generation of its last use
         self._items: dict[tuple, tuple[Any, int]] = {}
         self._data: OrderedDict[tuple, None] = OrderedDict()     # LRU order of data entries
         self._index: OrderedDict[tuple, None] = OrderedDict()    # LRU order of key-file entries
@@ -170,6 +176,7 @@ class FileCache:
             item = self._items.get(key)
             if item is None:
                 return None
+            self._used[key] = self._gen
             if key in self._index:
                 self._index.move_to_end(key)
             elif key in self._key_files:       # a demoted key file read again: back in its tier
@@ -194,6 +201,7 @@ class FileCache:
             if not index and nbytes > self.max_bytes - self._index_bytes:
                 return            # no room beside the key files: not cached, and nothing evicted for it
             self._items[key] = (value, nbytes)
+            self._used[key] = self._gen
             self._bytes += nbytes
             if index:
                 self._key_files.add(key)
@@ -204,20 +212,51 @@ class FileCache:
                 self._data[key] = None
             if first_out:
                 self._first_out[key] = None
-            while self._bytes > self.max_bytes:
-                if self._first_out:
-                    victim = next(iter(self._first_out))
-                elif self._data:
-                    victim = next(iter(self._data))
-                elif len(self._index) > 1:
-                    victim = next(iter(self._index))
-                else:
-                    break                                  # one key file larger than the cache: kept alone
-                self._evict(victim)
+            self._make_room(key, index)
+
+    def _make_room(self, key: tuple, index: bool) -> None:
+        """Evict until the cache fits: entries a load left first, then data, then key files. Within
+        an operation, a data entry evicts none of the operation's own entries (it is refused
+        instead)."""
+        while self._bytes > self.max_bytes:
+            if self._first_out:
+                victim = next(iter(self._first_out))
+            elif self._data:
+                victim = next(iter(self._data))
+            elif len(self._index) > 1:
+                victim = next(iter(self._index))
+            else:
+                break                                  # one key file larger than the cache: kept alone
+            if victim != key and self._in_use(victim):
+                if not index:
+                    self._evict(key)                   # refused: the operation's own entries stay
+                    return
+            self._evict(victim)
+
+    def _in_use(self, key: tuple) -> bool:
+        return bool(self._ops) and self._used.get(key, -1) >= self._ops[0]
+
+    @contextmanager
+    def operation(self):
+        """A span (a lookup) whose entries a data entry put within it never evicts: a working set
+        larger than the cache then keeps the part that fits, where LRU under a cyclic pattern
+        evicted each entry before its next use (issue 39: at 16M rows every warm lookup re-read
+        a PK index its own row groups had pushed out). Key-file puts evict as before."""
+        with self._lock:
+            self._gen += 1
+            gen = self._gen
+            self._ops.append(gen)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ops.remove(gen)
 
     def _demote(self) -> None:
         """Key files beyond their share join the data tier, as its most recently used entries."""
         while self._index_bytes > self.max_bytes * INDEX_SHARE and len(self._index) > 1:
+            if self._in_use(next(iter(self._index))):
+                break         # key files the operation under way uses stay in their tier until it ends
             old, _ = self._index.popitem(last=False)
             self._index_bytes -= self._items[old][1]
             self._data[old] = None
@@ -230,6 +269,14 @@ class FileCache:
         self._data.pop(key, None)
         self._first_out.pop(key, None)
         self._key_files.discard(key)
+        self._used.pop(key, None)
+
+    def drop_key(self, storage: Storage, path: str, size: int | None = None) -> None:
+        """Forget one entry (to put a grown value in its place)."""
+        with self._lock:
+            key = (storage.protocol, storage.path(path), size)
+            if key in self._items:
+                self._evict(key)
 
     @property
     def free_bytes(self) -> int:
@@ -242,6 +289,8 @@ class FileCache:
         with self._lock:
             for key in [k for k in self._items if k[0] == storage.protocol and k[1].startswith(starts)]:
                 self._evict(key)
+        if self.rows is not None:
+            self.rows.drop(storage, prefixes)
 
     def clear(self) -> None:
         with self._lock:
@@ -250,11 +299,18 @@ class FileCache:
             self._index.clear()
             self._first_out.clear()
             self._key_files.clear()
+            self._used.clear()
             self._bytes = 0
             self._index_bytes = 0
+        if self.rows is not None:
+            self.rows.clear()
 
 
-FILE_CACHE = FileCache()
+# The row cache (RocksDB's row_cache, apart from its block cache): the values of base rows lookups
+# hit, so a lookup of keys looked up before decodes nothing, where the decoded row groups of a
+# working set larger than the block cache would have evicted one another (base_rows.py).
+ROW_CACHE_BYTES = 64 * 1024 * 1024
+FILE_CACHE = FileCache(rows=FileCache(ROW_CACHE_BYTES))
 
 
 def wrap_read_error(path: str, e: Exception) -> CorruptFileError:
@@ -297,80 +353,6 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.Parqu
     return pf
 
 
-# Files up to this size are fetched whole in one GET: Arrow's first footer read takes the last
-# 64 KiB anyway, and a whole small file also gets the log's CRC-32 check.
-WHOLE_READ_BYTES = 128 * 1024
-# Ranges of column chunks closer than this are fetched as one GET: about what a request's latency
-# would transfer (Arrow's CacheOptions.MakeFromNetworkMetrics), so a skipped gap costs less than a GET.
-COALESCE_HOLE_BYTES = 1 << 20
-COALESCE_MAX_BYTES = 64 << 20
-
-
-class _RangedFile:
-    """A read-only file of known size over ranged GETs: no HEAD, and the size the store reports
-    with the first range (S3's Content-Range) is checked against the one the log recorded."""
-
-    def __init__(self, storage: Storage, ref: FileRef):
-        self.storage, self.ref, self.size, self.pos, self.closed = storage, ref, ref.size, 0, False
-        self._buffers: list[tuple[int, bytes]] = []     # prefetched (start, bytes)
-
-    def _get(self, start: int, end: int) -> bytes:
-        data, total = self.storage.read_range(self.ref.path, start, end)
-        self._check_total(total)
-        if len(data) != end - start:
-            raise CorruptFileError(f"file {self.ref.path} is shorter than the {self.size} bytes the log recorded")
-        return data
-
-    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
-        """Fetch byte ranges [start, end) ahead of the reader, coalesced into as few GETs as pay."""
-        merged: list[list[int]] = []
-        for s, e in sorted((max(0, s), min(self.size, e)) for s, e in ranges if e > s):
-            if merged and s - merged[-1][1] <= COALESCE_HOLE_BYTES and e - merged[-1][0] <= COALESCE_MAX_BYTES:
-                merged[-1][1] = max(merged[-1][1], e)
-            else:
-                merged.append([s, e])
-        for s, e in merged:
-            if not any(bs <= s and e <= bs + len(b) for bs, b in self._buffers):
-                self._buffers.append((s, self._get(s, e)))
-
-    def _check_total(self, total: int | None) -> None:
-        if total is not None and total != self.size:
-            raise CorruptFileError(f"file {self.ref.path} has {total} bytes, the log recorded {self.size}: it was "
-                                   "replaced or damaged; restore it from a backup")
-
-    def read(self, n: int = -1) -> bytes:
-        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
-        if end <= self.pos:
-            return b""
-        for bs, b in self._buffers:
-            if bs <= self.pos and end <= bs + len(b):
-                data = b[self.pos - bs:end - bs]
-                break
-        else:
-            data = self._get(self.pos, end)
-        self.pos = end
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.size + offset
-        return self.pos
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        self.closed = True
-
-
 def _input_file(storage: Storage, ref: FileRef):
     """An Arrow input file of the size the log recorded, opened without a request where the store allows.
 
@@ -380,7 +362,7 @@ def _input_file(storage: Storage, ref: FileRef):
         verify_file_bytes(ref, data, "file")
         return pa.BufferReader(data), False
     if (storage.is_s3 or storage.is_hdfs) and ref.size:
-        return _RangedFile(storage, ref), True      # the log knows the size: no HEAD (GETFILESTATUS)
+        return RangedFile(storage, ref), True      # the log knows the size: no HEAD (GETFILESTATUS)
     if storage.is_local:
         f = pafs.LocalFileSystem().open_input_file(storage.path(ref.path))
     else:
@@ -393,7 +375,7 @@ def _input_file(storage: Storage, ref: FileRef):
 
 
 # the ranged reader under a ParquetFile opened over ranged GETs (prefetch_columns batches its GETs)
-_RANGED: "weakref.WeakKeyDictionary[pq.ParquetFile, _RangedFile]" = weakref.WeakKeyDictionary()
+_RANGED: "weakref.WeakKeyDictionary[pq.ParquetFile, RangedFile]" = weakref.WeakKeyDictionary()
 
 
 def parquet_file(storage: Storage, ref: FileRef, read_dictionary=None) -> pq.ParquetFile:
@@ -402,7 +384,7 @@ def parquet_file(storage: Storage, ref: FileRef, read_dictionary=None) -> pq.Par
     meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size)
     try:
         f, pre_buffer = _input_file(storage, ref)
-        ranged = f if isinstance(f, _RangedFile) else None
+        ranged = f if isinstance(f, RangedFile) else None
         if ranged is not None:
             f = pa.PythonFile(ranged, mode="r")
         pf = pq.ParquetFile(f, metadata=meta, page_checksum_verification=True, pre_buffer=pre_buffer,

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from ..format.batch import convert_column, to_arrow_table
 from .delta_tracker import apply_deltas
 from ..format.base_rows import read_base_rows
+from ..format.cfile_set import FILE_CACHE
 from ..format.errors import (InvalidOptionError, MissingColumnError, NullValueError,
                              UnknownScanColumnError)
 from ..format.keyencoder import encode_keys
@@ -63,8 +64,9 @@ def lookup(storage: Storage, state: TableState, data: Any, columns: Sequence[str
     key_id, uniq, distinct = _distinct_keys(state, keys_in)
     u = len(uniq)
     tablet_pos = state.partitioning.assign(schema, distinct, strict=False)[0] if u else np.zeros(0, np.int64)
-    hits = _locate(storage, state, uniq, tablet_pos)
-    found_at, values = _read_hits(storage, state, hits, read_cols, u)
+    with FILE_CACHE.operation():        # its row groups never evict the PK indexes it just used
+        hits = _locate(storage, state, uniq, tablet_pos)
+        found_at, values = _read_hits(storage, state, hits, read_cols, u)
     return _assemble(state, out_cols, keys_in, found_at[key_id], values, missing)
 
 

@@ -174,3 +174,38 @@ def test_a_verified_index_whose_layout_entries_left_is_not_read_whole_again(tmp_
     monkeypatch.setattr(diskrowset, "_load_verified_pk_index", lambda s, r: whole.append(r.id) or orig(s, r))
     assert t.lookup({"key": ["k01000"]}).column("val").to_pylist() == [1000]
     assert not whole, "a verified PK index read and checked whole again for one key's block layout"
+
+
+def test_within_an_operation_a_data_entry_never_evicts_an_entry_the_operation_used(tmp_path):
+    """Scan resistance: a lookup whose working set is larger than the cache keeps the part that
+    fits (a data entry that would evict one of the lookup's own is not cached), where LRU under
+    a cyclic pattern evicted each entry before its next use. Outside an operation: LRU."""
+    t = kv(tmp_path / "t")
+    cache = FileCache(max_bytes=100)
+    cache.put(t.storage, "a", "A", 40)
+    cache.put(t.storage, "b", "B", 40)
+    with cache.operation():
+        assert cache.get(t.storage, "a") == "A"
+        cache.put(t.storage, "c", "C", 40)            # evicts b, unused by this operation
+        cache.put(t.storage, "d", "D", 40)            # would evict a or c, both used: refused
+        assert cache.get(t.storage, "d") is None
+        assert (cache.get(t.storage, "a"), cache.get(t.storage, "b"), cache.get(t.storage, "c")) == ("A", None, "C")
+    cache.put(t.storage, "d", "D", 40)                # the operation over: LRU again
+    assert (cache.get(t.storage, "a"), cache.get(t.storage, "d")) == (None, "D")
+
+
+def test_key_files_an_operation_uses_are_not_demoted_under_it(tmp_path, monkeypatch):
+    """Within an operation the key files it used stay in their tier beyond its share, so its own
+    decoded row groups never push them out (issue 39: at 16M rows the PK indexes filled the
+    tier's share, and each warm lookup evicted and re-read one)."""
+    monkeypatch.setattr(cfile_set, "INDEX_SHARE", 0.5)
+    t = kv(tmp_path / "t")
+    cache = FileCache(max_bytes=100)
+    cache.put(t.storage, "pk1", "index 1", 30, index=True)
+    cache.put(t.storage, "pk2", "index 2", 30, index=True)     # beyond the share: pk1 demoted
+    with cache.operation():
+        assert cache.get(t.storage, "pk1") == "index 1"
+        assert cache.get(t.storage, "pk2") == "index 2"
+        for i in range(4):
+            cache.put(t.storage, f"rg{i}", f"row group {i}", 15)
+        assert cache.get(t.storage, "pk1") == "index 1" and cache.get(t.storage, "pk2") == "index 2"

@@ -57,3 +57,60 @@ def test_decoded_row_groups_do_not_evict_the_delta_files_every_lookup_reads(tmp_
     got = t.lookup({"key": want}).column("val").to_pylist()
     assert got == [-1 if i % 50 == 0 else i for i in range(0, 2000, 128)]
     assert not reads, f"delta file evicted by the lookup's own row groups and read again: {reads}"
+
+
+def _decodes(monkeypatch) -> list:
+    reads = []
+    orig = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, *a, **kw):
+        reads.append(list(row_groups))
+        return orig(self, row_groups, *a, **kw)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    return reads
+
+
+def test_a_warm_lookup_of_the_same_keys_decodes_no_row_group_the_block_cache_could_not_keep(tmp_path, monkeypatch):
+    """The row cache: the hit rows of a lookup whose row groups evicted one another in the block
+    cache are kept, so looking the same keys up again decodes nothing (issue 39: at 16M rows
+    the warm 1,000-key lookup decoded ~635 row groups again, slower than the first)."""
+    t = _table(tmp_path)
+    t.update(pa.table({"key": ["k00256"], "val": [-7]}))
+    FILE_CACHE.clear()
+    want = [KEYS[i] for i in range(0, 2000, 128)]                      # one hit in each of 16 row groups
+    expect = [{"key": k, "val": -7 if k == "k00256" else int(k[1:]), "s": COLORS[int(k[1:]) % 4]} for k in want]
+    assert t.lookup({"key": want[:1]}).to_pylist() == expect[:1]       # the key files cached
+    used = FILE_CACHE.max_bytes - FILE_CACHE.free_bytes
+    monkeypatch.setattr(FILE_CACHE, "max_bytes", used + 4096)          # room for about one row group
+    assert t.lookup({"key": want}).to_pylist() == expect
+    reads = _decodes(monkeypatch)
+    assert t.lookup({"key": want[::-1]}).to_pylist() == expect[::-1]
+    assert not reads, f"the warm lookup decoded row groups {reads} again"
+
+
+def test_a_lookup_partly_in_the_row_cache_and_after_an_update_reads_current_values(tmp_path):
+    """Cached hit rows are base values: a later update's deltas still apply to them, and keys
+    not cached yet are decoded beside them."""
+    t = _table(tmp_path)
+    FILE_CACHE.clear()
+    assert t.lookup({"key": ["k00001", "k01500"]}).column("val").to_pylist() == [1, 1500]
+    t.update(pa.table({"key": ["k01500"], "val": [-1]}))
+    got = t.lookup({"key": ["k01500", "k00001", "k00777"]}).column("val").to_pylist()
+    assert got == [-1, 1, 777]
+
+
+def test_a_row_cache_entry_holds_at_most_hit_rows_rows(tmp_path, monkeypatch):
+    """Past HIT_ROWS, a base file column's entry keeps the latest lookup's hits alone: the row
+    cache of a long-running process does not grow with every key it was asked for."""
+    from tableformat.format import base_rows
+    monkeypatch.setattr(base_rows, "HIT_ROWS", 4)
+    t = _table(tmp_path)
+    FILE_CACHE.clear()
+    t.lookup({"key": ["k00001", "k00002"]})
+    t.lookup({"key": ["k00003"]})
+    t.lookup({"key": ["k00010", "k00011"]})
+    (rs,) = t.state.rowsets.values()
+    (ref,) = rs.base
+    rowids, values = FILE_CACHE.rows.get(t.storage, f"{ref.path}#hits#{field_name(t.state.schema.column('val').id)}",
+                                         ref.size)
+    assert rowids.tolist() == [10, 11] and values.to_pylist() == [10, 11]
