@@ -224,22 +224,46 @@ def tail_order(k: pa.Array, tail: int) -> np.ndarray | None:
     if int((ends - offsets[:-1]).min()) < tail:
         return None
     data = np.frombuffer(k.buffers()[2], np.uint8)
-    windows = np.lib.stride_tricks.as_strided(data, shape=(len(data) - tail + 1, tail), strides=(1, 1),
-                                              writeable=False)
-    m = np.zeros((n, 8), np.uint8)
-    m[:, :tail] = windows[ends - tail]
-    numbers = m.view(">u8").ravel().astype(np.uint64)
+    # the tails as numbers, a byte at a time (a window per key, then a big-endian copy of it,
+    # held two more n x 8 byte arrays at once: issue 39, the peak of a 16M-row load)
+    numbers = np.zeros(n, np.uint64)
+    for j in range(tail, 0, -1):
+        numbers <<= np.uint64(8)
+        numbers |= data[ends - j]
     by_tail = np.argsort(numbers, kind="stable")
-    del m, numbers
+    del numbers
     if int(ends[-1] - offsets[0]) == n * tail:            # no prefix: the key is the number
         return by_tail
-    codes = pc.dictionary_encode(pc.binary_slice(k, 0, -tail))
-    if len(codes.dictionary) * _MAX_PREFIX_SHARE > n:
+    codes = _prefix_codes(k, tail)
+    if codes is None:
         return None
-    rank = pc.rank(codes.dictionary, sort_keys="ascending").to_numpy().astype(np.int64) - 1
+    dictionary, indices = codes
+    rank = pc.rank(dictionary, sort_keys="ascending").to_numpy().astype(np.int64) - 1
     rank = rank.astype(np.uint16 if len(rank) <= 1 << 16 else np.int64)      # 16 bits: numpy's radix sort
-    prefix = rank[codes.indices.to_numpy(zero_copy_only=False)[by_tail]]
-    return by_tail[np.argsort(prefix, kind="stable")]
+    prefix = rank[indices[by_tail]]
+    del indices
+    order = np.argsort(prefix, kind="stable")
+    del prefix
+    # in place: each position reads its index before writing it (no third n x 8 byte array)
+    return np.take(by_tail, order, out=order, mode="wrap")
+
+
+_PREFIX_CHUNK = 1 << 20
+
+
+def _prefix_codes(k: pa.Array, tail: int) -> tuple[pa.Array, np.ndarray] | None:
+    """(distinct prefixes, each key's prefix code) of keys without their `tail` bytes, the prefixes
+    cut and encoded a chunk at a time (whole, a copy of every prefix: ~20 bytes a key at once);
+    None when the prefixes are mostly distinct."""
+    n = len(k)
+    pieces = [pc.dictionary_encode(pc.binary_slice(k.slice(s, _PREFIX_CHUNK), 0, -tail))
+              for s in range(0, n, _PREFIX_CHUNK)]
+    unified = pa.table({"p": pa.chunked_array(pieces)}).unify_dictionaries().column("p")
+    dictionary = unified.chunk(0).dictionary
+    if len(dictionary) * _MAX_PREFIX_SHARE > n:
+        return None
+    indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in unified.chunks])
+    return dictionary, indices
 
 
 def sorted_tablet_keys(k: pa.Array, rows: np.ndarray, breaks: np.ndarray | None = None,

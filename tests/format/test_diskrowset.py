@@ -303,3 +303,40 @@ def test_a_loads_own_arrays_go_to_the_block_cache_without_a_copy(tmp_path, owned
     (got,) = cached.values()
     assert got.equals(arrays[1])
     assert (got.buffers()[1].address == arrays[1].buffers()[1].address) is owned
+
+
+def _time_major_keys(n: int):
+    from tableformat.format.keyencoder import encode_keys
+    from tableformat.format.types import parse_type
+    rng = np.random.default_rng(0)
+    hosts = pa.array([f"host-{h:04d}" for h in rng.integers(0, 1000, n)])
+    times = pa.array(rng.integers(0, 10**12, n), pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    return encode_keys([hosts, times], [parse_type("string"), parse_type("unixtime_micros")])
+
+
+def test_tail_order_encodes_the_prefixes_chunk_by_chunk(monkeypatch):
+    """The key prefixes are cut and dictionary-encoded a chunk at a time, their dictionaries
+    unified: the order is the stable sort's however the chunks fall."""
+    import pyarrow.compute as pc
+    from tableformat.write import insert
+    monkeypatch.setattr(insert, "_PREFIX_CHUNK", 777)
+    k = _time_major_keys(5000).slice(3)
+    assert insert.tail_order(k, 8).tolist() == pc.array_sort_indices(k).to_numpy().tolist()
+
+
+def test_tail_order_holds_at_most_23_bytes_a_key_of_numpy_arrays():
+    """Memory of a load's sort (issue 39, the peak of a 16M-row load): the tails are built as
+    numbers in place, and the final order is taken in place, so at most ~22 bytes a key of
+    NumPy arrays are alive at once (26 before: a byte matrix, its big-endian copy, a third
+    order array)."""
+    import tracemalloc
+    from tableformat.write.insert import tail_order
+    n = 200_000
+    k = _time_major_keys(n)
+    tracemalloc.start()
+    try:
+        tail_order(k, 8)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 23 * n, f"{peak / n:.1f} bytes a key"
