@@ -202,6 +202,7 @@ def key_tail_width(ctypes) -> int:
 
 
 _MAX_PREFIX_SHARE = 4      # distinct prefixes above 1 in this many keys: sort the keys themselves
+_PREFIX_CHUNK = 1 << 20    # keys whose prefixes are cut and encoded at once
 
 
 def tail_order(k: pa.Array, tail: int) -> np.ndarray | None:
@@ -211,9 +212,9 @@ def tail_order(k: pa.Array, tail: int) -> np.ndarray | None:
     Every key is a prefix P (the variable-width columns, escaped and terminated, so no P is a
     proper prefix of another, then any fixed bytes left) and a fixed-width tail T, so keys
     compare as (P, T) pairs. Time-major input (every series at one time, then the next)
-    interleaves all series, so no sorted runs exist; sorting 10^6 binary keys costs ~1 s of
-    CPU where this costs a hash of the prefixes and two radix/merge sorts of integers. None
-    when the prefixes are mostly distinct (then the numbers save nothing)."""
+    interleaves all series, so no sorted runs exist; sorting 10^6 binary keys costs ~1 s of CPU where
+    this costs a hash of the prefixes and two radix/merge sorts of integers. None when the prefixes
+    are mostly distinct (then the numbers save nothing)."""
     n = len(k)
     if not 0 < tail <= 8 or n < 2:
         return None
@@ -224,8 +225,7 @@ def tail_order(k: pa.Array, tail: int) -> np.ndarray | None:
     if int((ends - offsets[:-1]).min()) < tail:
         return None
     data = np.frombuffer(k.buffers()[2], np.uint8)
-    # the tails as numbers, a byte at a time (a window per key, then a big-endian copy of it,
-    # held two more n x 8 byte arrays at once: issue 39, the peak of a 16M-row load)
+    # the tails as numbers, a byte at a time (issue 39: a byte matrix and its copy were a load's peak)
     numbers = np.zeros(n, np.uint64)
     for j in range(tail, 0, -1):
         numbers <<= np.uint64(8)
@@ -234,34 +234,26 @@ def tail_order(k: pa.Array, tail: int) -> np.ndarray | None:
     del numbers
     if int(ends[-1] - offsets[0]) == n * tail:            # no prefix: the key is the number
         return by_tail
-    codes = _prefix_codes(k, tail)
-    if codes is None:
+    dictionary, indices = _prefix_codes(k, tail)
+    if dictionary is None:
         return None
-    dictionary, indices = codes
     rank = pc.rank(dictionary, sort_keys="ascending").to_numpy().astype(np.int64) - 1
     rank = rank.astype(np.uint16 if len(rank) <= 1 << 16 else np.int64)      # 16 bits: numpy's radix sort
     prefix = rank[indices[by_tail]]
     del indices
     order = np.argsort(prefix, kind="stable")
-    del prefix
-    # in place: each position reads its index before writing it (no third n x 8 byte array)
-    return np.take(by_tail, order, out=order, mode="wrap")
+    return np.take(by_tail, order, out=order, mode="wrap")      # in place: each reads its index first
 
 
-_PREFIX_CHUNK = 1 << 20
-
-
-def _prefix_codes(k: pa.Array, tail: int) -> tuple[pa.Array, np.ndarray] | None:
-    """(distinct prefixes, each key's prefix code) of keys without their `tail` bytes, the prefixes
-    cut and encoded a chunk at a time (whole, a copy of every prefix: ~20 bytes a key at once);
-    None when the prefixes are mostly distinct."""
-    n = len(k)
+def _prefix_codes(k: pa.Array, tail: int) -> tuple[pa.Array | None, np.ndarray | None]:
+    """(distinct prefixes, each key's prefix code) of keys without their `tail` bytes, cut and encoded
+    a chunk at a time (not a copy of every prefix at once); (None, None) when mostly distinct."""
     pieces = [pc.dictionary_encode(pc.binary_slice(k.slice(s, _PREFIX_CHUNK), 0, -tail))
-              for s in range(0, n, _PREFIX_CHUNK)]
+              for s in range(0, len(k), _PREFIX_CHUNK)]
     unified = pa.table({"p": pa.chunked_array(pieces)}).unify_dictionaries().column("p")
     dictionary = unified.chunk(0).dictionary
-    if len(dictionary) * _MAX_PREFIX_SHARE > n:
-        return None
+    if len(dictionary) * _MAX_PREFIX_SHARE > len(k):
+        return None, None
     indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in unified.chunks])
     return dictionary, indices
 

@@ -324,9 +324,9 @@ def test_tail_order_encodes_the_prefixes_chunk_by_chunk(monkeypatch):
     assert insert.tail_order(k, 8).tolist() == pc.array_sort_indices(k).to_numpy().tolist()
 
 
-def test_tail_order_holds_at_most_23_bytes_a_key_of_numpy_arrays():
+def test_tail_order_holds_at_most_20_bytes_a_key_of_numpy_arrays():
     """Memory of a load's sort (issue 39, the peak of a 16M-row load): the tails are built as
-    numbers in place, and the final order is taken in place, so at most ~22 bytes a key of
+    numbers in place, and the final order is taken in place, so at most ~18 bytes a key of
     NumPy arrays are alive at once (26 before: a byte matrix, its big-endian copy, a third
     order array)."""
     import tracemalloc
@@ -339,4 +339,4 @@ def test_tail_order_holds_at_most_23_bytes_a_key_of_numpy_arrays():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak <= 23 * n, f"{peak / n:.1f} bytes a key"
+    assert peak <= 20 * n, f"{peak / n:.1f} bytes a key"
