@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
+from tableformat.format.metadata import WRITE_FORMAT_FLOOR
 
 from helpers import assert_same_rows, int_keyed, range_keyed as ranged
 
@@ -57,7 +58,7 @@ def test_show_namespaces_tables_and_describe(spark, tmp_path):
     rows = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {c}.sales.orders").collect()}
     assert rows["k"] == "bigint" and rows["v"] == "double" and rows["s"] == "string"
     props = rows["Table Properties"]
-    assert "primary_key=k" in props and f"format_version={tf.FORMAT_VERSION}" in props, props
+    assert "primary_key=k" in props and f"format_version={WRITE_FORMAT_FLOOR}" in props, props
     assert "partitioning=range(k) with 10 ranges" in props and f"version={t.version}" in props, props
     assert rows["Provider"] == "tableformat" and rows["Location"].endswith("/wh/sales/orders")
 
