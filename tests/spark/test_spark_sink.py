@@ -96,7 +96,7 @@ def test_a_large_batch_goes_through_the_spark_merge_job_with_its_txn(spark, tmp_
     big = UpsertSink(t.uri, op_column="op", app_id="big", local_rows=10)
     for b, d in enumerate(data):
         res = big(spark.createDataFrame(d.to_pandas()), b)
-        assert res.operation == "MERGE"
+        assert res.operation == "STREAM APPLY"
         apply_model(model, d)
     assert table_rows(t.uri) == model
     assert [(a, b) for _, a, b in txn_commits(t.uri)] == [("big", 0), ("big", 1)]
@@ -106,7 +106,7 @@ def test_a_large_batch_goes_through_the_spark_merge_job_with_its_txn(spark, tmp_
     u = tf.create_table(str(tmp_path / "u"), schema())
     ins = UpsertSink(u.uri, mode="insert", app_id="ins", local_rows=0)
     rows = pa.table({"k": pa.array(range(50), pa.int64()), "v": ["x"] * 50, "seq": pa.array([0] * 50, pa.int64())})
-    assert ins(spark.createDataFrame(rows.to_pandas()), 0).operation == "INSERT"
+    assert ins(spark.createDataFrame(rows.to_pandas()), 0).operation == "STREAM INSERT"
     assert ins(spark.createDataFrame(rows.to_pandas()), 0) is None
     assert [(a, b) for _, a, b in txn_commits(u.uri)] == [("ins", 0)] and len(table_rows(u.uri)) == 50
 
@@ -126,6 +126,34 @@ def test_insert_and_upsert_modes(spark, tmp_path):
     assert table_rows(t.uri) == {1: ("a", 1), 2: ("B", 1), 3: ("C", 9)}
     assert tf.open_table(t.uri).snapshot().txn_version("i") == 0
     assert tf.open_table(t.uri).snapshot().txn_version("u") == 0
+
+
+def test_a_batch_has_the_same_history_name_on_the_driver_and_through_the_spark_jobs(spark, tmp_path):
+    """One micro-batch, planned on the driver (local_rows above its size) or written by the Spark
+    insert or merge job (local_rows 0), is the same stream operation in the history."""
+    rows = pa.table({"k": pa.array(range(30), pa.int64()), "v": ["x"] * 30, "seq": pa.array([1] * 30, pa.int64()),
+                     "op": ["upsert"] * 30})
+    for kw, name in [(dict(mode="insert"), "STREAM INSERT"), ({}, "STREAM UPSERT"),
+                     (dict(op_column="op"), "STREAM APPLY")]:
+        for path, local_rows in [("driver", 1000), ("spark", 0)]:
+            t = tf.create_table(str(tmp_path / f"{name.split()[1]}-{path}"), schema())
+            sink = UpsertSink(t.uri, app_id="q", local_rows=local_rows, **kw)
+            data = rows if "op_column" in kw else rows.drop(["op"])
+            res = sink(spark.createDataFrame(data.to_pandas()), 0)
+            assert (path, res.operation, tf.open_table(t.uri).history()[-1].operation) == (path, name, name)
+            assert len(table_rows(t.uri)) == 30
+
+
+@pytest.mark.parametrize("operation", ["", 5])
+def test_a_bad_operation_name_for_the_spark_jobs_is_typed(tmp_path, operation):
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    t = tf.create_table(str(tmp_path / "t"), schema())
+    with pytest.raises(tf.InvalidOptionError, match="operation"):
+        partitioned_insert(None, None, t.uri, operation=operation)
+    with pytest.raises(tf.InvalidOptionError, match="operation"):
+        mutation_merge(None, None, t.uri, op="upsert", operation=operation)
+    assert tf.open_table(t.uri).version == 0
 
 
 @pytest.mark.parametrize("kw", [dict(mode="merge"), dict(mode="insert", op_column="op"), dict(op_column=""),
