@@ -167,20 +167,32 @@ def test_bad_sink_options_are_typed_errors(tmp_path, kw):
 
 
 def test_upsert_stream_uses_the_query_id_as_app_id(spark, tmp_path):
-    t = sequenced_table(tmp_path / "t")
-    src = tmp_path / "in"
-    src.mkdir()
-    rng, model = random.Random(9), {}
-    for b in range(2):
-        d = ops_batch(rng, b)
-        write_input(src, b, d)
-        apply_model(model, d)
-    df = spark.readStream.schema("k long, v string, seq long, op string").option("maxFilesPerTrigger", 1) \
-        .parquet(str(src))
+    t, src, model = stream_input(tmp_path, seed=9, batches=2)
+    df = file_stream(spark, src)
     q = upsert_stream(df, t.uri, str(tmp_path / "ck"), trigger={"availableNow": True}, op_column="op")
     q.awaitTermination()
     assert table_rows(t.uri) == model
     assert [(a, b) for _, a, b in txn_commits(t.uri)] == [(q.id, 0), (q.id, 1)]
+
+
+def stream_input(tmp_path, seed: int, batches: int) -> tuple[tf.Table, object, dict]:
+    """A sequenced table, and `batches` micro-batches of random operations (ops_batch) written to
+    `tmp_path/in` in the file source's order: the table, the input folder, the rows it must reach."""
+    t = sequenced_table(tmp_path / "t")
+    src = tmp_path / "in"
+    src.mkdir()
+    rng, model = random.Random(seed), {}
+    for b in range(batches):
+        d = ops_batch(rng, b)
+        write_input(src, b, d)
+        apply_model(model, d)
+    return t, src, model
+
+
+def file_stream(spark, src):
+    """The input folder as a stream of one file (one micro-batch) a trigger."""
+    return spark.readStream.schema("k long, v string, seq long, op string").option("maxFilesPerTrigger", 1) \
+        .parquet(str(src))
 
 
 # --- kill -9 of a driver running the query (tests/spark/sink_child.py) ------------------------------
@@ -296,23 +308,14 @@ def file_list(uri) -> list[str]:
 # --- the sink as a format: df.writeStream.format("tableformat") (spark_jobs/sink_format.py) ----------
 
 def format_stream(spark, src, uri, ck, app_id="orders"):
-    df = spark.readStream.schema("k long, v string, seq long, op string").option("maxFilesPerTrigger", 1) \
-        .parquet(str(src))
-    w = df.writeStream.format("tableformat").option("opColumn", "op").option("checkpointLocation", ck)
+    w = file_stream(spark, src).writeStream.format("tableformat").option("opColumn", "op").option("checkpointLocation", ck)
     q = (w.option("txnAppId", app_id) if app_id else w).trigger(availableNow=True).start(uri)
     q.awaitTermination()
     return q
 
 
 def test_the_format_commits_each_batch_once_under_its_txn_app_id(spark, tmp_path):
-    t = sequenced_table(tmp_path / "t")
-    src = tmp_path / "in"
-    src.mkdir()
-    rng, model = random.Random(17), {}
-    for b in range(3):
-        d = ops_batch(rng, b)
-        write_input(src, b, d)
-        apply_model(model, d)
+    t, src, model = stream_input(tmp_path, seed=17, batches=3)
     format_stream(spark, src, t.uri, str(tmp_path / "ck"))
     assert table_rows(t.uri) == model
     assert [(a, b) for _, a, b in txn_commits(t.uri)] == [("orders", 0), ("orders", 1), ("orders", 2)]
