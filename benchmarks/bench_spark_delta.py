@@ -57,7 +57,7 @@ def _growth(path: str, before: dict[str, int]) -> str:
     return ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
-def _delta_session(name: str):
+def delta_session(name: str):
     """A Spark session with delta-spark, new Delta tables getting deletion vectors and the change feed."""
     from spark_jobs.session import get_spark
     spark = get_spark(name, delta=True)
@@ -65,6 +65,18 @@ def _delta_session(name: str):
     for k in ("enableDeletionVectors", "enableChangeDataFeed"):
         spark.conf.set(f"spark.databricks.delta.properties.defaults.{k}", "true")
     return spark
+
+
+def delta_and_ours(spark, work: str, n: int, dpath: str, uri: str):
+    """The benchmarks' common start: n input rows (cached), written as a Delta table at `dpath`
+    and inserted into ours at `uri`; the input DataFrame."""
+    from spark_jobs.insert import partitioned_insert
+    df = spark.read.parquet(write_input(work, n, seed=21)).cache()
+    df.count()
+    df.write.format("delta").save(dpath)
+    tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
+    partitioned_insert(spark, df, uri)
+    return df
 
 
 class _Steps:
@@ -88,7 +100,7 @@ class _Steps:
 def bench_delta(n: int) -> None:
     """Each step on a Delta table (deletion vectors and change data feed on) and on ours: seconds,
     bytes written (files are never deleted before vacuum, so the directory's growth), our ratio."""
-    spark = _delta_session("tableformat-bench-delta")
+    spark = delta_session("tableformat-bench-delta")
     work = tempfile.mkdtemp(prefix="tf-bench-delta-")
     steps = _Steps(os.path.join(work, "delta"), os.path.join(work, "ours"))
     try:
@@ -192,16 +204,11 @@ def bench_changes(n: int, commits: int = 10, repeat: int = 3) -> None:
     readChangeFeed against our readChangeFeed with Delta's columns (the same rows: insert, delete,
     update_preimage, update_postimage). Bytes: what the commits wrote (each directory's growth)."""
     from delta.tables import DeltaTable
-    from spark_jobs.insert import partitioned_insert
-    spark = _delta_session("tableformat-bench-changes")
+    spark = delta_session("tableformat-bench-changes")
     work = tempfile.mkdtemp(prefix="tf-bench-changes-")
     dpath, uri = os.path.join(work, "delta"), os.path.join(work, "ours")
     try:
-        df = spark.read.parquet(write_input(work, n, seed=21)).cache()
-        df.count()
-        df.write.format("delta").save(dpath)
-        tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
-        partitioned_insert(spark, df, uri)
+        df = delta_and_ours(spark, work, n, dpath, uri)
         d0, o0 = _dir_bytes(dpath), _dir_bytes(uri)
         d_files, o_files = _files(dpath), _files(uri)
         d_first = DeltaTable.forPath(spark, dpath).history(1).collect()[0]["version"] + 1

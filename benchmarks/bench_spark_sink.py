@@ -21,9 +21,8 @@ import pyarrow.compute as pc
 
 import tableformat as tf
 
-from .bench_core import metrics_partitioning, metrics_schema
-from .bench_spark_delta import COND, _delta_session
-from .bench_spark_writes import WorkerRSS, write_input
+from .bench_spark_delta import COND, delta_and_ours, delta_session
+from .bench_spark_writes import WorkerRSS
 
 
 def _stream_input(spark, df, src: str, batches: int) -> int:
@@ -58,17 +57,12 @@ def _run(spark, schema, src: str, checkpoint: str, fn) -> float:
 
 def bench_sink(n: int, batches: int = 10) -> None:
     from delta.tables import DeltaTable
-    from spark_jobs.insert import partitioned_insert
     from spark_jobs.sink import UpsertSink
-    spark = _delta_session("tableformat-bench-sink")
+    spark = delta_session("tableformat-bench-sink")
     work = tempfile.mkdtemp(prefix="tf-bench-sink-")
     dpath, uri, src = (os.path.join(work, x) for x in ("delta", "ours", "stream-in"))
     try:
-        df = spark.read.parquet(write_input(work, n, seed=21)).cache()
-        df.count()
-        df.write.format("delta").save(dpath)
-        tf.create_table(uri, metrics_schema(), partitioning=metrics_partitioning())
-        partitioned_insert(spark, df, uri)
+        df = delta_and_ours(spark, work, n, dpath, uri)
         rows = _stream_input(spark, df, src, batches)
 
         def delta_batch(bdf, batch_id):

@@ -34,13 +34,17 @@ RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, samp
 
 def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail", error_path: str | None = None,
                        storage_options: dict | None = None, max_restarts: int = 3,
-                       partitions: int | None = None, txn: tuple[str, int] | None = None) -> tf.WriteResult:
+                       partitions: int | None = None, txn: tuple[str, int] | None = None,
+                       operation: str | None = None) -> tf.WriteResult:
     """Insert a DataFrame into a table in one commit. on_duplicate: 'fail', 'ignore' or 'collect'.
 
     A commit that concurrent writers invalidate (an ALTER; with 'ignore', a key of ours inserted
     or a skipped key deleted meanwhile) runs the job again on the new snapshot. `partitions`:
     the number of write tasks (default spark.sql.shuffle.partitions), independent of tablets. `txn`
-    (app id, version) records a streaming batch in the commit (`Table.commit_fragments`)."""
+    (app id, version) records a streaming batch in the commit (`Table.commit_fragments`); `operation`
+    is the commit's name in the history (default INSERT, or INSERT_IGNORE; a stream sink's batch: its own)."""
+    if operation is not None and (not isinstance(operation, str) or not operation):
+        raise tf.InvalidOptionError(f"operation must be a non-empty string, got {operation!r}")
     if on_duplicate not in ("fail", "ignore", "collect"):
         raise tf.InvalidOptionError(f"on_duplicate must be fail, ignore or collect, got {on_duplicate!r}")
     if on_duplicate == "collect" and not error_path:
@@ -58,8 +62,8 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
             sample = "; ".join(r["sample"] for r in results if r["sample"])[:300]
             raise tf.DuplicateKeyError(f"{dups} key(s) already exist in table {table.name!r} or repeat in the "
                                        f"input (first: {sample}); use on_duplicate='ignore' or 'collect'", dups)
-        operation = "INSERT" if on_duplicate == "fail" else "INSERT_IGNORE"
-        return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], operation,
+        name = operation or ("INSERT" if on_duplicate == "fail" else "INSERT_IGNORE")
+        return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], name,
                                 {"inserted": sum(r["rows"] for r in results), "ignored": dups}, txn, version)
     def check(snap, rows):
         snap.write_insert(rows, "ignore" if on_duplicate == "ignore" else "fail")

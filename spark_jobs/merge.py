@@ -152,7 +152,7 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
                    on_error: str = "fail", error_path: str | None = None,
                    update_columns: Sequence[str] | None = None, storage_options: dict | None = None,
                    max_restarts: int = 3, partitions: int | None = None,
-                   txn: tuple[str, int] | None = None) -> tf.WriteResult:
+                   txn: tuple[str, int] | None = None, operation: str = "MERGE") -> tf.WriteResult:
     """Apply a DataFrame of row operations in one commit.
 
     Give `op` (update, delete, upsert, ...) for a uniform batch, or `op_column`
@@ -162,8 +162,11 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
     absent, runs the job again on the new snapshot; other concurrent changes rebase (a
     compaction that rewrote its rowsets too: its REDO records are remapped by key).
     `partitions`: the number of write tasks (default spark.sql.shuffle.partitions). `txn`
-    (app id, version) records a streaming batch in the commit (`Table.commit_fragments`).
+    (app id, version) records a streaming batch in the commit (`Table.commit_fragments`);
+    `operation` is the commit's name in the history (a stream sink's batch: its own).
     """
+    if not isinstance(operation, str) or not operation:
+        raise tf.InvalidOptionError(f"operation must be a non-empty string, got {operation!r}")
     if (op is None) == (op_column is None):
         raise tf.InvalidOptionError("give exactly one of op and op_column")
     if op is not None and op not in OPS:
@@ -187,7 +190,7 @@ def mutation_merge(spark: Any, df: Any, uri: str, op: str | None = None, op_colu
                                           "nothing was written", missing)
             raise tf.DuplicateKeyError(f"{dup} key(s) already exist in table {table.name!r} (first: {sample}); "
                                        "nothing was written", dup)
-        return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], "MERGE",
+        return commit_fragments(uri, storage_options, [r["fragment"] for r in results if r["fragment"]], operation,
                                 job_counts(results), txn, version)
     def check(snap, rows):
         snap.write_mutation(rows, op, op_column, update_columns, on_error="report", operation="MERGE",

@@ -8,7 +8,9 @@ Each micro-batch lands as ONE commit: rows inserted (`mode="insert"`), upserted 
 each row's operation from an op column (`op_column`: insert, upsert, update, delete, ... in batch
 order), with the table's `sequence_column` honoured (specs/format.md §14). A batch of at most
 `local_rows` rows is planned on the driver (one Arrow batch); a larger one goes through the Spark
-merge (or insert) job, whose tasks write the files and whose driver commits them once. The option
+merge (or insert) job, whose tasks write the files and whose driver commits them once. Either way
+the batch's history name is the sink's (`STREAM INSERT`, `STREAM UPSERT`, or `STREAM APPLY` with
+an op column). The option
 checks and the plan and commit of one Arrow batch are `sink_commit.BatchCommitter`'s, shared with
 the format (`sink_format`).
 
@@ -79,7 +81,8 @@ class UpsertSink(BatchCommitter):
     def _write_spark(self, df: Any, txn: tuple[str, int]) -> tf.WriteResult:
         """A large batch: the Spark insert or merge job, committing once with the txn."""
         spark = df.sparkSession
-        kw = dict(storage_options=self.storage_options, max_restarts=self.max_restarts, txn=txn)
+        kw = dict(storage_options=self.storage_options, max_restarts=self.max_restarts, txn=txn,
+                  operation=self.operation)
         if self.mode == "insert":
             return partitioned_insert(spark, df, self.uri, **kw)
         if self.op_column is not None:

@@ -15,6 +15,9 @@ import tableformat as tf
 log = logging.getLogger(__name__)
 
 MODES = ("upsert", "insert")
+# A micro-batch's name in the table's history, the same whether it is planned here or by a Spark
+# job (sink.py passes it to them): a history reader tells stream batches from other writes.
+STREAM_INSERT, STREAM_UPSERT, STREAM_APPLY = "STREAM INSERT", "STREAM UPSERT", "STREAM APPLY"
 
 
 class BatchCommitter:
@@ -64,12 +67,19 @@ class BatchCommitter:
                         "query started from a new checkpoint, give it a new app id (txnAppId)", txn[1], txn[0], seen)
         return seen >= txn[1]
 
+    @property
+    def operation(self) -> str:
+        """The history's name for each batch this sink commits, whichever path writes it."""
+        if self.mode == "insert":
+            return STREAM_INSERT
+        return STREAM_APPLY if self.op_column is not None else STREAM_UPSERT
+
     def plan(self, snap: tf.Snapshot, data) -> tf.WriteFragment:
         if self.mode == "insert":
             return snap.write_insert(data, "fail")
         if self.op_column is not None:
-            return snap.write_mutation(data, op_column=self.op_column, operation="STREAM APPLY")
-        return snap.write_mutation(data, "upsert", columns=self.columns, operation="STREAM UPSERT")
+            return snap.write_mutation(data, op_column=self.op_column, operation=self.operation)
+        return snap.write_mutation(data, "upsert", columns=self.columns, operation=self.operation)
 
     def write_local(self, data, txn: tuple[str, int]) -> tf.WriteResult | None:
         """Plan on the driver's latest snapshot and commit with the txn; plan again on RESTART."""
@@ -84,7 +94,7 @@ class BatchCommitter:
                     return None
                 raise
             try:
-                return table.commit_fragments([frag], txn=txn)
+                return table.commit_fragments([frag], self.operation, txn=txn)
             except tf.RestartRequired:
                 continue
         raise tf.CommitConflictError(f"batch {txn[1]} conflicted with concurrent commits "

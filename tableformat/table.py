@@ -25,7 +25,7 @@ from .format.errors import ContradictoryFragmentsError, SchemaError, TableExists
 from .log.fragment import WriteFragment
 from .log.handle import TableHandle
 from .read.inspect import KINDS as INSPECT_KINDS, inspect
-from .format.metadata import FORMAT_VERSION, CommitInfo, TableState, validate_properties
+from .format.metadata import CommitInfo, TableState, validate_properties, written_format_version
 from .format.partition import PartitionSchema, resolve
 from .maintenance.restore import plan_restore
 from .write.result import WriteResult, write_result
@@ -306,7 +306,7 @@ def create_table(uri: str, schema: Schema, partitioning: PartitionSchema | None 
     part = resolve(partitioning, schema)
     props = validate_properties(properties)
     check_sequence_column(schema, props)
-    meta = {"format_version": FORMAT_VERSION, "table_id": uuid.uuid4().hex, "name": name,
+    meta = {"format_version": written_format_version(), "table_id": uuid.uuid4().hex, "name": name,
             "schema": schema.to_json(), "partitioning": part.to_json(schema), "properties": props}
     commit = log.try_commit(None, "CREATE TABLE", [CreateTable(meta)], {}, None)
     if commit is None:

@@ -25,6 +25,16 @@ def spark():
     s.stop()
 
 
+@pytest.fixture(scope="module")
+def jvm_connector(spark):
+    """The JVM connector (spark_jobs/connector) loaded into the session; a module that needs it
+    (`pytestmark = pytest.mark.usefixtures("jvm_connector")`) is skipped where it cannot be built."""
+    from spark_jobs.connector import loaded
+    why = loaded(spark)
+    if why:
+        pytest.skip(f"the JVM connector is unavailable: {why}")
+
+
 @pytest.fixture
 def table_uri(tmp_path):
     return str(tmp_path / "metrics")

@@ -5,6 +5,7 @@ without breaking another. `pythonpath = ["tests"]` in pyproject.toml makes `impo
 from any directory under tests/.
 """
 import decimal
+import itertools
 import os
 import subprocess
 import sys
@@ -521,3 +522,15 @@ def range_keyed(path, ranges=10, width=100, storage_options=None):
                        "v": pa.array(v, mask=(k % 11 == 0)),
                        "s": pa.array([f"s{x % 7}" for x in k])}))
     return t
+
+
+_catalogs = itertools.count()
+
+
+def spark_catalog(spark, warehouse) -> str:
+    """A tableformat catalog (`tableformat.catalog.TableFormatCatalog`) over `warehouse`, of its own
+    for one test: Spark keeps a catalog once it is initialized, so each gets a new name."""
+    name = f"tfc{next(_catalogs)}"
+    spark.conf.set(f"spark.sql.catalog.{name}", "tableformat.catalog.TableFormatCatalog")
+    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(warehouse))
+    return name

@@ -26,6 +26,20 @@ from .schema import Schema
 #    id) and `txns` in a checkpoint's state (specs/format.md §8.2, §8.3). 1-5 are still read.
 FORMAT_VERSION = 6
 
+# A commit or checkpoint declares the lowest format version its contents need, never below the
+# log before it (specs/format.md "Format versions of commits and checkpoints"), so a reader of
+# an older format keeps reading a table that never used a newer feature, as Delta's protocol
+# versions rise only when a feature is used. Every write needs 5 (`_mirrors/`: an older engine's
+# vacuum must refuse the table); a `txn` action, or `txns` in a checkpoint's state, needs 6.
+WRITE_FORMAT_FLOOR = 5
+TXN_FORMAT_VERSION = 6
+
+
+def written_format_version(*needed: int) -> int:
+    """The format version a commit or checkpoint declares: the highest of the floor and what
+    it `needed` (its actions, its table, the commits before it), never above this engine's."""
+    return min(FORMAT_VERSION, max((WRITE_FORMAT_FLOOR, *needed)))
+
 DEFAULT_PROPERTIES: dict[str, int] = {
     # A rowset rolls once its in-memory (Arrow) size reaches this; 128 MiB of Arrow data
     # is roughly 20-60 MiB of Parquet, a good object-store GET size.
@@ -259,6 +273,9 @@ class TableState:
     tags: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # Format 6: app id -> the newest transaction version a `txn` action recorded for it.
     txns: Mapping[str, int] = field(default_factory=dict)
+    # Not stored: the newest format version the log declared up to here (its commits, or the
+    # checkpoint it was read from; 0 unknown). `format_version` is the one the table was created in.
+    log_format: int = field(default=0, compare=False)
     # Not stored: set when this state is version `version` read from a later version's files;
     # readers then apply UNDO records newer than it and skip REDO records newer than it.
     read_ts: int | None = None

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..format.errors import CorruptFileError
-from ..format.metadata import DeltaFileMeta, FileRef, RowSetMeta, TableState
+from ..format.metadata import TXN_FORMAT_VERSION, DeltaFileMeta, FileRef, RowSetMeta, TableState
 from ..format.partition import Partitioning
 from .registry import Registry
 from ..format.schema import Schema
@@ -29,6 +29,7 @@ class Action:
     the protocol's one registry (`registry`) by `from_body`."""
 
     key = ""
+    needs_format = 1        # the lowest format version a commit carrying it declares (specs/format.md)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -146,6 +147,7 @@ class SetHistory(Action):
     horizon_version: int | None = None
     gc_before_ts: int | None = None
     key = "history"
+    needs_format = 2
 
     def to_json(self) -> dict:
         d = {}
@@ -168,6 +170,7 @@ class AddTag(Action):
     version: int
     timestamp: int
     key = "tag"
+    needs_format = 4
 
     def to_json(self) -> dict:
         return {self.key: {"name": self.name, "version": self.version, "timestamp": self.timestamp}}
@@ -183,6 +186,7 @@ class RemoveTag(Action):
 
     name: str
     key = "untag"
+    needs_format = 4
 
     def to_json(self) -> dict:
         return {self.key: {"name": self.name}}
@@ -201,6 +205,7 @@ class AddSkipped(Action):
     count: int
     reason: str
     key = "skipped"
+    needs_format = 4
 
     def to_json(self) -> dict:
         return {self.key: {**self.file.to_json(), "count": self.count, "reason": self.reason}}
@@ -219,6 +224,7 @@ class SetTransaction(Action):
     app_id: str
     version: int
     key = "txn"
+    needs_format = TXN_FORMAT_VERSION
 
     def to_json(self) -> dict:
         return {self.key: {"app_id": self.app_id, "version": self.version}}
@@ -402,4 +408,5 @@ def apply_commit(state: TableState | None, commit: Commit, path: str = "<commit>
             state = apply_action(a, state)
     except _Invalid as e:
         raise CorruptFileError(f"{path}: {e}") from None
-    return replace(state, version=commit.version, timestamp=commit.timestamp)
+    return replace(state, version=commit.version, timestamp=commit.timestamp,
+                   log_format=max(state.log_format, commit.format_version))

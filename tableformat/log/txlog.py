@@ -13,12 +13,13 @@ import json
 import time
 import uuid
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..format.errors import (CorruptFileError, TableNotFoundError, TableReplacedError, UnsupportedFormatVersionError,
                              VersionNotFoundError)
-from .actions import Action, Commit, apply_commit, decode_commit
-from ..format.metadata import FORMAT_VERSION, CommitInfo, TableState
+from .actions import ACTIONS, Action, Commit, apply_commit, decode_commit
+from ..format.metadata import (FORMAT_VERSION, TXN_FORMAT_VERSION, CommitInfo, TableState,
+                               written_format_version)
 from ..format.constants import LOG_DIR
 from ..format.storage import Storage
 
@@ -71,6 +72,25 @@ def _check_format(d: dict, path: str) -> None:
         raise UnsupportedFormatVersionError(
             f"{path} was written with format version {fv}; this reader supports up to {FORMAT_VERSION}. "
             "Upgrade tableformat to read this table")
+
+
+def commit_format(prev: TableState | None, actions: list[dict]) -> int:
+    """The lowest format version a commit of these actions on `prev` may declare (specs/format.md,
+    "Format versions of commits and checkpoints"): its actions' features, and never below its
+    table's format nor the commit before it, since readers refuse a downgrade along the log (§8.1)."""
+    needed = [ACTIONS.lookup(k).needs_format for a in actions for k in a if k in ACTIONS]
+    if prev is not None:
+        needed += [prev.format_version, prev.log_format]
+    else:
+        needed += [a["metadata"]["format_version"] for a in actions if "metadata" in a]
+    return written_format_version(*needed)
+
+
+def checkpoint_format(state: TableState) -> int:
+    """A checkpoint's format version: its state's features (`txns`: 6), its table's, and the
+    commit it sums up (specs/format.md §8.3)."""
+    return written_format_version(state.format_version, state.log_format,
+                                  TXN_FORMAT_VERSION if state.txns else 0)
 
 
 @dataclass(frozen=True)
@@ -168,7 +188,7 @@ class TransactionLog:
             if fv < d["state"]["format_version"]:   # an older rule claimed for a newer table: a downgrade
                 raise CorruptFileError(f"checkpoint {path} says format version {fv}, older than its table's "
                                        f"{d['state']['format_version']}")
-            state = TableState.from_json(d["state"])
+            state = replace(TableState.from_json(d["state"]), log_format=fv)
             history = [CommitInfo.from_json(x) for x in d["history"]]
         except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError) as e:
             raise CorruptFileError(f"checkpoint {path} is corrupt or truncated: {e!r}") from None
@@ -270,7 +290,7 @@ class TransactionLog:
         table_id = prev.table_id if prev is not None else \
             next((a["metadata"]["table_id"] for a in actions if "metadata" in a), None)
         commit = {
-            "format_version": FORMAT_VERSION, "version": version, "timestamp": ts,
+            "format_version": commit_format(prev, actions), "version": version, "timestamp": ts,
             "operation": operation, "read_version": read_version, "txn_id": txn_id or uuid.uuid4().hex,
             "table_id": table_id, "counts": counts, "data_change": data_change, "actions": actions,
         }
@@ -283,7 +303,7 @@ class TransactionLog:
 
     def write_checkpoint(self, state: TableState, history: list[CommitInfo]) -> None:
         """Best effort: a missing or broken checkpoint only costs replay time."""
-        d = {"format_version": FORMAT_VERSION, "version": state.version,
+        d = {"format_version": checkpoint_format(state), "version": state.version,
              "state": state.to_json(), "history": [h.to_json() for h in history]}
         d["checksum"] = checkpoint_checksum(json.loads(json.dumps(d)))
         try:

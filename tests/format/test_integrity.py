@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
+from tableformat.format.metadata import WRITE_FORMAT_FLOOR
 from tableformat.format.diskrowset import FILE_CACHE
 from tableformat.log.txlog import TransactionLog, checkpoint_path, commit_path
 import glob
@@ -305,7 +306,7 @@ def test_a_format_2_table_still_opens_reads_and_takes_new_commits(tmp_path):
         t2.insert(rows([3]))
     t2.insert(rows([500]))                                   # a format-3 commit after format-2 ones
     t2.update(rows([1], val=-1))
-    assert json.loads((root / commit_path(t2.version)).read_text())["format_version"] == tf.FORMAT_VERSION
+    assert json.loads((root / commit_path(t2.version)).read_text())["format_version"] == WRITE_FORMAT_FLOOR
     t3 = reopen(root)
     assert t3.scan().count() == 41 and t3.check().ok
     # the old rule still guards the old commits' actions
@@ -367,7 +368,7 @@ def test_all_commits_relabelled_to_format_2_are_refused(tmp_path):
         c["checksum"] = zlib.crc32(canonical_json(c["actions"]))
         open(p, "w").write(json.dumps(c))
     with pytest.raises(tf.CorruptFileError,
-                       match=f"says format version 2 in a table created in format version {tf.FORMAT_VERSION}: the file was altered"):
+                       match=f"says format version 2 in a table created in format version {WRITE_FORMAT_FLOOR}: the file was altered"):
         t2 = tf.open_table(d)                     # observed: opens; state.format_version == 3
         assert t2.state.format_version == 3
         assert t2.check().ok                      # observed: 0 violations, forged timestamp in history()

@@ -103,7 +103,8 @@ def test_alter_sets_validates_renames_and_unsets(tmp_path):
 
 
 def test_sequence_column_tables_are_format_4_or_later(t):
-    assert tf.FORMAT_VERSION >= 4 and t.refresh().format_version == tf.FORMAT_VERSION
+    from tableformat.format.metadata import WRITE_FORMAT_FLOOR
+    assert WRITE_FORMAT_FLOOR >= 4 and t.refresh().format_version == WRITE_FORMAT_FLOOR
 
 
 # --- ordering -----------------------------------------------------------------------------------

@@ -11,13 +11,14 @@ from tableformat.log import txlog
 from tableformat.log.txlog import TransactionLog, checkpoint_path, commit_path
 
 from helpers import int_string_schema, metrics_rows, metrics_schema
+from tableformat.format.metadata import WRITE_FORMAT_FLOOR
 
 
 def test_commit_files_record_what_they_did(tmp_path):
     t = tf.create_table(str(tmp_path / "t"), metrics_schema())
     t.insert(metrics_rows(50))
     d = json.loads((tmp_path / "t" / "_log" / "00000000000000000001.json").read_text())
-    assert d["format_version"] == tf.FORMAT_VERSION and d["version"] == 1 and d["operation"] == "INSERT"
+    assert d["format_version"] == WRITE_FORMAT_FLOOR and d["version"] == 1 and d["operation"] == "INSERT"
     assert d["counts"] == {"inserted": 50, "ignored": 0}
     (add,) = [a["add_rowset"] for a in d["actions"]]
     for f in [*add["base"], add["pk_index"], add["bloom"]]:

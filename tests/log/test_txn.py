@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
-from tableformat.log.txlog import checkpoint_path, commit_path
+from tableformat.log.txlog import LAST_CHECKPOINT, checkpoint_path, commit_path
 
 
 def small_schema():
@@ -129,3 +129,69 @@ def test_time_travel_behind_the_history_horizon_reads_the_txns_of_its_version(tm
     t.vacuum(retain_seconds=0, grace_seconds=0)
     assert t.snapshot().history_horizon > 2
     assert (t.snapshot(as_of=1).txn_version("q"), t.snapshot(as_of=2).txn_version("q")) == (-1, 5)
+
+
+# --- the format version each commit declares (specs/format.md, "Format versions of commits") ----
+
+def declared(t, path_of, versions):
+    return [json.loads(t.storage.read(path_of(v)))["format_version"] for v in versions]
+
+
+def test_a_table_that_never_recorded_a_txn_is_read_by_a_format_5_reader(tmp_path, monkeypatch):
+    t = tf.create_table(str(tmp_path / "t"), small_schema(), properties={"checkpoint_interval": 2})
+    for i in range(3):
+        t.upsert(rows([i, i + 10], v=str(i)))
+    t.delete(pa.table({"k": pa.array([0], pa.int64())}))
+    t.tag("nightly")
+    want = {v: t.scan(as_of=v).to_arrow().sort_by("k") for v in range(t.version + 1)}
+    assert declared(t, commit_path, range(t.version + 1)) == [5] * (t.version + 1)
+    assert declared(t, checkpoint_path, [2, 4]) == [5, 5]
+    import tableformat.log.txlog as tl
+    monkeypatch.setattr(tl, "FORMAT_VERSION", 5)           # a reader that knows formats 1-5 only
+    old = tf.open_table(t.uri)
+    assert {v: old.scan(as_of=v).to_arrow().sort_by("k") for v in range(old.version + 1)} == want
+    assert old.tags() == {"nightly": 4} and old.check().ok
+
+
+def test_the_commit_recording_a_txn_is_format_6_and_so_is_every_later_one(tmp_path, monkeypatch):
+    t = tf.create_table(str(tmp_path / "t"), small_schema(), properties={"checkpoint_interval": 3})
+    t.upsert(rows([1]))
+    t.commit_fragments([upsert_fragment(t, [2])], txn=("q", 0))
+    t.upsert(rows([3]))                                     # no txn, but after one: never a downgrade (§8.1)
+    assert declared(t, commit_path, range(4)) == [5, 5, 6, 6]
+    cp = json.loads(t.storage.read(checkpoint_path(3)))
+    assert cp["format_version"] == 6 and cp["state"]["txns"] == {"q": 0}
+    assert cp["state"]["format_version"] == 5               # the format the table was created in
+    t2 = tf.open_table(t.uri)                               # from the checkpoint
+    t2.upsert(rows([4]))
+    assert declared(t2, commit_path, [4]) == [6] and tf.open_table(t.uri).check().ok
+    import tableformat.log.txlog as tl
+    monkeypatch.setattr(tl, "FORMAT_VERSION", 5)
+    with pytest.raises(tf.UnsupportedFormatVersionError, match="format version 6"):
+        tf.open_table(t.uri)
+
+
+def test_a_checkpoint_after_a_txn_is_format_6(tmp_path):
+    t = tf.create_table(str(tmp_path / "t"), small_schema(), properties={"checkpoint_interval": 2})
+    t.commit_fragments([upsert_fragment(t, [1])], txn=("q", 0))
+    t.upsert(rows([2]))
+    assert declared(t, checkpoint_path, [2]) == [6]
+    assert tf.open_table(t.uri).snapshot().txn_version("q") == 0
+
+
+def test_a_log_an_older_engine_wrote_in_format_6_goes_on_in_format_6(tmp_path, monkeypatch):
+    """The engine before this rule wrote every commit as 6: a later commit never declares less
+    (readers refuse a downgrade along the log, §8.1), whether the writer replayed or read a checkpoint."""
+    import tableformat.format.metadata as md
+    t = tf.create_table(str(tmp_path / "t"), small_schema(), properties={"checkpoint_interval": 2})
+    monkeypatch.setattr(md, "WRITE_FORMAT_FLOOR", 6)
+    t.upsert(rows([1]))
+    t.upsert(rows([2]))
+    monkeypatch.undo()
+    assert declared(t, commit_path, range(3)) == [5, 6, 6] and declared(t, checkpoint_path, [2]) == [6]
+    tf.open_table(t.uri).upsert(rows([3]))                  # opened from the checkpoint
+    t.storage.delete_quietly([checkpoint_path(2), LAST_CHECKPOINT])
+    tf.open_table(t.uri).upsert(rows([4]))                  # opened by replay
+    assert declared(t, commit_path, [3, 4]) == [6, 6]
+    t3 = tf.open_table(t.uri)
+    assert t3.scan().count() == 4 and t3.check().ok

@@ -303,16 +303,15 @@ def test_a_task_built_without_its_delta_list_applies_every_delta(tmp_path):
 def test_a_format_3_table_reads_and_upgrades_at_its_compaction(tmp_path, monkeypatch):
     import json
     import tableformat.format.metadata as md
-    import tableformat.table as tb
     import tableformat.log.txlog as tl
-    for mod in (md, tb, tl):
+    for mod in (md, tl):
         monkeypatch.setattr(mod, "FORMAT_VERSION", 3)
     t = kv(tmp_path / "t")
     t.insert(pa.table({"key": [f"k{i}" for i in range(8)], "val": list(range(8))}))
     t.delete(pa.table({"key": ["k2"]}))
     t.update(pa.table({"key": ["k3"], "val": [30]}))
     v3_head = t.version
-    for mod in (md, tb, tl):
+    for mod in (md, tl):
         monkeypatch.setattr(mod, "FORMAT_VERSION", 4)
     t = tf.open_table(str(tmp_path / "t"))
     before = every_version(t)

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 import tableformat as tf
+from tableformat.format.metadata import WRITE_FORMAT_FLOOR
 
 from helpers import during_next_commit, kv, merge_all
 
@@ -54,7 +55,7 @@ def test_tag_actions_in_the_log(tmp_path):
     from tableformat.log.txlog import commit_path
     tag = json.loads(t.storage.read(commit_path(2)))
     untag = json.loads(t.storage.read(commit_path(3)))
-    assert tag["format_version"] == tf.FORMAT_VERSION >= 4 and tag["data_change"] is False
+    assert tag["format_version"] == WRITE_FORMAT_FLOOR >= 4 and tag["data_change"] is False
     assert tag["actions"] == [{"tag": {"name": "nightly", "version": 1, "timestamp": t.history()[1].timestamp}}]
     assert untag["actions"] == [{"untag": {"name": "nightly"}}]
     assert [h.operation for h in t.history()[2:]] == ["TAG", "UNTAG"]

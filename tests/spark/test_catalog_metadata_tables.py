@@ -1,33 +1,15 @@
 """The catalog's metadata tables (`<table>.tablets`, `.rowsets`, `.deltas`, `.files`, `.history`, `.tags`,
 issue #35 item 2): read by the JVM from the log, with the engine's columns and meanings
 (tableformat/read/inspect.py), compared row for row with `Table.inspect`, latest and as of a version."""
-import itertools
-
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from helpers import range_keyed
+from helpers import range_keyed, spark_catalog as catalog
 
 pyspark = pytest.importorskip("pyspark")
 
-CATALOG_CLASS = "tableformat.catalog.TableFormatCatalog"
-_names = itertools.count()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def connector(spark):
-    from spark_jobs.connector import loaded
-    why = loaded(spark)
-    if why:
-        pytest.skip(f"the JVM connector is unavailable: {why}")
-
-
-def catalog(spark, warehouse) -> str:
-    name = f"tfm{next(_names)}"
-    spark.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(warehouse))
-    return name
+pytestmark = pytest.mark.usefixtures("jvm_connector")
 
 
 def normalized(t: pa.Table) -> list[dict]:

@@ -3,36 +3,19 @@ read from SQL with no plan from Python, the JVM planner (specs/format.md §9.4) 
 time travel in SQL and in read options (§8.2), pruning from SQL predicates with §13's semantics,
 and writes refused with the Spark job to use. Every read is compared with the engine's own scan."""
 import datetime
-import itertools
 import os
 
 import pyarrow as pa
 import pytest
 
 import tableformat as tf
+from tableformat.format.metadata import WRITE_FORMAT_FLOOR
 
-from helpers import assert_same_rows, int_keyed, range_keyed as ranged
+from helpers import assert_same_rows, int_keyed, range_keyed as ranged, spark_catalog as catalog
 
 pyspark = pytest.importorskip("pyspark")
 
-CATALOG_CLASS = "tableformat.catalog.TableFormatCatalog"
-_names = itertools.count()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def connector(spark):
-    from spark_jobs.connector import loaded
-    why = loaded(spark)
-    if why:
-        pytest.skip(f"the JVM connector is unavailable: {why}")
-
-
-def catalog(spark, warehouse) -> str:
-    """A catalog of its own for one test (Spark keeps a catalog once it is initialized)."""
-    name = f"tfc{next(_names)}"
-    spark.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(warehouse))
-    return name
+pytestmark = pytest.mark.usefixtures("jvm_connector")
 
 
 def plan_text(df) -> str:
@@ -57,7 +40,7 @@ def test_show_namespaces_tables_and_describe(spark, tmp_path):
     rows = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {c}.sales.orders").collect()}
     assert rows["k"] == "bigint" and rows["v"] == "double" and rows["s"] == "string"
     props = rows["Table Properties"]
-    assert "primary_key=k" in props and f"format_version={tf.FORMAT_VERSION}" in props, props
+    assert "primary_key=k" in props and f"format_version={WRITE_FORMAT_FLOOR}" in props, props
     assert "partitioning=range(k) with 10 ranges" in props and f"version={t.version}" in props, props
     assert rows["Provider"] == "tableformat" and rows["Location"].endswith("/wh/sales/orders")
 

@@ -20,12 +20,7 @@ CONNECTOR_SCAN = "BatchScan tableformat_jvm"
 PYTHON_SCAN = "BatchScan tableformat@"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def connector(spark):
-    from spark_jobs.connector import loaded
-    why = loaded(spark)
-    if why:
-        pytest.skip(f"the JVM connector is unavailable: {why}")
+pytestmark = pytest.mark.usefixtures("jvm_connector")
 
 
 def keys(t, rows):

@@ -96,7 +96,7 @@ def test_a_large_batch_goes_through_the_spark_merge_job_with_its_txn(spark, tmp_
     big = UpsertSink(t.uri, op_column="op", app_id="big", local_rows=10)
     for b, d in enumerate(data):
         res = big(spark.createDataFrame(d.to_pandas()), b)
-        assert res.operation == "MERGE"
+        assert res.operation == "STREAM APPLY"
         apply_model(model, d)
     assert table_rows(t.uri) == model
     assert [(a, b) for _, a, b in txn_commits(t.uri)] == [("big", 0), ("big", 1)]
@@ -106,7 +106,7 @@ def test_a_large_batch_goes_through_the_spark_merge_job_with_its_txn(spark, tmp_
     u = tf.create_table(str(tmp_path / "u"), schema())
     ins = UpsertSink(u.uri, mode="insert", app_id="ins", local_rows=0)
     rows = pa.table({"k": pa.array(range(50), pa.int64()), "v": ["x"] * 50, "seq": pa.array([0] * 50, pa.int64())})
-    assert ins(spark.createDataFrame(rows.to_pandas()), 0).operation == "INSERT"
+    assert ins(spark.createDataFrame(rows.to_pandas()), 0).operation == "STREAM INSERT"
     assert ins(spark.createDataFrame(rows.to_pandas()), 0) is None
     assert [(a, b) for _, a, b in txn_commits(u.uri)] == [("ins", 0)] and len(table_rows(u.uri)) == 50
 
@@ -128,6 +128,34 @@ def test_insert_and_upsert_modes(spark, tmp_path):
     assert tf.open_table(t.uri).snapshot().txn_version("u") == 0
 
 
+def test_a_batch_has_the_same_history_name_on_the_driver_and_through_the_spark_jobs(spark, tmp_path):
+    """One micro-batch, planned on the driver (local_rows above its size) or written by the Spark
+    insert or merge job (local_rows 0), is the same stream operation in the history."""
+    rows = pa.table({"k": pa.array(range(30), pa.int64()), "v": ["x"] * 30, "seq": pa.array([1] * 30, pa.int64()),
+                     "op": ["upsert"] * 30})
+    for kw, name in [(dict(mode="insert"), "STREAM INSERT"), ({}, "STREAM UPSERT"),
+                     (dict(op_column="op"), "STREAM APPLY")]:
+        for path, local_rows in [("driver", 1000), ("spark", 0)]:
+            t = tf.create_table(str(tmp_path / f"{name.split()[1]}-{path}"), schema())
+            sink = UpsertSink(t.uri, app_id="q", local_rows=local_rows, **kw)
+            data = rows if "op_column" in kw else rows.drop(["op"])
+            res = sink(spark.createDataFrame(data.to_pandas()), 0)
+            assert (path, res.operation, tf.open_table(t.uri).history()[-1].operation) == (path, name, name)
+            assert len(table_rows(t.uri)) == 30
+
+
+@pytest.mark.parametrize("operation", ["", 5])
+def test_a_bad_operation_name_for_the_spark_jobs_is_typed(tmp_path, operation):
+    from spark_jobs.insert import partitioned_insert
+    from spark_jobs.merge import mutation_merge
+    t = tf.create_table(str(tmp_path / "t"), schema())
+    with pytest.raises(tf.InvalidOptionError, match="operation"):
+        partitioned_insert(None, None, t.uri, operation=operation)
+    with pytest.raises(tf.InvalidOptionError, match="operation"):
+        mutation_merge(None, None, t.uri, op="upsert", operation=operation)
+    assert tf.open_table(t.uri).version == 0
+
+
 @pytest.mark.parametrize("kw", [dict(mode="merge"), dict(mode="insert", op_column="op"), dict(op_column=""),
                                 dict(app_id=""), dict(local_rows=-1), dict(mode="insert", columns=["v"])])
 def test_bad_sink_options_are_typed_errors(tmp_path, kw):
@@ -139,20 +167,32 @@ def test_bad_sink_options_are_typed_errors(tmp_path, kw):
 
 
 def test_upsert_stream_uses_the_query_id_as_app_id(spark, tmp_path):
-    t = sequenced_table(tmp_path / "t")
-    src = tmp_path / "in"
-    src.mkdir()
-    rng, model = random.Random(9), {}
-    for b in range(2):
-        d = ops_batch(rng, b)
-        write_input(src, b, d)
-        apply_model(model, d)
-    df = spark.readStream.schema("k long, v string, seq long, op string").option("maxFilesPerTrigger", 1) \
-        .parquet(str(src))
+    t, src, model = stream_input(tmp_path, seed=9, batches=2)
+    df = file_stream(spark, src)
     q = upsert_stream(df, t.uri, str(tmp_path / "ck"), trigger={"availableNow": True}, op_column="op")
     q.awaitTermination()
     assert table_rows(t.uri) == model
     assert [(a, b) for _, a, b in txn_commits(t.uri)] == [(q.id, 0), (q.id, 1)]
+
+
+def stream_input(tmp_path, seed: int, batches: int) -> tuple[tf.Table, object, dict]:
+    """A sequenced table, and `batches` micro-batches of random operations (ops_batch) written to
+    `tmp_path/in` in the file source's order: the table, the input folder, the rows it must reach."""
+    t = sequenced_table(tmp_path / "t")
+    src = tmp_path / "in"
+    src.mkdir()
+    rng, model = random.Random(seed), {}
+    for b in range(batches):
+        d = ops_batch(rng, b)
+        write_input(src, b, d)
+        apply_model(model, d)
+    return t, src, model
+
+
+def file_stream(spark, src):
+    """The input folder as a stream of one file (one micro-batch) a trigger."""
+    return spark.readStream.schema("k long, v string, seq long, op string").option("maxFilesPerTrigger", 1) \
+        .parquet(str(src))
 
 
 # --- kill -9 of a driver running the query (tests/spark/sink_child.py) ------------------------------
@@ -268,23 +308,14 @@ def file_list(uri) -> list[str]:
 # --- the sink as a format: df.writeStream.format("tableformat") (spark_jobs/sink_format.py) ----------
 
 def format_stream(spark, src, uri, ck, app_id="orders"):
-    df = spark.readStream.schema("k long, v string, seq long, op string").option("maxFilesPerTrigger", 1) \
-        .parquet(str(src))
-    w = df.writeStream.format("tableformat").option("opColumn", "op").option("checkpointLocation", ck)
+    w = file_stream(spark, src).writeStream.format("tableformat").option("opColumn", "op").option("checkpointLocation", ck)
     q = (w.option("txnAppId", app_id) if app_id else w).trigger(availableNow=True).start(uri)
     q.awaitTermination()
     return q
 
 
 def test_the_format_commits_each_batch_once_under_its_txn_app_id(spark, tmp_path):
-    t = sequenced_table(tmp_path / "t")
-    src = tmp_path / "in"
-    src.mkdir()
-    rng, model = random.Random(17), {}
-    for b in range(3):
-        d = ops_batch(rng, b)
-        write_input(src, b, d)
-        apply_model(model, d)
+    t, src, model = stream_input(tmp_path, seed=17, batches=3)
     format_stream(spark, src, t.uri, str(tmp_path / "ck"))
     assert table_rows(t.uri) == model
     assert [(a, b) for _, a, b in txn_commits(t.uri)] == [("orders", 0), ("orders", 1), ("orders", 2)]

@@ -9,12 +9,7 @@ from helpers import assert_same_rows, range_keyed
 pytest.importorskip("pyspark")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def connector(spark):
-    from spark_jobs.connector import loaded
-    why = loaded(spark)
-    if why:
-        pytest.skip(f"the JVM connector is unavailable: {why}")
+pytestmark = pytest.mark.usefixtures("jvm_connector")
 
 
 def plan_text(df) -> str:

@@ -77,6 +77,21 @@ class LogReplayTest {
   }
 
   @Test
+  void eachCommitDeclaresTheFormatItNeedsAndNeverLessThanTheOneBefore() throws Exception {
+    TestLog log = TestLog.standard(dir);                   // format 5 throughout: no txn
+    log.formatVersion = 6;
+    log.commit("STREAM UPSERT", TestLog.txn("q", 0), TestLog.addRedo("c", "r1", "redo-3.parquet", 0, 1));
+    LogReader.Loaded l = log.reader().load(null);
+    assertEquals(5, l.state().version());
+    assertEquals(5, l.state().formatVersion());            // the format the table was created in
+    assertEquals(4, log.reader().load(4L).state().version());
+    log.formatVersion = 5;                                 // a 5 after a 6: relabelled to an older rule
+    log.commit("DELETE", TestLog.addRedo("c", "r1", "redo-4.parquet", 1, 0));
+    CorruptFileError e = assertThrows(CorruptFileError.class, () -> log.reader().load(null));
+    assertTrue(e.getMessage().contains("format version 5 after a commit of format version 6"), e.getMessage());
+  }
+
+  @Test
   void aCommitOfAnotherTableIsATableReplaced() throws Exception {
     TestLog log = TestLog.standard(dir);
     TestLog other = new TestLog(dir, 5);

@@ -11,7 +11,8 @@ import java.nio.file.Path;
 import org.apache.hadoop.conf.Configuration;
 
 /**
- * A table log written by a test (specs/format.md §8): commit files of format version 5 with their
+ * A table log written by a test (specs/format.md §8): commit files of format version 5 (or
+ * {@link #formatVersion}) with their
  * checksums, for a table keyed by int64 {@code k} with a double {@code v}, in two range partitions
  * ({@code r0}: k below 100, {@code r1}: from 100). No data file exists: the log alone is replayed.
  */
@@ -22,6 +23,8 @@ public final class TestLog {
   private long next;
   /** The table_id the next commits carry (another one: a replaced table, §8.2). */
   public String tableId = TABLE_ID;
+  /** The format version the next commits declare (each declares what its contents need, §8.1). */
+  public int formatVersion = 5;
 
   public TestLog(Path root) {
     this.root = root;
@@ -45,7 +48,7 @@ public final class TestLog {
   public long commit(String operation, JsonNode... actions) throws IOException {
     long v = next++;
     ObjectNode c = JSON.createObjectNode();
-    c.put("format_version", 5).put("version", v).put("timestamp", 1000 * (v + 1)).put("operation", operation);
+    c.put("format_version", formatVersion).put("version", v).put("timestamp", 1000 * (v + 1)).put("operation", operation);
     c.put("table_id", tableId);
     ArrayNode a = c.putArray("actions");
     for (JsonNode x : actions) a.add(x);
@@ -104,6 +107,11 @@ public final class TestLog {
 
   public static JsonNode removeRowset(String id) {
     return json("{'remove_rowset':{'id':'" + id + "'}}");
+  }
+
+  /** A streaming batch's record (format 6, §8.2). */
+  public static JsonNode txn(String appId, long version) {
+    return json("{'txn':{'app_id':'" + appId + "','version':" + version + "}}");
   }
 
   public static JsonNode tag(String name, long version, long ts) {
