@@ -309,6 +309,8 @@ def _place_flat(base: pa.Array, pos: np.ndarray, values: pa.Array, drop: "_Drop 
             pos, vals = pos[kept], vals[kept]
             vvalid = None if vvalid is None else vvalid[kept]
         pos = pos - np.searchsorted(drop.dead, pos)
+    if dtype is None and vvalid is None and not base.null_count:  # bool without NULLs: bits set in place
+        return _place_bits(base.filter(drop.mask) if drop is not None else base, pos, vals)
     if dtype is None:                                              # bool
         src, bvalid = _values_and_validity(base, None)
         out = src[drop.keep] if drop is not None else src.copy()
@@ -340,6 +342,29 @@ def _place_flat(base: pa.Array, pos: np.ndarray, values: pa.Array, drop: "_Drop 
         if nulls:
             validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(base.type, n, [validity, data], null_count=nulls)
+
+
+def _place_bits(live: pa.Array, pos: np.ndarray, vals: np.ndarray) -> pa.Array:
+    """A boolean array without NULLs with `vals` at `pos` (sorted, unique): its bit buffer copied
+    (n/8 bytes) and the changed bits set and cleared per byte, where unpacking every bit to a
+    byte and packing them again cost ~1.3 ms per 10^6 rows of a scan (bench_peers' `ok`)."""
+    n = len(live)
+    first, tail = divmod(live.offset, 8)
+    src = np.frombuffer(live.buffers()[1], np.uint8)[first:first + (tail + n + 7) // 8]
+    bits = src.copy() if not tail else np.packbits(
+        np.unpackbits(src, bitorder="little")[tail:tail + n], bitorder="little")
+    for on in (True, False):
+        p = pos[vals == on]
+        if not len(p):
+            continue
+        byte = p >> 3
+        starts = np.flatnonzero(np.r_[True, byte[1:] != byte[:-1]])
+        m = np.bitwise_or.reduceat(np.left_shift(1, p & 7).astype(np.uint8), starts)
+        if on:
+            bits[byte[starts]] |= m
+        else:
+            bits[byte[starts]] &= ~m
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
 
 
 class _Drop:
