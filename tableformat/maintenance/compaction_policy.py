@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import pyarrow as pa
 
 from ..format.deltafile import REDO, UNDO, DeltaFileMeta
 from ..format.metadata import RowSetMeta, TableState, property_value
@@ -294,7 +295,14 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ke
         -> list[CompactionAction]:
     """Major delta compactions past MAJOR_MIN_RATIO, else minor ones folding several REDO files
     into one (a scan then opens one delta file per rowset); REDO updates left in place under the
-    ratio are noted in `kept` with what they cost reads."""
+    ratio are noted in `kept` with what they cost reads.
+
+    Under the ratio, updates of variable-width columns are still applied to base data (a major
+    delta of those columns alone) while those columns are cheap to rewrite (their share of the
+    base bytes under FOLD_FLOOR_SHARE x rowset_target_bytes): a scan places a fixed-width
+    column's updates by a scatter into a copy, but a string column's by a take of every value
+    (~5 ms per 10^6 rows, bench_peers' `tag`: a tenth of the scan's CPU) whatever their number.
+    """
     out = []
     for r in rowsets:
         redo = [d for d in st.deltas_of(r.id) if d.kind == REDO]
@@ -310,7 +318,16 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ke
                                         f"REDO bytes are {ratio:.0%} of base: apply updates of {len(cols)} "
                                         f"column(s) to base data", redo_bytes + col_bytes, tuple(cols)))
             continue
-        if len(redo) > 1:
+        var = [c for c in cols if _variable_width(st.schema.by_id(c).arrow_type)]
+        var_bytes = base_bytes * len(var) // max(1, len(st.schema.columns))     # as a share of columns
+        if var and var_bytes < FOLD_FLOOR_SHARE * st.properties["rowset_target_bytes"]:
+            # a major delta of these columns alone also folds the REDO files into one
+            out.append(CompactionAction("major_delta", tablet, (r.id,), len(var) / len(st.schema.columns),
+                                        f"updates of {len(var)} variable-width column(s) cost every scan of them a "
+                                        "copy of each whole column (a take): apply them to base data",
+                                        redo_bytes + var_bytes, tuple(var)))
+            cols = [c for c in cols if c not in var]
+        elif len(redo) > 1:
             out.append(CompactionAction("minor_delta", tablet, (r.id,),
                                         min(1.0, (len(redo) - 1) / MINOR_FILES_FOR_FULL_SCORE),
                                         f"{len(redo)} REDO files: merge them into one", redo_bytes))
@@ -321,6 +338,11 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ke
                         f"scan of those columns places them (one pass over each such column); major delta "
                         f"compaction once REDO bytes reach {MAJOR_MIN_RATIO:.0%} of base")
     return out
+
+
+def _variable_width(t) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
+        pa.types.is_large_binary(t)
 
 
 def ancient_undo(st: TableState, rid: str, ahm: int | None) -> list[DeltaFileMeta]:

@@ -183,3 +183,26 @@ def test_reclaim_deleted_pct_under_a_tenth_still_rewrites_for_space(tmp_path):
     assert big in a.rowsets and "rewritten anyway" in a.reason
     t.compact()
     assert sum(r.num_rows for r in t.state.rowsets.values()) == 20000 + 100 - 1000
+
+
+def test_updates_of_a_string_column_are_applied_to_base_data_under_the_ratio(tmp_path):
+    """A scan places a string column's updates by a take of every value, whatever their number:
+    a major delta of that column alone (cheap to rewrite) applies them; the double column's few
+    updates stay REDO records, explained."""
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double"), tf.Column("s", "string")],
+                       primary_key=["k"])
+    t = tf.create_table(str(tmp_path / "t"), schema)
+    t.insert(pa.table({"k": np.arange(20000), "v": np.zeros(20000), "s": ["a", "b"] * 10000}))
+    rid = next(iter(t.state.rowsets))
+    t.update(pa.table({"k": np.arange(0, 20000, 100), "s": ["c"] * 200}))
+    t.update(pa.table({"k": np.arange(1, 20000, 100), "v": np.ones(200)}))
+    before = t.scan(ordered=True).to_arrow()
+    (a,) = t.compaction_plan().actions
+    assert a.kind == "major_delta" and a.columns == (schema.column("s").id,) and "variable-width" in a.reason
+    assert "keeps 200 updated cell(s) of 1 column(s) as REDO records" in t.compaction_plan().explain()
+    t.compact()
+    (redo,) = [d for d in t.state.deltas_of(rid) if d.kind == "redo"]     # one file, with v's updates only
+    assert not redo.updates(schema.column("s").id) and redo.updates(schema.column("v").id)
+    assert_same_rows(t.scan(ordered=True).to_arrow(), before, ("k",))
+    assert t.scan(as_of=1, columns=["s"]).to_arrow().column("s").to_pylist() == ["a", "b"] * 10000
+    assert not t.compaction_plan().actions and t.check().ok
