@@ -3,15 +3,16 @@
 Candidates are scored as Kudu scores them: a merging compaction by how much it
 lowers the tablet's average rowset height (overlap in key space) plus a bonus
 for small rowsets; a major delta compaction by REDO bytes against base bytes;
-a minor one by the number of REDO files; a rowset whose deleted rows
-pay for its rewrite (KUDU-1625: a tenth of its rows, or a rowset cheap to
-rewrite) is rewritten alone, its deleted rows moving to history-only rowsets
-that current scans skip, and one with fewer deleted rows keeps them as a delete
-mask (its REDO files folded into one by a minor delta compaction); ancient UNDO files and history-only rowsets are
-dropped (UNDO GC). The
-policy picks a 0/1 knapsack under a byte budget and returns a plan a person
-can print and read. Policies are pluggable: anything with `pick(state, budget,
-ahm) -> CompactionPlan`. See specs/format.md §12.
+a minor one by the number of REDO files. A rowset whose deleted rows pay for
+its rewrite (KUDU-1625: a tenth of its rows, or a rowset cheap to rewrite) is
+rewritten alone, its deleted rows moving to history-only rowsets that current
+scans skip; one with fewer keeps them as a delete mask. What pays is bounded
+as Kudu bounds a major delta: a rewrite writes at most ~10x what it absorbs
+(specs/design/compaction.md). Ancient UNDO files and history-only rowsets are
+dropped (UNDO GC). The policy picks a 0/1 knapsack under a byte budget and
+returns a plan a person can print and read, with what it gives up. Policies
+are pluggable: anything with `pick(state, budget, ahm) -> CompactionPlan`.
+See specs/format.md §12.
 """
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ class CompactionPlan:
         return "\n".join([head] + [f"  {i + 1}. {a}" for i, a in enumerate(self.actions)])
 
     def explain(self) -> str:
-        """The plan, then what it gives up: overlaps it tolerates, candidates the budget left out."""
+        """The plan, then what it gives up and what that costs reads: overlaps it tolerates, deleted
+        rows and REDO updates it leaves in place, candidates the budget left out."""
         gave = [f"  - {g}" for g in self.given_up] or ["  nothing: every candidate worth doing is in the plan"]
         return "\n".join([str(self), "Given up:"] + gave)
 
