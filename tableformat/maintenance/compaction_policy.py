@@ -3,13 +3,16 @@
 Candidates are scored as Kudu scores them: a merging compaction by how much it
 lowers the tablet's average rowset height (overlap in key space) plus a bonus
 for small rowsets; a major delta compaction by REDO bytes against base bytes;
-a minor one by the number of REDO files; rowsets with deleted rows are
-rewritten alone (KUDU-1625), their deleted rows moving to history-only rowsets
-that current scans skip; ancient UNDO files and history-only rowsets are
-dropped (UNDO GC). The
-policy picks a 0/1 knapsack under a byte budget and returns a plan a person
-can print and read. Policies are pluggable: anything with `pick(state, budget,
-ahm) -> CompactionPlan`. See specs/format.md §12.
+a minor one by the number of REDO files. A rowset whose deleted rows pay for
+its rewrite (KUDU-1625: a tenth of its rows, or a rowset cheap to rewrite) is
+rewritten alone, its deleted rows moving to history-only rowsets that current
+scans skip; one with fewer keeps them as a delete mask. What pays is bounded
+as Kudu bounds a major delta: a rewrite writes at most ~10x what it absorbs
+(specs/design/compaction.md). Ancient UNDO files and history-only rowsets are
+dropped (UNDO GC). The policy picks a 0/1 knapsack under a byte budget and
+returns a plan a person can print and read, with what it gives up. Policies
+are pluggable: anything with `pick(state, budget, ahm) -> CompactionPlan`.
+See specs/format.md §12.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import pyarrow as pa
 
 from ..format.deltafile import REDO, UNDO, DeltaFileMeta
 from ..format.metadata import RowSetMeta, TableState, property_value
@@ -32,6 +36,12 @@ MINOR_FILES_FOR_FULL_SCORE = 20   # ours: Kudu's 1000 assumes memstore flushes, 
 # REDO DELETE records, and filtering every column read instead of slicing it), as a fraction of
 # the scan (bench_compaction --only history measures the whole effect).
 DELETE_MASK_COST = 0.05
+# ours (specs/format.md §12, "what pays"; Lance's materialize_deletions_threshold): a rowset is
+# rewritten for its deleted rows once they are this share of its rows, so a rewrite writes at most
+# 10x the rows it removes (the bound of MAJOR_MIN_RATIO and FOLD_MIN_SHARE); under it a scan reads
+# the deleted rows' bytes and drops them with one mask: ~0.7 ms of CPU per column per 10^6 rows
+# (bench_peers, 0.1% deleted: its read after compaction 1.09-1.12x the floor's CPU, 0.95x rewritten).
+DELETED_REWRITE_RATIO = 0.1
 _MOSTLY_ONE = 0.9                 # a merge whose largest input holds this share of its bytes says so
 # ours (specs/format.md §12, "what pays"): smaller rowsets overlapping a big one are folded into it
 # once they hold this share of its bytes (Kudu's major delta ratio: a rewrite writes at most 10x
@@ -77,7 +87,8 @@ class CompactionPlan:
         return "\n".join([head] + [f"  {i + 1}. {a}" for i, a in enumerate(self.actions)])
 
     def explain(self) -> str:
-        """The plan, then what it gives up: overlaps it tolerates, candidates the budget left out."""
+        """The plan, then what it gives up and what that costs reads: overlaps it tolerates, deleted
+        rows and REDO updates it leaves in place, candidates the budget left out."""
         gave = [f"  - {g}" for g in self.given_up] or ["  nothing: every candidate worth doing is in the plan"]
         return "\n".join([str(self), "Given up:"] + gave)
 
@@ -115,8 +126,8 @@ def _deleted_rows(st: TableState, rid: str, ahm: int | None = -1) -> int:
 
 def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ahm: int | None,
                       kept: list[str]) -> list[CompactionAction]:
-    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets with deleted rows;
-    what the overlap rule leaves as it is goes to `kept`.
+    """Clusters of overlapping rowsets, runs of small rowsets, and rowsets whose deleted rows pay
+    for a rewrite; what the overlap and deleted-rows rules leave as it is goes to `kept`.
 
     History-only rowsets take no part: no current read touches them, and UNDO GC drops them
     once their rows' deletes pass `ahm`. Rowsets whose rows are all deleted (ghost layers of
@@ -124,26 +135,30 @@ def _merge_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ah
     """
     everything = [r for r in rowsets if not r.history_only]
     rowsets = [r for r in everything if _deleted_rows(st, r.id) < r.num_rows]
+    notes: dict[str, str] = {}       # rowsets that keep their deleted rows: what that costs reads
+    alone = {r.id: _deleted_rows_candidate(st, tablet, r, ahm, notes) for r in everything}
     out: list[CompactionAction] = []
-    rewritten = {r.id for r in everything if _deleted_rows(st, r.id) > 0}
+    rewritten = {rid for rid, a in alone.items() if a}
     if rowsets:
         out = _overlap_candidates(st, tablet, rowsets, rewritten, kept)
     in_merge = {x for a in out for x in a.rowsets}
     for r in sorted(everything, key=lambda r: r.min_key):
         if r.id not in in_merge:
-            out += _deleted_rows_candidate(st, tablet, r, ahm)
+            out += alone[r.id]
+    kept += [n for rid, n in notes.items() if rid not in in_merge]
     return out
 
 
-def _deleted_rows_candidate(st: TableState, tablet: str, r: RowSetMeta, ahm: int | None) \
+def _deleted_rows_candidate(st: TableState, tablet: str, r: RowSetMeta, ahm: int | None, kept: dict) \
         -> list[CompactionAction]:
-    """A rowset with deleted rows, rewritten alone (KUDU-1625), for the present and for space.
+    """A rowset rewritten alone for its deleted rows (KUDU-1625) when that pays: they are
+    DELETED_REWRITE_RATIO of its rows, or the rowset is cheap to rewrite (under FOLD_FLOOR_SHARE x
+    rowset_target_bytes), or rows deleted before `ahm` reach `reclaim_deleted_pct` (space).
 
-    Every current scan of it reads the deleted rows, their REDO DELETE records and a filter
-    pass over each column it reads: the cost is the deleted fraction plus DELETE_MASK_COST,
-    and a merge ends it (rows deleted within the history move to history-only rowsets).
-    Rows deleted before `ahm` are also reclaimed: at `reclaim_deleted_pct` that alone is
-    worth the rewrite.
+    Every current scan of it reads the deleted rows and drops them with a mask: the score is
+    the deleted fraction plus DELETE_MASK_COST, and the rewrite moves the rows deleted within
+    the history to history-only rowsets. A rowset with fewer deleted rows keeps its mask; what
+    that costs reads goes to `kept` (the plan's `explain()`).
     """
     dead = _deleted_rows(st, r.id)
     if dead <= 0:
@@ -156,9 +171,17 @@ def _deleted_rows_candidate(st: TableState, tablet: str, r: RowSetMeta, ahm: int
         return [CompactionAction("merge", tablet, (r.id,), max(scan_cost, old / r.num_rows),
                                  f"{old} of {r.num_rows} rows were deleted before the history retention: "
                                  "rewriting reclaims them", size)]
-    return [CompactionAction("merge", tablet, (r.id,), scan_cost,
-                             f"{dead} of {r.num_rows} rows are deleted: every current scan reads them and "
-                             "applies a delete mask; rewriting moves them to a history-only rowset", size)]
+    cheap = size < FOLD_FLOOR_SHARE * st.properties["rowset_target_bytes"]
+    if dead >= DELETED_REWRITE_RATIO * r.num_rows or cheap:
+        return [CompactionAction("merge", tablet, (r.id,), scan_cost,
+                                 f"{dead} of {r.num_rows} rows are deleted: every current scan reads them and "
+                                 "applies a delete mask; rewriting moves them to a history-only rowset", size)]
+    kept[r.id] = (f"tablet {tablet}: rowset {r.id[:8]} ({r.size_bytes / MIB:.1f} MiB) keeps {dead} deleted row(s) "
+                f"({dead / r.num_rows:.2%} of its {r.num_rows}) as a delete mask, not rewritten: every current "
+                f"scan of it reads their bytes and drops them in one mask pass per column; it is rewritten once "
+                f"they reach {DELETED_REWRITE_RATIO:.0%} of its rows, or rows deleted before the history "
+                f"retention reach reclaim_deleted_pct ({pct}%)")
+    return []
 
 
 def _clusters(rowsets: list[RowSetMeta]) -> list[list[RowSetMeta]]:
@@ -271,7 +294,18 @@ def _small_runs(tablet: str, small: list[RowSetMeta], size: dict, bonus: dict, t
     return out
 
 
-def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) -> list[CompactionAction]:
+def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], kept: list[str]) \
+        -> list[CompactionAction]:
+    """Major delta compactions past MAJOR_MIN_RATIO, else minor ones folding several REDO files
+    into one (a scan then opens one delta file per rowset); REDO updates left in place under the
+    ratio are noted in `kept` with what they cost reads.
+
+    Under the ratio, updates of variable-width columns are still applied to base data (a major
+    delta of those columns alone) while those columns are cheap to rewrite (their share of the
+    base bytes under FOLD_FLOOR_SHARE x rowset_target_bytes): a scan places a fixed-width
+    column's updates by a scatter into a copy, but a string column's by a take of every value
+    (~5 ms per 10^6 rows, bench_peers' `tag`: a tenth of the scan's CPU) whatever their number.
+    """
     out = []
     for r in rowsets:
         redo = [d for d in st.deltas_of(r.id) if d.kind == REDO]
@@ -286,11 +320,32 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta]) ->
             out.append(CompactionAction("major_delta", tablet, (r.id,), min(1.0, ratio),
                                         f"REDO bytes are {ratio:.0%} of base: apply updates of {len(cols)} "
                                         f"column(s) to base data", redo_bytes + col_bytes, tuple(cols)))
+            continue
+        var = [c for c in cols if _variable_width(st.schema.by_id(c).arrow_type)]
+        var_bytes = base_bytes * len(var) // max(1, len(st.schema.columns))     # as a share of columns
+        if var and var_bytes < FOLD_FLOOR_SHARE * st.properties["rowset_target_bytes"]:
+            # a major delta of these columns alone also folds the REDO files into one
+            out.append(CompactionAction("major_delta", tablet, (r.id,), len(var) / len(st.schema.columns),
+                                        f"updates of {len(var)} variable-width column(s) cost every scan of them a "
+                                        "copy of each whole column (a take): apply them to base data",
+                                        redo_bytes + var_bytes, tuple(var)))
+            cols = [c for c in cols if c not in var]
         elif len(redo) > 1:
             out.append(CompactionAction("minor_delta", tablet, (r.id,),
                                         min(1.0, (len(redo) - 1) / MINOR_FILES_FOR_FULL_SCORE),
                                         f"{len(redo)} REDO files: merge them into one", redo_bytes))
+        if cols:
+            cells = sum(n for d in redo for c, n in d.update_counts.items() if c in cols)
+            kept.append(f"tablet {tablet}: rowset {r.id[:8]} keeps {cells} updated cell(s) of {len(cols)} column(s) "
+                        f"as REDO records ({ratio:.1%} of its base bytes), not applied to base data: every current "
+                        f"scan of those columns places them (one pass over each such column); major delta "
+                        f"compaction once REDO bytes reach {MAJOR_MIN_RATIO:.0%} of base")
     return out
+
+
+def _variable_width(t) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
+        pa.types.is_large_binary(t)
 
 
 def ancient_undo(st: TableState, rid: str, ahm: int | None) -> list[DeltaFileMeta]:
@@ -326,7 +381,7 @@ def plan(st: TableState, budget_bytes: int, ahm: int | None = None) -> Compactio
     for tablet, rowsets in sorted(by_tablet.items()):
         merges = _merge_candidates(st, tablet, rowsets, ahm, kept)
         merged = {x for a in merges for x in a.rowsets}
-        cands += merges + _delta_candidates(st, tablet, [r for r in rowsets if r.id not in merged])
+        cands += merges + _delta_candidates(st, tablet, [r for r in rowsets if r.id not in merged], kept)
     chosen = _knapsack(cands, budget_bytes)
     kept += [f"over the budget: {a.kind} of tablet {a.tablet} rowsets [{', '.join(r[:8] for r in a.rowsets)}] "
              f"({a.bytes_read / MIB:.2f} MiB, score {a.score:.3f}) waits for a later run" for a in cands if a not in chosen]

@@ -261,8 +261,6 @@ def _in_rows(changes: tuple[np.ndarray, pa.Array], start: int, stop: int, rowids
     return ids[lo:hi] - start, values.slice(lo, hi - lo)
 
 
-
-
 def _fixed_numeric(a: pa.Array) -> bool:
     return (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)) and not a.null_count
 
@@ -309,6 +307,8 @@ def _place_flat(base: pa.Array, pos: np.ndarray, values: pa.Array, drop: "_Drop 
             pos, vals = pos[kept], vals[kept]
             vvalid = None if vvalid is None else vvalid[kept]
         pos = pos - np.searchsorted(drop.dead, pos)
+    if dtype is None and vvalid is None and not base.null_count:  # bool without NULLs: bits set in place
+        return _place_bits(base.filter(drop.mask) if drop is not None else base, pos, vals)
     if dtype is None:                                              # bool
         src, bvalid = _values_and_validity(base, None)
         out = src[drop.keep] if drop is not None else src.copy()
@@ -340,6 +340,24 @@ def _place_flat(base: pa.Array, pos: np.ndarray, values: pa.Array, drop: "_Drop 
         if nulls:
             validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(base.type, n, [validity, data], null_count=nulls)
+
+
+def _place_bits(live: pa.Array, pos: np.ndarray, vals: np.ndarray) -> pa.Array:
+    """A boolean array without NULLs with `vals` at `pos` (sorted, unique): its bits copied and set
+    per byte (unpacking every bit and packing them again cost ~1.3 ms per 10^6 rows of a scan)."""
+    n = len(live)
+    first, tail = divmod(live.offset, 8)
+    src = np.frombuffer(live.buffers()[1], np.uint8)[first:first + (tail + n + 7) // 8]
+    bits = src.copy() if not tail else np.packbits(
+        np.unpackbits(src, bitorder="little")[tail:tail + n], bitorder="little")
+    for on in (True, False):
+        p = pos[vals == on]
+        if len(p):
+            byte = p >> 3
+            starts = np.flatnonzero(np.r_[True, byte[1:] != byte[:-1]])
+            m = np.bitwise_or.reduceat(np.left_shift(1, p & 7).astype(np.uint8), starts)
+            bits[byte[starts]] = bits[byte[starts]] | m if on else bits[byte[starts]] & ~m
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
 
 
 class _Drop:

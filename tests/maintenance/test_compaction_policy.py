@@ -51,7 +51,7 @@ def test_small_rowsets_are_folded_in_once_they_hold_a_tenth_of_the_big_ones_byte
 
 def test_a_big_rowset_rewritten_for_its_deleted_rows_takes_the_small_ones_with_it(tmp_path):
     t = big_and_small(tmp_path)
-    t.delete(pa.table({"k": [0, 2, 4]}))
+    t.delete(pa.table({"k": np.arange(0, 4000, 2)}))          # a tenth of its rows: a rewrite pays
     expect = t.scan(ordered=True).to_arrow()
     plan = t.compaction_plan()
     (a,) = merges(plan)
@@ -111,3 +111,98 @@ def test_small_rowsets_apart_from_each_other_over_a_big_one_merge_by_the_small_r
     t.compact()
     assert big in t.state.rowsets and len(t.state.rowsets) == 2
     assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
+
+
+def test_a_big_rowset_keeps_a_few_deleted_rows_as_a_delete_mask_until_they_are_a_tenth(tmp_path):
+    """Rewriting 20,000 rows for 3 deleted ones writes ~7,000x what it removes: they stay REDO
+    DELETE records (the scan drops them), explained; at a tenth of the rows the rewrite pays."""
+    t = big_and_small(tmp_path)
+    big = max(t.state.rowsets.values(), key=lambda r: r.num_rows).id
+    t.delete(pa.table({"k": [0, 2, 4]}))
+    expect = t.scan(ordered=True).to_arrow()
+    plan = t.compaction_plan()
+    assert merges(plan) == []
+    text = plan.explain()
+    assert f"rowset {big[:8]}" in text and "keeps 3 deleted row(s) (0.01% of its 20000) as a delete mask" in text
+    assert "rewritten once they reach 10% of its rows" in text
+    t.compact()
+    assert big in t.state.rowsets and not [r for r in t.state.rowsets.values() if r.history_only]
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
+    assert t.scan(as_of=2).count() == 20000 + 100                 # before the delete: every row
+    t.delete(pa.table({"k": np.arange(6, 4000, 2)}))              # 2,000 of 20,000 deleted now
+    (a,) = merges(t.compaction_plan())
+    assert big in a.rowsets and "rewritten anyway for its deleted rows" in a.reason
+
+
+def test_a_rowset_cheap_to_rewrite_is_rewritten_for_one_deleted_row(tmp_path):
+    """Under 1/32 of rowset_target_bytes a rewrite costs little: one deleted row is worth it."""
+    t = tf.create_table(str(tmp_path / "t"), SCHEMA)              # the default target: 128 MiB
+    t.insert(pa.table({"k": np.arange(0, 40000, 2), "v": np.zeros(20000)}))
+    t.delete(pa.table({"k": [0]}))
+    (a,) = merges(t.compaction_plan())
+    assert "1 of 20000 rows are deleted" in a.reason
+
+
+def test_the_peer_workload_folds_redo_files_and_keeps_the_rest_in_place(tmp_path):
+    """bench_peers' changes in small: updates, a few deletes and an upsert (half new keys over
+    the whole range). The plan folds the big rowset's REDO files into one (minor delta), merges
+    the small rowsets among themselves and rewrites nothing else; explain() says what stays and
+    what it costs reads."""
+    t = big_and_small(tmp_path)
+    big = max(t.state.rowsets.values(), key=lambda r: r.num_rows).id
+    t.update(pa.table({"k": np.arange(0, 40000, 200), "v": np.ones(200)}))
+    t.delete(pa.table({"k": np.arange(100, 40000, 2000)}))
+    t.upsert(pa.table({"k": np.r_[np.arange(50, 40000, 400), np.arange(3, 40000, 400)], "v": np.full(200, 2.0)}))
+    expect = t.scan(ordered=True).to_arrow()
+    plan = t.compaction_plan()
+    small = tuple(sorted(r for r in t.state.rowsets if r != big))
+    assert sorted((a.kind, tuple(sorted(a.rowsets))) for a in plan) == [("merge", small), ("minor_delta", (big,))]
+    text = plan.explain()
+    assert "keeps 20 deleted row(s)" in text and "not rewritten for 2 smaller overlapping rowset(s)" in text
+    assert "updated cell(s) of 1 column(s) as REDO records" in text and "major delta compaction once" in text
+    written = sum(r.bytes_written for r in t.compact())
+    assert written < t.state.rowsets[big].size_bytes / 10         # what changed, not the table
+    assert [d.kind for d in t.state.deltas_of(big)] == ["redo"]   # one delta file for a scan to read
+    (task,) = [x for x in t.scan().plan() if x.rowset.id == big]
+    assert len(task.deltas) == 1
+    assert_same_rows(t.scan(ordered=True).to_arrow(), expect, ("k",))
+    assert t.scan(as_of=2).count() == 20000 + 100 and t.check().ok
+    assert not t.compaction_plan().actions                         # nothing left that pays
+
+
+def test_reclaim_deleted_pct_under_a_tenth_still_rewrites_for_space(tmp_path):
+    """Rows deleted before the history retention reclaim their space at reclaim_deleted_pct,
+    below the tenth a rewrite takes for the present."""
+    t = big_and_small(tmp_path)
+    big = max(t.state.rowsets.values(), key=lambda r: r.num_rows).id
+    with t.alter() as a:
+        a.set_property("history_max_age", 0)
+        a.set_property("reclaim_deleted_pct", 5)
+    t.delete(pa.table({"k": np.arange(0, 40000, 40)}))            # 1,000 of 20,000: 5%
+    (a,) = merges(t.compaction_plan())
+    assert big in a.rowsets and "rewritten anyway" in a.reason
+    t.compact()
+    assert sum(r.num_rows for r in t.state.rowsets.values()) == 20000 + 100 - 1000
+
+
+def test_updates_of_a_string_column_are_applied_to_base_data_under_the_ratio(tmp_path):
+    """A scan places a string column's updates by a take of every value, whatever their number:
+    a major delta of that column alone (cheap to rewrite) applies them; the double column's few
+    updates stay REDO records, explained."""
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double"), tf.Column("s", "string")],
+                       primary_key=["k"])
+    t = tf.create_table(str(tmp_path / "t"), schema)
+    t.insert(pa.table({"k": np.arange(20000), "v": np.zeros(20000), "s": ["a", "b"] * 10000}))
+    rid = next(iter(t.state.rowsets))
+    t.update(pa.table({"k": np.arange(0, 20000, 100), "s": ["c"] * 200}))
+    t.update(pa.table({"k": np.arange(1, 20000, 100), "v": np.ones(200)}))
+    before = t.scan(ordered=True).to_arrow()
+    (a,) = t.compaction_plan().actions
+    assert a.kind == "major_delta" and a.columns == (schema.column("s").id,) and "variable-width" in a.reason
+    assert "keeps 200 updated cell(s) of 1 column(s) as REDO records" in t.compaction_plan().explain()
+    t.compact()
+    (redo,) = [d for d in t.state.deltas_of(rid) if d.kind == "redo"]     # one file, with v's updates only
+    assert not redo.updates(schema.column("s").id) and redo.updates(schema.column("v").id)
+    assert_same_rows(t.scan(ordered=True).to_arrow(), before, ("k",))
+    assert t.scan(as_of=1, columns=["s"]).to_arrow().column("s").to_pylist() == ["a", "b"] * 10000
+    assert not t.compaction_plan().actions and t.check().ok
