@@ -89,11 +89,4 @@ public final class LogStore {
     }
     return out;
   }
-
-  /** Names of the files in a directory of the table (empty when it does not exist). */
-  public List<String> list(String dir) {
-    List<String> out = new ArrayList<>();
-    for (FileStatus st : listStatus(dir)) out.add(st.getPath().getName());
-    return out;
-  }
 }
