@@ -19,6 +19,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import tableformat.log.AsOf;
 import tableformat.log.InvalidOptionError;
+import tableformat.log.LogReader;
 import tableformat.log.TableState;
 
 /**
@@ -34,12 +35,19 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
   private final AsOf asOf;
   private final TableState loaded;
   private final StructType schema;
+  private final LogReader log;
 
   CatalogTable(String name, String uri, AsOf asOf) {
+    this(name, uri, asOf, Snapshots.reader(Location.normalize(uri)));
+  }
+
+  /** A table opened from {@code log}, whose listing (taken by the catalog's existence check) it reuses. */
+  CatalogTable(String name, String uri, AsOf asOf, LogReader log) {
     this.name = name;
     this.uri = Location.normalize(uri);
     this.asOf = asOf;
-    this.loaded = Snapshots.open(this.uri, asOf);
+    this.log = log;
+    this.loaded = Snapshots.open(log, asOf);
     this.schema = Snapshots.schema(this.uri, loaded);
   }
 
@@ -109,9 +117,18 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    TableState state = asOf == null ? Snapshots.open(uri, null) : loaded;
+    TableState state = asOf == null ? latest() : loaded;
     if (state != loaded) Snapshots.checkColumns(name, loaded, state);
     return new CatalogScanBuilder(uri, state, schema);
+  }
+
+  /** The latest state for a scan: the log listed again (one listing; the files read before are
+   *  kept, so an unchanged log costs no read), since Spark may keep this Table for later queries. */
+  private TableState latest() {
+    synchronized (log) {
+      log.refresh();
+      return Snapshots.open(log, null);
+    }
   }
 
   @Override

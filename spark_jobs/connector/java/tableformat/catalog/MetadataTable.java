@@ -16,7 +16,6 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.unsafe.types.UTF8String;
 import tableformat.log.AsOf;
 import tableformat.log.LogReader;
-import tableformat.log.LogStore;
 import tableformat.log.Mvcc;
 import tableformat.log.TableState;
 
@@ -35,11 +34,14 @@ final class MetadataTable implements SupportsRead {
   private final AsOf asOf;
   private final StructType schema;
 
-  MetadataTable(String name, String uri, String kind, AsOf asOf) {
+  private final LogReader log;
+
+  MetadataTable(String name, String uri, String kind, AsOf asOf, LogReader log) {
     this.name = name;
     this.uri = uri;
     this.kind = kind;
     this.asOf = asOf;
+    this.log = log;
     this.schema = switch (kind) {
       case "history" -> MetadataRows.HISTORY;
       case "tags" -> new StructType().add("name", DataTypes.StringType, false).add("version", DataTypes.LongType, false)
@@ -66,20 +68,24 @@ final class MetadataTable implements SupportsRead {
     return Collections.singleton(TableCapability.BATCH_READ);
   }
 
-  private LogReader log() {
-    return new LogReader(new LogStore(uri, Snapshots.hadoopConf()));
-  }
-
   private TableState state() {
-    return Mvcc.stateAt(log(), asOf);
+    return Mvcc.stateAt(log, asOf);
   }
 
+  /** The rows, from one listing of the log (taken again for each scan: a later query sees later commits). */
   private InternalRow[] rows() {
+    synchronized (log) {
+      log.refresh();
+      return rowsOf();
+    }
+  }
+
+  private InternalRow[] rowsOf() {
     List<InternalRow> out = new ArrayList<>();
     switch (kind) {
       case "history" -> {
         long upTo = asOf == null ? Long.MAX_VALUE : state().version();
-        out = MetadataRows.history(log().load(null).history(), upTo);
+        out = MetadataRows.history(log.load(null).history(), upTo);
       }
       case "tags" -> {
         TableState st = state();

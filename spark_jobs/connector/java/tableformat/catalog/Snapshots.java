@@ -6,6 +6,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.StructType;
 import tableformat.connector.ReadPlan;
 import tableformat.log.AsOf;
+import tableformat.log.Listing;
 import tableformat.log.LogReader;
 import tableformat.log.LogStore;
 import tableformat.log.Mvcc;
@@ -29,9 +30,20 @@ final class Snapshots {
     return SparkSession.active().sessionState().newHadoopConf();
   }
 
-  /** The state at {@code asOf} (null: the latest version now). */
-  static TableState open(String uri, AsOf asOf) {
-    return Mvcc.stateAt(new LogReader(new LogStore(uri, hadoopConf())), asOf);
+  /** A reader of the table's log: one listing of {@code _log/} serves the states a query asks for. */
+  static LogReader reader(String uri) {
+    return new LogReader(new LogStore(uri, hadoopConf()));
+  }
+
+  /** The state at {@code asOf} (null: the latest version the reader's listing shows). */
+  static TableState open(LogReader log, AsOf asOf) {
+    return Mvcc.stateAt(log, asOf);
+  }
+
+  /** Whether the reader's listing shows a log: a commit or a checkpoint (§1, §8.3). */
+  static boolean isTable(LogReader log) {
+    Listing l = log.listing();
+    return !l.commits().isEmpty() || !l.checkpoints().isEmpty();
   }
 
   /** The Spark schema of {@code state}: the plan's columns with no rowset planned (a table's

@@ -16,6 +16,7 @@ import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import tableformat.log.AsOf;
+import tableformat.log.LogReader;
 
 /**
  * A Spark catalog of tableformat tables: {@code spark.sql.catalog.<name>=tableformat.catalog.TableFormatCatalog}
@@ -86,11 +87,13 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
     if (ns.length > 0 && MetadataTable.KINDS.contains(ident.name())) {      // a table's directory holds no table
       Identifier parent = Identifier.of(Arrays.copyOf(ns, ns.length - 1), ns[ns.length - 1]);
       String loc = location(parent);
-      if (Location.isTable(loc, Snapshots.hadoopConf())) return new MetadataTable(display(parent), loc, ident.name(), asOf);
+      LogReader log = Snapshots.reader(loc);
+      if (Snapshots.isTable(log)) return new MetadataTable(display(parent), loc, ident.name(), asOf, log);
     }
     String loc = location(ident);
-    if (!Location.isTable(loc, Snapshots.hadoopConf())) throw new NoSuchTableException(ident);
-    return new CatalogTable(display(ident), loc, asOf);
+    LogReader log = Snapshots.reader(loc);       // one listing: the existence check and the open
+    if (!Snapshots.isTable(log)) throw new NoSuchTableException(ident);
+    return new CatalogTable(display(ident), loc, asOf, log);
   }
 
   /** A table, or a metadata table ({@code <table>.history}, {@code .rowsets}, ...) of one. */

@@ -5,13 +5,21 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Optional;
+import org.apache.hadoop.fs.FileStatus;
 
 /**
- * Opening a table (specs/format.md §8.1-§8.3): {@code _last_checkpoint}, that checkpoint, then
- * commits v+1, v+2, ... until one is missing. Every commit and checkpoint is checked: its
- * format version (newer than {@link #FORMAT_VERSION}: refused), its version, its checksum
- * (§8.1), and no downgrade of format along the log. A broken checkpoint is derived data: the
- * reader falls back to an older one, or to replay from version 0.
+ * Opening a table (specs/format.md §8.1-§8.3) from one listing of {@code _log/}: the newest
+ * checkpoint at or before the version read, then the listed commits after it up to the first
+ * one missing (versions are dense: that is the head), each file opened from its listed status.
+ * Every commit and checkpoint is checked: its format version (newer than {@link #FORMAT_VERSION}:
+ * refused), its version, its checksum (§8.1), and no downgrade of format along the log. A broken
+ * checkpoint is derived data: the reader falls back to an older one, or to replay from version 0.
+ *
+ * <p>A reader is one query's view of the log: it lists once and reads each file at most once,
+ * so the states a query asks for (the latest, a version as of, the horizon's) cost one listing
+ * and the files they need. {@link #refresh} lists again for the next query, keeping what it read.
  */
 public final class LogReader {
   public static final int FORMAT_VERSION = 6;
@@ -19,6 +27,12 @@ public final class LogReader {
 
   private final LogStore store;
   private final Map<Long, Integer> formatOf = new HashMap<>();
+  private Listing listing;                                            // null: not listed yet
+  private final Map<Long, JsonNode> commits = new HashMap<>();        // read and checked, by version
+  private final Map<Long, Optional<Loaded>> checkpoints = new HashMap<>();   // empty: broken
+  private final Map<Long, Loaded> loads = new HashMap<>();            // states as of a version
+  private Loaded head;                        // the latest state of this listing
+  private Loaded previous;                    // the head before a refresh that only added files
 
   public LogReader(LogStore store) {
     this.store = store;
@@ -47,11 +61,25 @@ public final class LogReader {
           + "; this reader supports up to " + FORMAT_VERSION + ". Upgrade tableformat to read this table");
   }
 
-  /** Commit {@code v} as written, checked; null when it does not exist. */
+  /** Commit {@code v} as written, checked; null when it does not exist (read by name, no listing). */
   JsonNode readCommit(long v) {
-    String path = commitPath(v);
-    byte[] raw = store.read(path);
+    byte[] raw = store.read(commitPath(v));
+    return raw == null ? null : checkedCommit(raw, v);
+  }
+
+  /** Listed commit {@code v}, read once and checked; null when it is gone since the listing. */
+  private JsonNode commit(long v, FileStatus st) {
+    JsonNode d = commits.get(v);
+    if (d != null) return d;
+    byte[] raw = store.read(st);
     if (raw == null) return null;
+    d = checkedCommit(raw, v);
+    commits.put(v, d);
+    return d;
+  }
+
+  private JsonNode checkedCommit(byte[] raw, long v) {
+    String path = commitPath(v);
     JsonNode d = Json.parse(raw, "commit file " + path);
     if (!d.isObject()) throw new CorruptFileError("commit file " + path + " is not a JSON object");
     checkFormat(d, path);
@@ -82,11 +110,19 @@ public final class LogReader {
     }
   }
 
-  /** Checkpoint {@code v}, verified; null when missing or broken (UnsupportedFormatVersionError passes). */
-  Loaded readCheckpoint(long v) {
+  /** Listed checkpoint {@code v}, read once and verified; null when broken or gone
+   *  (UnsupportedFormatVersionError passes). */
+  private Loaded checkpoint(long v, FileStatus st) {
+    Optional<Loaded> known = checkpoints.get(v);
+    if (known != null) return known.orElse(null);
+    byte[] raw = store.read(st);
+    Loaded l = raw == null ? null : checkedCheckpoint(raw, v);
+    checkpoints.put(v, Optional.ofNullable(l));
+    return l;
+  }
+
+  private Loaded checkedCheckpoint(byte[] raw, long v) {
     String path = checkpointPath(v);
-    byte[] raw = store.read(path);
-    if (raw == null) return null;
     try {
       JsonNode d = Json.parse(raw, "checkpoint " + path);
       checkFormat(d, path);
@@ -107,72 +143,108 @@ public final class LogReader {
     }
   }
 
-  private Long lastCheckpointHint() {
-    byte[] raw = store.read(LOG + "/_last_checkpoint");
-    if (raw == null) return null;
-    try {
-      JsonNode d = Json.MAPPER.readTree(raw);
-      return d.get("version").isIntegralNumber() ? d.get("version").asLong() : null;
-    } catch (Exception e) {
-      return null;
-    }
+  /** This reader's listing of {@code _log/}, taken at its first use. */
+  public synchronized Listing listing() {
+    if (listing == null) listing = Listing.of(store.listStatus(LOG));
+    return listing;
   }
 
-  private List<Long> listed(String suffix) {
-    List<Long> out = new ArrayList<>();
-    for (String n : store.list(LOG)) {
-      if (!n.endsWith(suffix)) continue;
-      String stem = n.substring(0, n.length() - suffix.length());
-      if (!stem.isEmpty() && stem.chars().allMatch(Character::isDigit)) out.add(Long.parseLong(stem));
+  /**
+   * Lists {@code _log/} again, for a later query: the next {@link #load} sees the commits made
+   * since. Files read before are kept while the new listing shows them unchanged (commits are
+   * never rewritten, §8.1); a changed or vanished one (the table replaced) drops everything read.
+   */
+  public synchronized void refresh() {
+    Listing old = listing;
+    listing = Listing.of(store.listStatus(LOG));
+    if (old == null) return;
+    boolean kept = commits.keySet().stream().allMatch(v -> Listing.sameFile(old.commits().get(v), listing.commits().get(v)))
+        && checkpoints.keySet().stream().allMatch(v -> Listing.sameFile(old.checkpoints().get(v), listing.checkpoints().get(v)));
+    if (!kept) {
+      commits.clear();
+      checkpoints.clear();
+      formatOf.clear();
+      loads.clear();
+      head = previous = null;
+      return;
     }
-    out.sort(null);
-    return out;
+    boolean same = old.commits().keySet().equals(listing.commits().keySet())
+        && old.checkpoints().keySet().equals(listing.checkpoints().keySet());
+    if (!same && head != null) {
+      previous = head;                         // the next head continues from it (§8.3: the commits after it)
+      head = null;
+    }
   }
 
   /** The state at {@code version} (null: the latest) and the history up to it. */
-  public Loaded load(Long version) {
-    Loaded loaded = null;
-    Long cp = version == null ? lastCheckpointHint() : null;
-    if (cp != null) loaded = readCheckpoint(cp);
-    if (loaded == null) {
-      List<Long> plain = listed(".json");          // "<v>.checkpoint.json" has no all-digit stem
-      if (plain.isEmpty()) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
-      long latest = plain.get(plain.size() - 1);
-      if (version != null && version > latest)
-        throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + latest);
-      List<Long> cps = listed(".checkpoint.json");
-      for (int i = cps.size() - 1; i >= 0 && loaded == null; i--) {
-        long c = cps.get(i);
-        if ((cp == null || c != cp) && (version == null || c <= version)) loaded = readCheckpoint(c);
+  public synchronized Loaded load(Long version) {
+    if (version == null) {
+      if (head == null) {
+        head = replay(null);
+        previous = null;
       }
+      return head;
     }
+    if (head != null && head.state().version == version) return head;
+    Loaded l = loads.get(version);
+    if (l == null) {
+      l = replay(version);
+      loads.put(version, l);
+    }
+    return l;
+  }
+
+  /** The newest usable checkpoint at or before {@code version} (null: any), or the head a refresh kept. */
+  private Loaded start(Listing l, Long version) {
+    if (version == null && previous != null && l.commits().containsKey(previous.state().version)) return previous;
+    if (l.commits().isEmpty()) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
+    if (version != null && version > l.latest())
+      throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + l.latest());
+    NavigableMap<Long, FileStatus> cps = version == null ? l.checkpoints() : l.checkpoints().headMap(version, true);
+    for (Map.Entry<Long, FileStatus> c : cps.descendingMap().entrySet()) {
+      Loaded loaded = checkpoint(c.getKey(), c.getValue());
+      if (loaded != null) return loaded;
+    }
+    return null;
+  }
+
+  private Loaded replay(Long version) {
+    Listing l = listing();
+    Loaded loaded = start(l, version);
     TableState state = loaded == null ? null : loaded.state();
     List<CommitInfo> history = loaded == null ? new ArrayList<>() : new ArrayList<>(loaded.history());
     long v = state == null ? 0 : state.version + 1;
     while (version == null || v <= version) {
-      JsonNode d = readCommit(v);
+      FileStatus st = l.commits().get(v);
+      JsonNode d = st == null ? null : commit(v, st);
       if (d == null) {
         if (state == null) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
         if (version != null)
           throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + state.version);
         break;
       }
-      JsonNode tid = d.get("table_id");
-      if (state != null && tid != null && !tid.isNull() && !tid.asText().equals(state.tableId))
-        throw new TableReplacedError("the table at '" + store.uri("") + "' was replaced: commit " + commitPath(v)
-            + " belongs to table " + tid.asText() + ", this state to " + state.tableId + "; open the table again");
-      try {
-        state = Replay.apply(state, d, commitPath(v));
-      } catch (NullPointerException | ClassCastException | IllegalArgumentException e) {
-        throw new CorruptFileError("commit file " + commitPath(v) + " is malformed: " + e);
-      }
-      int fv = d.get("format_version").asInt();
-      if (fv < state.formatVersion)
-        throw new CorruptFileError("commit file " + commitPath(v) + " says format version " + fv + " in a table "
-            + "created in format version " + state.formatVersion + ": the file was altered; restore it from a backup");
+      state = next(state, d, v);
       history.add(CommitInfo.ofCommit(d));
       v++;
     }
     return new Loaded(state, history);
+  }
+
+  /** The state after commit {@code v}: the table's own (§8.1 table_id), in no older format than its table's. */
+  private TableState next(TableState state, JsonNode d, long v) {
+    JsonNode tid = d.get("table_id");
+    if (state != null && tid != null && !tid.isNull() && !tid.asText().equals(state.tableId))
+      throw new TableReplacedError("the table at '" + store.uri("") + "' was replaced: commit " + commitPath(v)
+          + " belongs to table " + tid.asText() + ", this state to " + state.tableId + "; open the table again");
+    try {
+      state = Replay.apply(state, d, commitPath(v));
+    } catch (NullPointerException | ClassCastException | IllegalArgumentException e) {
+      throw new CorruptFileError("commit file " + commitPath(v) + " is malformed: " + e);
+    }
+    int fv = d.get("format_version").asInt();
+    if (fv < state.formatVersion)
+      throw new CorruptFileError("commit file " + commitPath(v) + " says format version " + fv + " in a table "
+          + "created in format version " + state.formatVersion + ": the file was altered; restore it from a backup");
+    return state;
   }
 }

@@ -7,18 +7,23 @@ import java.io.UncheckedIOException;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.util.functional.FutureIO;
 
 /**
  * The table's files through Hadoop's FileSystem (local paths, file:, s3a:, hdfs:), relative to
- * the table root, as the log names them (§1).
+ * the table root, as the log names them (§1). A file found by a listing is opened from its
+ * listed status, so an object store answers one GET for it and no HEAD first.
  */
 public final class LogStore {
   private final String root;
   private final FileSystem fs;
+  /** Listings and file reads asked of the store (the open cost, for tests as Python's TransactionLog.reads). */
+  private final AtomicLong lists = new AtomicLong(), reads = new AtomicLong();
 
   public LogStore(String uri, Configuration conf) {
     String u = uri.contains("://") || uri.startsWith("file:") ? uri : "file://" + new java.io.File(uri).getAbsolutePath();
@@ -36,8 +41,17 @@ public final class LogStore {
     return root + "/" + rel;
   }
 
+  public long lists() {
+    return lists.get();
+  }
+
+  public long reads() {
+    return reads.get();
+  }
+
   /** A file's bytes, or null when it does not exist. */
   public byte[] read(String rel) {
+    reads.incrementAndGet();
     try (InputStream in = fs.open(new Path(uri(rel)))) {
       return in.readAllBytes();
     } catch (FileNotFoundException e) {
@@ -47,11 +61,27 @@ public final class LogStore {
     }
   }
 
-  /** Names of the files in a directory of the table (empty when it does not exist). */
-  public List<String> list(String dir) {
-    List<String> out = new ArrayList<>();
+  /** A listed file's bytes, opened from its status (no existence probe), or null when it is gone since. */
+  public byte[] read(FileStatus status) {
+    reads.incrementAndGet();
+    try (InputStream in = FutureIO.awaitFuture(fs.openFile(status.getPath()).withFileStatus(status)
+        .opt("fs.option.openfile.read.policy", "whole-file").build())) {
+      return in.readAllBytes();
+    } catch (FileNotFoundException e) {
+      return null;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** The files of a directory of the table with their statuses (empty when it does not exist): one
+   *  listing, which an object store answers with one LIST request per page of names. */
+  public List<FileStatus> listStatus(String dir) {
+    lists.incrementAndGet();
+    List<FileStatus> out = new ArrayList<>();
     try {
-      for (FileStatus st : fs.listStatus(new Path(uri(dir)))) out.add(st.getPath().getName());
+      var it = fs.listStatusIterator(new Path(uri(dir)));
+      while (it.hasNext()) out.add(it.next());
     } catch (FileNotFoundException e) {
       return out;
     } catch (IOException e) {

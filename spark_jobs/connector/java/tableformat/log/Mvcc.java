@@ -11,7 +11,8 @@ import java.util.TreeSet;
 public final class Mvcc {
   private Mvcc() {}
 
-  /** The state a read {@code asOf} sees (null: the latest). */
+  /** The state a read {@code asOf} sees (null: the latest): the head, the version read and the
+   *  horizon's state all come from {@code log}'s one listing, each file read once (§8.3). */
   public static TableState stateAt(LogReader log, AsOf asOf) {
     LogReader.Loaded latest = log.load(null);
     TableState head = latest.state();

@@ -57,6 +57,26 @@ public final class TestLog {
     return v;
   }
 
+  /**
+   * Writes checkpoint {@code v} (§8.3, format 5, its whole-file checksum) of a state holding
+   * {@code rowsets} (add_rowset actions, stamped as created at their own versions' timestamps in
+   * {@code createdAt}) and no delta, with the history of versions 0..v under {@code operations}.
+   */
+  public void checkpoint(long v, String[] operations, long[] createdAt, JsonNode... rowsets) throws IOException {
+    ObjectNode st = ((ObjectNode) metadata().get("metadata").deepCopy());
+    st.put("table_id", tableId).put("version", v).put("timestamp", 1000 * (v + 1));
+    ArrayNode rs = st.putArray("rowsets");
+    for (int i = 0; i < rowsets.length; i++)
+      rs.add(((ObjectNode) rowsets[i].get("add_rowset").deepCopy()).put("created_ts", createdAt[i]));
+    ObjectNode c = JSON.createObjectNode();
+    c.put("format_version", 5).put("version", v).set("state", st);
+    ArrayNode h = c.putArray("history");
+    for (int i = 0; i <= v; i++)
+      h.addArray().add(i).add(1000 * (i + 1)).add(operations[i]).add(JSON.createObjectNode()).addNull();
+    c.put("checksum", Checksum.expected(c, "state"));
+    write(LogReader.checkpointPath(v), JSON.writeValueAsString(c));
+  }
+
   public void write(String rel, String text) throws IOException {
     Path p = root.resolve(rel);
     Files.createDirectories(p.getParent());

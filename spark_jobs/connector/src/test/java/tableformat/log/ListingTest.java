@@ -1,0 +1,164 @@
+package tableformat.log;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Opening a table from one listing of {@code _log/} (§8.3): the newest usable checkpoint at or
+ * before the version read, the listed commits after it up to the first missing, and no file read
+ * that the state does not need (no probe past the latest, no commit before the checkpoint).
+ */
+class ListingTest {
+  @TempDir Path dir;
+
+  private static final String[] OPS = {"CREATE TABLE", "INSERT", "INSERT", "INSERT", "INSERT"};
+  private static final JsonNode A = TestLog.addRowset("a", "r0", 0, 9, 0, 1), B = TestLog.addRowset("b", "r0", 10, 19, 0, 1),
+      C = TestLog.addRowset("c", "r1", 100, 109, 0, 1), D = TestLog.addRowset("d", "r1", 110, 119, 0, 1);
+
+  /** v0 create; v1..v4 insert rowsets a, b, c, d; checkpoints at 1 and 3. */
+  private TestLog fourInserts() throws Exception {
+    TestLog log = new TestLog(dir);
+    log.commit("CREATE TABLE", TestLog.metadata());
+    for (JsonNode r : List.of(A, B, C, D)) log.commit("INSERT", r);
+    log.checkpoint(1, OPS, new long[] {2000}, A);
+    log.checkpoint(3, OPS, new long[] {2000, 3000, 4000}, A, B, C);
+    return log;
+  }
+
+  private static LogStore store(Path root) {
+    return new LogStore(root.toString(), new Configuration());
+  }
+
+  private static List<String> ids(TableState s) {
+    return s.rowsets().stream().map(RowSet::id).toList();
+  }
+
+  @Test
+  void theLatestIsTheNewestCheckpointAndTheCommitsAfterItFromOneListing() throws Exception {
+    fourInserts();
+    LogStore store = store(dir);
+    LogReader.Loaded l = new LogReader(store).load(null);
+    assertEquals(4, l.state().version());
+    assertEquals(List.of("a", "b", "c", "d"), ids(l.state()));
+    assertEquals(5, l.history().size());
+    assertEquals(1, store.lists());
+    assertEquals(2, store.reads());              // checkpoint 3 and commit 4: no _last_checkpoint, no probe of 5
+  }
+
+  @Test
+  void aVersionAsOfReadsTheNewestCheckpointAtOrBeforeItAndNothingPastIt() throws Exception {
+    fourInserts();
+    LogStore store = store(dir);
+    TableState s = new LogReader(store).load(2L).state();
+    assertEquals(List.of("a", "b"), ids(s));
+    assertEquals(2, store.reads());              // checkpoint 1 and commit 2; not 3 nor 4
+  }
+
+  @Test
+  void statesOfOneQueryShareItsListingAndItsReads() throws Exception {
+    fourInserts();
+    LogStore store = store(dir);
+    LogReader r = new LogReader(store);
+    assertEquals(3, Mvcc.stateAt(r, AsOf.version(3)).version());    // the head, then version 3 from checkpoint 3
+    assertEquals(4, r.load(null).state().version());
+    assertEquals(1, store.lists());
+    assertEquals(2, store.reads());
+    assertEquals(List.of("a"), ids(r.load(1L).state()));           // checkpoint 1: read once more
+    assertEquals(3, store.reads());
+  }
+
+  @Test
+  void aBrokenNewestCheckpointFallsBackToAnOlderOne() throws Exception {
+    fourInserts();
+    Path cp3 = dir.resolve(LogReader.checkpointPath(3));
+    Files.writeString(cp3, Files.readString(cp3).replace("\"num_rows\":10", "\"num_rows\":11"));
+    LogStore store = store(dir);
+    TableState s = new LogReader(store).load(null).state();
+    assertEquals(List.of("a", "b", "c", "d"), ids(s));
+    assertEquals(10, s.rowsets().get(2).numRows());
+    assertEquals(5, store.reads());              // checkpoint 3 (refused), checkpoint 1, commits 2..4
+  }
+
+  @Test
+  void aGapEndsTheLogWhenNoCheckpointLiesPastIt() throws Exception {
+    fourInserts();
+    Files.delete(dir.resolve(LogReader.checkpointPath(3)));
+    Files.delete(dir.resolve(LogReader.commitPath(3)));
+    LogReader r = new LogReader(store(dir));
+    assertEquals(2, r.load(null).state().version());                // versions are dense: 4 is past the head
+    VersionNotFoundError e = assertThrows(VersionNotFoundError.class, () -> r.load(4L));
+    assertTrue(e.getMessage().contains("the latest is 2"), e.getMessage());
+    assertThrows(VersionNotFoundError.class, () -> r.load(5L));
+  }
+
+  @Test
+  void aGapBeforeTheCheckpointIsNeverRead() throws Exception {
+    fourInserts();
+    Files.delete(dir.resolve(LogReader.commitPath(2)));
+    LogStore store = store(dir);
+    assertEquals(4, new LogReader(store).load(null).state().version());
+    assertEquals(2, store.reads());
+  }
+
+  @Test
+  void aRefreshReadsOnlyTheCommitsMadeSince() throws Exception {
+    TestLog log = fourInserts();
+    LogStore store = store(dir);
+    LogReader r = new LogReader(store);
+    assertEquals(4, r.load(null).state().version());
+    new TestLog(dir, 5).commit("INSERT", TestLog.addRowset("e", "r1", 120, 129, 0, 1));
+    assertEquals(4, r.load(null).state().version());               // this query's listing
+    r.refresh();
+    assertEquals(List.of("a", "b", "c", "d", "e"), ids(r.load(null).state()));
+    assertEquals(2, store.lists());
+    assertEquals(3, store.reads());              // checkpoint 3, commit 4, then commit 5 alone
+    r.refresh();
+    assertEquals(5, r.load(null).state().version());
+    assertEquals(3, store.reads());              // nothing new: nothing read
+  }
+
+  @Test
+  void aRefreshAfterTheTableWasReplacedReadsTheNewTable() throws Exception {
+    fourInserts();
+    LogReader r = new LogReader(store(dir));
+    assertEquals("t0", r.load(null).state().tableId());
+    for (Path p : Files.list(dir.resolve("_log")).toList()) Files.delete(p);
+    TestLog other = new TestLog(dir);
+    other.tableId = "another";
+    JsonNode meta = TestLog.json(TestLog.metadata().toString().replace("\"t0\"", "\"another\""));
+    other.commit("CREATE TABLE", meta);
+    r.refresh();
+    TableState s = r.load(null).state();
+    assertEquals("another", s.tableId());
+    assertEquals(0, s.version());
+  }
+
+  @Test
+  void aCommitOfAnotherTableAfterTheCheckpointIsATableReplaced() throws Exception {
+    fourInserts();
+    TestLog other = new TestLog(dir, 5);
+    other.tableId = "t1";
+    other.commit("INSERT", TestLog.addRowset("e", "r1", 120, 129, 0, 1));
+    assertThrows(TableReplacedError.class, () -> new LogReader(store(dir)).load(null));
+  }
+
+  @Test
+  void namesThatAreNoVersionsAreNotCommits() throws Exception {
+    fourInserts();
+    new TestLog(dir).write("_log/_last_checkpoint", "{\"version\":3}");
+    new TestLog(dir).write("_log/.tmp-abc", "x");
+    new TestLog(dir).write("_log/123456789012345678901234567890.json", "x");
+    Listing l = new LogReader(store(dir)).listing();
+    assertEquals(List.of(0L, 1L, 2L, 3L, 4L), List.copyOf(l.commits().keySet()));
+    assertEquals(List.of(1L, 3L), List.copyOf(l.checkpoints().keySet()));
+  }
+}
