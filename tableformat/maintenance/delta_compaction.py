@@ -213,10 +213,13 @@ def prepare_major(storage: Storage, st: TableState, rs: RowSetMeta, column_ids: 
     written.append(ref.path)
     stats = dict(rs.stats)
     stats.update(col_stats)
-    new_rs = replace(rs, base=rs.base + (ref,), stats=stats)
+    done = {c.id for c in cols}
+    # a column group all of whose columns the new one holds is superseded: it leaves the rowset
+    # (older versions keep it until vacuum; the new file and its UNDO records reproduce them)
+    kept = tuple(f for f in rs.base if not f.column_ids or not set(f.column_ids) <= done)
+    new_rs = replace(rs, base=kept + (ref,), stats=stats)
     t, _ = read_all_deltas(storage, st, rs)
     remaining = undo_meta = None
-    done = {c.id for c in cols}
     if t is not None:
         op = t.column("op").to_numpy()
         other = np.zeros(t.num_rows, dtype=bool)
