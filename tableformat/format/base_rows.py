@@ -136,7 +136,8 @@ def read_base_rows(storage: Storage, rowset: RowSetMeta, columns: Sequence[Colum
 
 
 # Rows one row cache entry (a base file's column) holds at most: past it, the entry keeps the
-# latest lookup's hits alone.
+# latest lookup's hits alone, and a lookup hitting more rows than this is not remembered (it
+# would push the rest of the row cache out for rows a point lookup is unlikely to ask again).
 HIT_ROWS = 1 << 16
 
 
@@ -159,6 +160,8 @@ def _from_hit_rows(storage: Storage, ref: FileRef, cols: list[Column], rowids: n
 
 def _remember_hit_rows(storage: Storage, ref: FileRef, nm: str, rowids: np.ndarray, values: pa.Array) -> None:
     """Add a lookup's hit rows of one column to its row cache entry (sorted by rowid, each once)."""
+    if len(rowids) > HIT_ROWS:
+        return
     key = f"{ref.path}#hits#{nm}"
     rows = FILE_CACHE.rows
     old = rows.get(storage, key, ref.size)

@@ -114,3 +114,17 @@ def test_a_row_cache_entry_holds_at_most_hit_rows_rows(tmp_path, monkeypatch):
     rowids, values = FILE_CACHE.rows.get(t.storage, f"{ref.path}#hits#{field_name(t.state.schema.column('val').id)}",
                                          ref.size)
     assert rowids.tolist() == [10, 11] and values.to_pylist() == [10, 11]
+
+
+def test_a_lookup_hitting_more_than_hit_rows_rows_is_not_remembered(tmp_path, monkeypatch):
+    """One big lookup does not fill the row cache with one entry past HIT_ROWS (review of issue 39)."""
+    from tableformat.format import base_rows
+    monkeypatch.setattr(base_rows, "HIT_ROWS", 4)
+    t = _table(tmp_path)
+    FILE_CACHE.clear()
+    t.lookup({"key": [f"k{i:05d}" for i in range(1, 7)]})
+    (rs,) = t.state.rowsets.values()
+    (ref,) = rs.base
+    key = f"{ref.path}#hits#{field_name(t.state.schema.column('val').id)}"
+    assert FILE_CACHE.rows.get(t.storage, key, ref.size) is None
+    assert t.lookup({"key": ["k00001", "k00006"]})["val"].to_pylist() == [1, 6]
