@@ -287,8 +287,13 @@ def read_verified(storage: Storage, ref: FileRef, kind: str) -> bytes:
 
 
 def verified_parquet_file(storage: Storage, ref: FileRef, kind: str) -> pq.ParquetFile:
-    """A Parquet file read whole into memory and verified, for reads that need all of it anyway."""
-    data = read_verified(storage, ref, kind)
+    """A Parquet file read whole into memory (an Arrow buffer: `Storage.read_buffer`) and verified,
+    for reads that need all of it anyway."""
+    try:
+        data = storage.read_buffer(ref.path)
+    except OSError as e:
+        raise wrap_read_error(ref.path, e) from None
+    verify_file_bytes(ref, data, kind)
     try:
         pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
     except (OSError, pa.ArrowException) as e:
