@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from .batch import one_array
 from .bloom import BloomFilter, SplitBlockBloomFilter, read_bloom
-from .cfile_set import (FILE_CACHE, PARQUET_CODEC, field_name, parquet_file,
+from .cfile_set import (FILE_CACHE, PARQUET_CODEC, dictionary_columns, field_name, parquet_file,
                         prefetch_columns, to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
@@ -304,13 +304,18 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
     def read_file(item):
         ref, cols = item
         whole = start == 0 and stop == rowset.num_rows
+        names = [field_name(c.id) for c in cols]
+        # strings dictionary-encoded on disk are read as dictionaries and decoded by one take
+        # (the cast below): see dictionary_columns
+        strings = [nm for c, nm in zip(cols, names) if c.type.is_variable_width]
         # A read of every column and row needs all the bytes anyway: check them against the log's
         # CRC-32 too. Other reads rely on the page CRCs (check() verifies every file whole).
         if whole and ref.crc32 is not None and len(cols) == len(ref.column_ids):
-            pf = verified_parquet_file(storage, ref, "base file")
+            pf = verified_parquet_file(storage, ref, "base file", dictionary=strings)
         else:
-            pf = parquet_file(storage, ref)
-        names = [field_name(c.id) for c in cols]
+            meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size) if strings else None
+            as_dict = dictionary_columns(meta, range(meta.num_row_groups), strings) if meta is not None else None
+            pf = parquet_file(storage, ref, read_dictionary=as_dict or None)
         try:
             if whole:
                 prefetch_columns(pf, range(pf.metadata.num_row_groups), names)
@@ -328,9 +333,11 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
             raise wrap_read_error(ref.path, e) from None
         if t.num_rows < offset + n:
             raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
+        read = dict(zip(names, t.columns))
+        del t                    # each column read is freed once cast (a dictionary's indices)
         got = {}
         for c, name in zip(cols, names):
-            arr = t.column(name).slice(offset, n)
+            arr = read.pop(name).slice(offset, n)
             if arr.type != c.arrow_type:
                 arr = arr.cast(c.arrow_type)
             got[c.id] = arr
