@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .batch import one_array
-from .cfile_set import FILE_CACHE, dictionary_columns, field_name, parquet_file, prefetch_columns, wrap_read_error
-from .diskrowset import columns_by_file
+from .cfile_set import FILE_CACHE, field_name, parquet_file, prefetch_columns, wrap_read_error
+from .diskrowset import columns_by_file, dictionary_columns
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
 from .schema import Column

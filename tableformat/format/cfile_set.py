@@ -13,7 +13,7 @@ import weakref
 import threading
 import zlib
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -287,10 +287,10 @@ def read_verified(storage: Storage, ref: FileRef, kind: str) -> bytes:
 
 
 def verified_parquet_file(storage: Storage, ref: FileRef, kind: str,
-                          dictionary: Sequence[str] = ()) -> pq.ParquetFile:
+                          dictionary: Callable[[pq.FileMetaData], list[str]] | None = None) -> pq.ParquetFile:
     """A Parquet file read whole into memory (an Arrow buffer: `Storage.read_buffer`) and verified,
-    for reads that need all of it anyway. Those of the columns `dictionary` that are dictionary
-    encoded throughout are read as dictionaries (`dictionary_columns`). Its page CRCs are not
+    for reads that need all of it anyway. The columns `dictionary` names from the footer are read
+    as dictionaries (a scan's: `diskrowset.dictionary_columns`). Its page CRCs are not
     checked again: the log's CRC-32 covered every byte of this very buffer (specs/format.md §5;
     they were ~5% of a read of all columns)."""
     try:
@@ -301,7 +301,7 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str,
     try:
         pf = pq.ParquetFile(pa.BufferReader(data))
         md = pf.metadata
-        as_dict = dictionary_columns(md, range(md.num_row_groups), dictionary) if dictionary else []
+        as_dict = dictionary(md) if dictionary is not None else []
         if as_dict:
             pf = pq.ParquetFile(pa.BufferReader(data), metadata=md, read_dictionary=as_dict)
     except (OSError, pa.ArrowException) as e:
@@ -407,24 +407,6 @@ def _input_file(storage: Storage, ref: FileRef):
 
 # the ranged reader under a ParquetFile opened over ranged GETs (prefetch_columns batches its GETs)
 _RANGED: "weakref.WeakKeyDictionary[pq.ParquetFile, _RangedFile]" = weakref.WeakKeyDictionary()
-
-
-def dictionary_columns(md: pq.FileMetaData, groups: Sequence[int], names: Sequence[str]) -> list[str]:
-    """The string or binary columns of `names` whose chunks in `groups` all have a dictionary page:
-    read as dictionaries, a lookup decodes its hits alone, and a scan decodes the column by one
-    take of the dictionary (measured 2x faster than Parquet's dense decode, which appends value
-    by value). A plain chunk read so would be dictionary-encoded by the reader (dearer than
-    decoding it), so it is read as it is."""
-    index = {md.schema.column(j).name: j for j in range(md.num_columns)}
-    out = []
-    for nm in names:
-        j = index.get(nm)
-        if j is None or md.schema.column(j).physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") \
-                or md.schema.column(j).logical_type.type not in ("STRING", "NONE"):
-            continue
-        if all(md.row_group(g).column(j).has_dictionary_page for g in groups):
-            out.append(nm)
-    return out
 
 
 def parquet_file(storage: Storage, ref: FileRef, read_dictionary=None) -> pq.ParquetFile:

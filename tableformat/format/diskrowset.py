@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from .batch import one_array
 from .bloom import BloomFilter, SplitBlockBloomFilter, read_bloom
-from .cfile_set import (FILE_CACHE, PARQUET_CODEC, dictionary_columns, field_name, parquet_file,
+from .cfile_set import (FILE_CACHE, PARQUET_CODEC, field_name, parquet_file,
                         prefetch_columns, to_parquet_bytes, verified_parquet_file, verify_file_bytes, wrap_read_error)
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
@@ -275,6 +275,24 @@ def _cache_whole_index(storage: Storage, ref: FileRef, keys: pa.Array) -> None:
     FILE_CACHE.drop(storage, [f"{ref.path}#blk"])       # after the put: read_pk_blocks checks #all after its own
 
 
+def dictionary_columns(md: pq.FileMetaData, groups: Sequence[int], names: Sequence[str]) -> list[str]:
+    """The string or binary columns of `names` whose chunks in `groups` all have a dictionary page:
+    read as dictionaries, a lookup decodes its hits alone, and a scan decodes the column by one
+    take of the dictionary (measured 2x faster than Parquet's dense decode, which appends value
+    by value). A plain chunk read so would be dictionary-encoded by the reader (dearer than
+    decoding it), so it is read as it is."""
+    index = {md.schema.column(j).name: j for j in range(md.num_columns)}
+    out = []
+    for nm in names:
+        j = index.get(nm)
+        if j is None or md.schema.column(j).physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") \
+                or md.schema.column(j).logical_type.type not in ("STRING", "NONE"):
+            continue
+        if all(md.row_group(g).column(j).has_dictionary_page for g in groups):
+            out.append(nm)
+    return out
+
+
 def columns_by_file(rowset: RowSetMeta, columns: Sequence[Column],
                      n: int) -> tuple[dict[int, pa.Array], dict[FileRef, list[Column]]]:
     """The columns to read grouped by the base file holding them; columns written before they
@@ -311,7 +329,8 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
         # A read of every column and row needs all the bytes anyway: check them against the log's
         # CRC-32 too. Other reads rely on the page CRCs (check() verifies every file whole).
         if whole and ref.crc32 is not None and len(cols) == len(ref.column_ids):
-            pf = verified_parquet_file(storage, ref, "base file", dictionary=strings)
+            pf = verified_parquet_file(storage, ref, "base file", dictionary=lambda md: dictionary_columns(
+                md, range(md.num_row_groups), strings) if strings else [])
         else:
             meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size) if strings else None
             as_dict = dictionary_columns(meta, range(meta.num_row_groups), strings) if meta is not None else None

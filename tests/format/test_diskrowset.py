@@ -309,8 +309,8 @@ def test_string_columns_dictionary_encoded_on_disk_are_read_as_dictionaries_then
     """A scan reads a dictionary-encoded string column as a dictionary and decodes it by one take
     (issue 39: 2x faster than Parquet's dense decode); a plain-encoded one (mostly distinct
     values) is read as it is. Whole and partial reads give the column's own type and values."""
-    from tableformat.format.cfile_set import FILE_CACHE, dictionary_columns, field_name, parquet_file
-    from tableformat.format.diskrowset import read_base_columns
+    from tableformat.format.cfile_set import FILE_CACHE, field_name, parquet_file
+    from tableformat.format.diskrowset import dictionary_columns, read_base_columns
     schema = tf.Schema([tf.Column("k", "int64"), tf.Column("few", "string", nullable=True),
                         tf.Column("many", "string"), tf.Column("b", "binary", nullable=True)], primary_key=["k"])
     n = 5000
