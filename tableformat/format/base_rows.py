@@ -24,27 +24,11 @@ import pyarrow.parquet as pq
 
 from .batch import one_array
 from .cfile_set import FILE_CACHE, field_name, parquet_file, prefetch_columns, wrap_read_error
-from .diskrowset import columns_by_file
+from .diskrowset import columns_by_file, dictionary_columns
 from .errors import CorruptFileError
 from .metadata import FileRef, RowSetMeta
 from .schema import Column
 from .storage import Storage
-
-
-def dictionary_columns(md: pq.FileMetaData, groups: Sequence[int], names: Sequence[str]) -> list[str]:
-    """The string or binary columns of `names` whose chunks in `groups` all have a dictionary page:
-    read as dictionaries, their values are decoded at the hits alone. A plain chunk read so would
-    be dictionary-encoded by the reader (dearer than decoding it), so it is read as it is."""
-    index = {md.schema.column(j).name: j for j in range(md.num_columns)}
-    out = []
-    for nm in names:
-        j = index.get(nm)
-        if j is None or md.schema.column(j).physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") \
-                or md.schema.column(j).logical_type.type not in ("STRING", "NONE"):
-            continue
-        if all(md.row_group(g).column(j).has_dictionary_page for g in groups):
-            out.append(nm)
-    return out
 
 
 def decode_row_groups(storage: Storage, ref: FileRef, md: pq.FileMetaData, bounds: np.ndarray,

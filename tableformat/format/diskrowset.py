@@ -275,6 +275,24 @@ def _cache_whole_index(storage: Storage, ref: FileRef, keys: pa.Array) -> None:
     FILE_CACHE.drop(storage, [f"{ref.path}#blk"])       # after the put: read_pk_blocks checks #all after its own
 
 
+def dictionary_columns(md: pq.FileMetaData, groups: Sequence[int], names: Sequence[str]) -> list[str]:
+    """The string or binary columns of `names` whose chunks in `groups` all have a dictionary page:
+    read as dictionaries, a lookup decodes its hits alone, and a scan decodes the column by one
+    take of the dictionary (measured 2x faster than Parquet's dense decode, which appends value
+    by value). A plain chunk read so would be dictionary-encoded by the reader (dearer than
+    decoding it), so it is read as it is."""
+    index = {md.schema.column(j).name: j for j in range(md.num_columns)}
+    out = []
+    for nm in names:
+        j = index.get(nm)
+        if j is None or md.schema.column(j).physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") \
+                or md.schema.column(j).logical_type.type not in ("STRING", "NONE"):
+            continue
+        if all(md.row_group(g).column(j).has_dictionary_page for g in groups):
+            out.append(nm)
+    return out
+
+
 def columns_by_file(rowset: RowSetMeta, columns: Sequence[Column],
                      n: int) -> tuple[dict[int, pa.Array], dict[FileRef, list[Column]]]:
     """The columns to read grouped by the base file holding them; columns written before they
@@ -304,13 +322,19 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
     def read_file(item):
         ref, cols = item
         whole = start == 0 and stop == rowset.num_rows
+        names = [field_name(c.id) for c in cols]
+        # strings dictionary-encoded on disk are read as dictionaries and decoded by one take
+        # (the cast below): see dictionary_columns
+        strings = [nm for c, nm in zip(cols, names) if c.type.is_variable_width]
         # A read of every column and row needs all the bytes anyway: check them against the log's
         # CRC-32 too. Other reads rely on the page CRCs (check() verifies every file whole).
         if whole and ref.crc32 is not None and len(cols) == len(ref.column_ids):
-            pf = verified_parquet_file(storage, ref, "base file")
+            pf = verified_parquet_file(storage, ref, "base file", dictionary=lambda md: dictionary_columns(
+                md, range(md.num_row_groups), strings) if strings else [])
         else:
-            pf = parquet_file(storage, ref)
-        names = [field_name(c.id) for c in cols]
+            meta = FILE_CACHE.get(storage, ref.path + "#footer", ref.size) if strings else None
+            as_dict = dictionary_columns(meta, range(meta.num_row_groups), strings) if meta is not None else None
+            pf = parquet_file(storage, ref, read_dictionary=as_dict or None)
         try:
             if whole:
                 prefetch_columns(pf, range(pf.metadata.num_row_groups), names)
@@ -328,9 +352,11 @@ def read_base_columns(storage: Storage, rowset: RowSetMeta, columns: Sequence[Co
             raise wrap_read_error(ref.path, e) from None
         if t.num_rows < offset + n:
             raise CorruptFileError(f"base file {ref.path} has fewer rows than the rowset's {rowset.num_rows}")
+        read = dict(zip(names, t.columns))
+        del t                    # each column read is freed once cast (a dictionary's indices)
         got = {}
         for c, name in zip(cols, names):
-            arr = t.column(name).slice(offset, n)
+            arr = read.pop(name).slice(offset, n)
             if arr.type != c.arrow_type:
                 arr = arr.cast(c.arrow_type)
             got[c.id] = arr

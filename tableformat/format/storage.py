@@ -163,6 +163,16 @@ class Storage:
             self.fs.invalidate_cache(p)      # never trust a cached listing over the store
             return self.fs.cat_file(p)
 
+    def read_buffer(self, rel: str) -> pa.Buffer:
+        """All bytes of a file as an Arrow buffer. A local file is read into Arrow's memory pool,
+        which a whole-file read (the CRC check, then a decode) frees back for the decoded columns
+        to reuse, where Python bytes of its size are fresh pages each time."""
+        if self.is_local:
+            import pyarrow.fs as pafs
+            with pafs.LocalFileSystem().open_input_file(self.path(rel)) as f:
+                return f.read_buffer()
+        return pa.py_buffer(self.read(rel))
+
     def read_range(self, rel: str, start: int, end: int) -> tuple[bytes, int | None]:
         """Bytes [start, end) of a file, and the file's whole size when the store says it
         without another request (S3's Content-Range), else None."""

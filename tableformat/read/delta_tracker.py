@@ -203,7 +203,7 @@ def column_changes(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaF
 
 def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFileMeta], columns: Sequence[Column],
                  arrays: dict[int, pa.Array], start: int, stop: int, read_ts: int | None = None,
-                 rowids: np.ndarray | None = None, drop_deleted: bool = False) \
+                 rowids: np.ndarray | None = None, drop_deleted: bool = False, consume: bool = False) \
         -> tuple[dict[int, pa.Array], np.ndarray | None]:
     """Apply delta files to base values of rows [start, stop): the rows as of `read_ts`.
 
@@ -216,6 +216,11 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
     column's changes come resolved for the whole rowset (`column_changes`) and are placed in
     one pass over the column. Returns the new arrays and the live-row mask (None when every row
     is live); with `drop_deleted` the arrays hold the live rows only (a scan's case).
+
+    With `consume` the caller gives `arrays` up: they are replaced in place, so each base column
+    is freed as soon as its new values are built. A scan then holds every column once and one
+    column twice at most, not every column twice: the first read of a process pays for each
+    page it grows by (the kernel zeroes it), and later reads reuse what earlier ones freed.
     """
     if rowids is not None:
         rowids = np.asarray(rowids, np.int64)
@@ -234,7 +239,7 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
             live = ~gone
             drop = _Drop(gone, dels.rows[lo:hi] - start, dels.live.slice(start, stop - start)) \
                 if drop_deleted else None
-    out = dict(arrays)
+    out = arrays if consume else dict(arrays)
     for c in columns:
         changes = column_changes(storage, rowset, deltas, c, read_ts)
         pos, values = (None, None) if changes is None else _in_rows(changes, start, stop, rowids)

@@ -144,7 +144,8 @@ class Scanner:
             # live mask joins the predicates' mask in one filter.
             drop = not self.predicates
             arrays, live = apply_deltas(self.storage, task.rowset, deltas, self._read_cols, arrays,
-                                        task.start, task.stop, self.state.read_ts, drop_deleted=drop)
+                                        task.start, task.stop, self.state.read_ts, drop_deleted=drop,
+                                        consume=True)
             if drop and live is not None:
                 rows, live = int(np.count_nonzero(live)), None
         if self._read_cols:

@@ -340,3 +340,32 @@ def test_tail_order_holds_at_most_20_bytes_a_key_of_numpy_arrays():
     finally:
         tracemalloc.stop()
     assert peak <= 20 * n, f"{peak / n:.1f} bytes a key"
+
+
+def test_string_columns_dictionary_encoded_on_disk_are_read_as_dictionaries_then_decoded(tmp_path):
+    """A scan reads a dictionary-encoded string column as a dictionary and decodes it by one take
+    (issue 39: 2x faster than Parquet's dense decode); a plain-encoded one (mostly distinct
+    values) is read as it is. Whole and partial reads give the column's own type and values."""
+    from tableformat.format.cfile_set import FILE_CACHE, field_name, parquet_file
+    from tableformat.format.diskrowset import dictionary_columns, read_base_columns
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("few", "string", nullable=True),
+                        tf.Column("many", "string"), tf.Column("b", "binary", nullable=True)], primary_key=["k"])
+    n = 5000
+    k = np.arange(n)
+    data = pa.table({"k": k, "few": pa.array([None if i % 7 == 0 else f"h{i % 5}" for i in range(n)]),
+                     "many": pa.array([f"u{i}" for i in range(n)]),
+                     "b": pa.array([bytes([i % 3]) if i % 4 else None for i in range(n)], pa.binary())})
+    t = tf.create_table(str(tmp_path / "t"), schema, properties={"row_group_rows": 1000})
+    t.insert(data)
+    (rs,) = t.state.rowsets.values()
+    cols = [schema.column(c) for c in schema.names]
+    names = [field_name(c.id) for c in cols]
+    md = parquet_file(t.storage, rs.base[0]).metadata
+    assert dictionary_columns(md, range(md.num_row_groups), names) == [field_name(schema.column(c).id)
+                                                                        for c in ("few", "b")]
+    FILE_CACHE.clear()
+    for lo, hi in [(0, n), (0, n), (1500, 3700)]:        # cold, then with the footer cached; a part
+        got = read_base_columns(t.storage, rs, cols, lo, hi)
+        for c in cols:
+            assert got[c.id].type == c.arrow_type, c.name
+            assert got[c.id].to_pylist() == data.column(c.name).slice(lo, hi - lo).to_pylist(), c.name

@@ -372,3 +372,31 @@ def test_all_commits_relabelled_to_format_2_are_refused(tmp_path):
         t2 = tf.open_table(d)                     # observed: opens; state.format_version == 3
         assert t2.state.format_version == 3
         assert t2.check().ok                      # observed: 0 violations, forged timestamp in history()
+
+
+def test_a_read_checked_whole_against_the_log_skips_the_page_crcs_others_verify_them(tmp_path):
+    """§5: bytes checked whole against the log's CRC-32 are decoded without their page CRCs
+    checked again (the stronger check covered them); a read of part of a file verifies them.
+    Shown with a base file whose page bytes differ from their page CRC while the descriptor's
+    CRC-32 matches the file (as a writer that wrote wrong bytes consistently would leave it)."""
+    import dataclasses
+    import pyarrow.parquet as pq
+    from tableformat.format.diskrowset import read_base_columns
+    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", compression="none")],
+                       primary_key="key")
+    root = tmp_path / "t"
+    t = tf.create_table(str(root), schema)
+    t.insert(rows(range(3000)))
+    (rs,) = t.state.rowsets.values()
+    p = root / rs.base[0].path
+    md = pq.ParquetFile(p).metadata
+    cc = md.row_group(md.num_row_groups - 1).column(1)
+    flip(p, cc.data_page_offset + cc.total_compressed_size - 1)     # the high byte of the last value
+    ref = dataclasses.replace(rs.base[0], crc32=zlib.crc32(p.read_bytes()))
+    damaged = dataclasses.replace(rs, base=(ref,))
+    cols = [schema.column("key"), schema.column("val")]
+    FILE_CACHE.clear()
+    whole = read_base_columns(t.storage, damaged, cols)
+    assert whole[cols[1].id].to_pylist()[:-1] == list(range(2999))
+    with pytest.raises(tf.CorruptFileError, match=rs.base[0].path):
+        read_base_columns(t.storage, damaged, cols, 0, 2999)

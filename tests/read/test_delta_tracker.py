@@ -230,3 +230,20 @@ def test_placing_changes_and_dropping_deleted_rows_matches_the_plain_way(typ):
         got = _Drop(gone, np.flatnonzero(gone), bool_array(~gone)).place(base, pos, values)
         got.validate(full=True)
         assert got.to_pylist() == [x for x, g in zip(want, gone) if not g]
+
+
+def test_consume_replaces_the_base_columns_in_the_callers_dict(churned):
+    """A scan gives its base columns up (`consume`): each is replaced where it lies, so it is
+    freed once its live values are built (issue 39), and the values are those of a copy."""
+    t, _, _ = churned
+    (rs,) = [r for r in t.state.rowsets.values() if r.num_rows == N]
+    deltas = t.state.deltas_of(rs.id)
+    cols = [t.schema.column(c) for c in COLS]
+    expect, live = apply_deltas(t.storage, rs, deltas, cols, read_base_columns(t.storage, rs, cols, 0, N), 0, N,
+                                drop_deleted=True)
+    base = read_base_columns(t.storage, rs, cols, 0, N)
+    given = dict(base)
+    got, live2 = apply_deltas(t.storage, rs, deltas, cols, base, 0, N, drop_deleted=True, consume=True)
+    assert got is base and np.array_equal(live, live2)
+    assert all(base[c.id] is not given[c.id] for c in cols)          # no base column is left in it
+    assert {k: v.to_pylist() for k, v in got.items()} == {k: v.to_pylist() for k, v in expect.items()}
