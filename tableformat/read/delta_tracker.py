@@ -217,10 +217,9 @@ def apply_deltas(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
     one pass over the column. Returns the new arrays and the live-row mask (None when every row
     is live); with `drop_deleted` the arrays hold the live rows only (a scan's case).
 
-    With `consume` the caller gives `arrays` up: they are replaced in place, so each base column
-    is freed as soon as its new values are built. A scan then holds every column once and one
-    column twice at most, not every column twice: the first read of a process pays for each
-    page it grows by (the kernel zeroes it), and later reads reuse what earlier ones freed.
+    With `consume` the caller gives `arrays` up: each base column is replaced in place and freed
+    as its new values are built, so a scan holds one column twice at most, not every column
+    (a process's first read pays the kernel for each fresh page it grows by).
     """
     if rowids is not None:
         rowids = np.asarray(rowids, np.int64)
