@@ -140,8 +140,7 @@ def deleted_mask(storage: Storage, rowset: RowSetMeta, deltas: Sequence[DeltaFil
 
 
 def redo_order(deltas: Sequence[DeltaFileMeta]) -> list[DeltaFileMeta]:
-    """REDO files in timestamp order: a compaction's merged file (older records) may be
-    listed after a concurrent mutation's file (newer)."""
+    """REDO files by timestamp: a compaction's merged (older) file may follow a newer one."""
     return sorted(deltas, key=lambda d: d.max_ts)
 
 
