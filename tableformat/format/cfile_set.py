@@ -354,12 +354,14 @@ def verified_parquet_file(storage: Storage, ref: FileRef, kind: str,
     except OSError as e:
         raise wrap_read_error(ref.path, e) from None
     verify_file_bytes(ref, data, kind)
+    pages = ref.crc32 is None              # no recorded CRC-32 checked the bytes: the page CRCs must
     try:
-        pf = pq.ParquetFile(pa.BufferReader(data))
+        pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=pages)
         md = pf.metadata
         as_dict = dictionary(md) if dictionary is not None else []
         if as_dict:
-            pf = pq.ParquetFile(pa.BufferReader(data), metadata=md, read_dictionary=as_dict)
+            pf = pq.ParquetFile(pa.BufferReader(data), metadata=md, page_checksum_verification=pages,
+                                read_dictionary=as_dict)
     except (OSError, pa.ArrowException) as e:
         raise wrap_read_error(ref.path, e) from None
     FILE_CACHE.put(storage, ref.path + "#footer", pf.metadata, pf.metadata.serialized_size, ref.size, index=True)

@@ -400,3 +400,26 @@ def test_a_read_checked_whole_against_the_log_skips_the_page_crcs_others_verify_
     assert whole[cols[1].id].to_pylist()[:-1] == list(range(2999))
     with pytest.raises(tf.CorruptFileError, match=rs.base[0].path):
         read_base_columns(t.storage, damaged, cols, 0, 2999)
+
+
+def test_a_whole_read_of_a_file_with_no_recorded_crc_still_verifies_its_page_crcs(tmp_path):
+    """§5, §8.2: page CRCs may be skipped only for bytes checked whole against a recorded CRC-32.
+    A descriptor without `crc32` (versions 1, 2; or a skipped-rows file named without one) has
+    nothing to check the bytes against, so the page CRCs are the only check and must run."""
+    import dataclasses
+    import pyarrow.parquet as pq
+    from tableformat.format.cfile_set import verified_parquet_file
+    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", compression="none")],
+                       primary_key="key")
+    root = tmp_path / "t"
+    t = tf.create_table(str(root), schema)
+    t.insert(rows(range(3000)))
+    (rs,) = t.state.rowsets.values()
+    p = root / rs.base[0].path
+    md = pq.ParquetFile(p).metadata
+    cc = md.row_group(md.num_row_groups - 1).column(1)
+    flip(p, cc.data_page_offset + cc.total_compressed_size - 1)
+    ref = dataclasses.replace(rs.base[0], crc32=None)
+    FILE_CACHE.clear()
+    with pytest.raises((tf.CorruptFileError, OSError, pa.ArrowException)):
+        verified_parquet_file(t.storage, ref, "skipped rows file").read()
