@@ -31,9 +31,11 @@ public record Listing(NavigableMap<Long, FileStatus> commits, NavigableMap<Long,
     return new Listing(commits, checkpoints);
   }
 
+  /** The version a name stands for: only the canonical 20-digit form (§8.1 {@code <v:020d>}), the
+   *  one name Python's reader opens; "5.json" or a 21-digit name beside it is no version. */
   private static Long version(String name, String suffix) {
     String stem = name.substring(0, name.length() - suffix.length());
-    if (stem.isEmpty() || !stem.chars().allMatch(c -> c >= '0' && c <= '9')) return null;
+    if (stem.length() != 20 || !stem.chars().allMatch(c -> c >= '0' && c <= '9')) return null;
     try {
       return Long.parseLong(stem);
     } catch (NumberFormatException e) {     // past 2^63: no version of ours

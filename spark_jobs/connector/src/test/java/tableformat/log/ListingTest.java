@@ -161,4 +161,23 @@ class ListingTest {
     assertEquals(List.of(0L, 1L, 2L, 3L, 4L), List.copyOf(l.commits().keySet()));
     assertEquals(List.of(1L, 3L), List.copyOf(l.checkpoints().keySet()));
   }
+
+  @Test
+  void onlyCanonicalNamesAreVersions() throws Exception {
+    // §8.1: commit v is _log/<v:020d>.json; Python's reader opens that name and no other, so a
+    // stray "5.json" (or a 21-digit name) is no commit 5 and "3.checkpoint.json" no checkpoint 3.
+    TestLog log = fourInserts();
+    Files.delete(dir.resolve(LogReader.checkpointPath(3)));
+    new TestLog(dir, 5).commit("INSERT", TestLog.addRowset("e", "r1", 120, 129, 0, 1));
+    Files.move(dir.resolve(LogReader.commitPath(5)), dir.resolve("_log/5.json"));
+    new TestLog(dir).write("_log/3.checkpoint.json", "{}");
+    new TestLog(dir).write("_log/" + "0".repeat(20) + "2.json", "not a commit");
+    LogReader r = new LogReader(store(dir));
+    assertEquals(List.of(0L, 1L, 2L, 3L, 4L), List.copyOf(r.listing().commits().keySet()));
+    assertEquals(List.of(1L), List.copyOf(r.listing().checkpoints().keySet()));
+    TableState s = r.load(null).state();
+    assertEquals(4, s.version());
+    assertEquals(List.of("a", "b", "c", "d"), ids(s));
+    assertThrows(VersionNotFoundError.class, () -> r.load(5L));
+  }
 }
