@@ -3,10 +3,12 @@ package tableformat.log;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.hadoop.fs.FileStatus;
 
 /**
@@ -28,7 +30,8 @@ public final class LogReader {
   private final LogStore store;
   private final Map<Long, Integer> formatOf = new HashMap<>();
   private Listing listing;                                            // null: not listed yet
-  private final Map<Long, JsonNode> commits = new HashMap<>();        // read and checked, by version
+  private final Map<Long, JsonNode> commits = new HashMap<>();        // read and checked, by version (this listing)
+  private final Set<Long> read = new HashSet<>();                     // every commit read, for refresh's check
   private final Map<Long, Optional<Loaded>> checkpoints = new HashMap<>();   // empty: broken
   private final Map<Long, Loaded> loads = new HashMap<>();            // states as of a version
   private Loaded head;                        // the latest state of this listing
@@ -75,6 +78,7 @@ public final class LogReader {
     if (raw == null) return null;
     d = checkedCommit(raw, v);
     commits.put(v, d);
+    read.add(v);
     return d;
   }
 
@@ -143,6 +147,11 @@ public final class LogReader {
     }
   }
 
+  /** Commits held as read (JSON), for tests of what a long-held reader keeps. */
+  synchronized int heldCommits() {
+    return commits.size();
+  }
+
   /** This reader's listing of {@code _log/}, taken at its first use. */
   public synchronized Listing listing() {
     if (listing == null) listing = Listing.of(store.listStatus(LOG));
@@ -158,10 +167,11 @@ public final class LogReader {
     Listing old = listing;
     listing = Listing.of(store.listStatus(LOG));
     if (old == null) return;
-    boolean kept = commits.keySet().stream().allMatch(v -> Listing.sameFile(old.commits().get(v), listing.commits().get(v)))
+    boolean kept = read.stream().allMatch(v -> Listing.sameFile(old.commits().get(v), listing.commits().get(v)))
         && checkpoints.keySet().stream().allMatch(v -> Listing.sameFile(old.checkpoints().get(v), listing.checkpoints().get(v)));
+    commits.clear();         // the states keep what they need: a view held across many commits holds no log
     if (!kept) {
-      commits.clear();
+      read.clear();
       checkpoints.clear();
       formatOf.clear();
       loads.clear();

@@ -180,4 +180,23 @@ class ListingTest {
     assertEquals(List.of("a", "b", "c", "d"), ids(s));
     assertThrows(VersionNotFoundError.class, () -> r.load(5L));
   }
+
+  @Test
+  void aReaderHeldAcrossManyCommitsHoldsNoGrowingLog() throws Exception {
+    // a view (a Spark Table) refreshes its reader for each scan: the commits it read for earlier
+    // queries must not pile up in memory (a streaming table's log grows without end)
+    fourInserts();
+    LogReader r = new LogReader(store(dir));
+    assertEquals(4, r.load(null).state().version());
+    TestLog w = new TestLog(dir, 5);
+    for (int i = 0; i < 40; i++) {
+      w.commit("INSERT");
+      r.refresh();
+      assertEquals(5 + i, r.load(null).state().version());
+    }
+    assertEquals(List.of("a", "b", "c", "d"), ids(r.load(null).state()));
+    assertEquals(44, r.load(null).history().get(44).version());
+    assertTrue(r.heldCommits() <= 1, "commits held: " + r.heldCommits());
+    assertEquals(List.of("a", "b"), ids(r.load(2L).state()));     // an older version is still read
+  }
 }
