@@ -2,14 +2,11 @@
 per layer at the end of a run (CI reads them). The layout is in tests/README.md; helpers that
 are not fixtures are in tests/helpers.py."""
 import os
-import socket
-import subprocess
-import time
 
 import pytest
 
 import tableformat as tf
-from helpers import metrics_partitioning, metrics_schema, moto_command
+from helpers import metrics_partitioning, metrics_schema, start_moto
 
 
 @pytest.fixture(scope="session")
@@ -45,27 +42,9 @@ def metrics_table(table_uri):
     return tf.create_table(table_uri, metrics_schema(), partitioning=metrics_partitioning())
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def s3_endpoint():
-    port = _free_port()
-    cmd = moto_command("127.0.0.1", port)
-    if cmd is None:
-        pytest.skip("moto_server is not installed in this environment (pip install -e '.[dev]')")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
+    proc, url = start_moto()
     yield url
     proc.terminate()
     proc.wait(10)

@@ -35,6 +35,43 @@ def moto_command(host: str, port: int) -> list[str] | None:
     return None
 
 
+def start_moto(stderr=subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
+    """A loopback S3 server on a free port, up and listening: (its process, its endpoint URL).
+    Skips the test when moto_server is not installed (pip install -e '.[dev]')."""
+    import socket
+    import time
+    import pytest
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = moto_command("127.0.0.1", port)
+    if cmd is None:
+        pytest.skip("moto_server is not installed in this environment (pip install -e '.[dev]')")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def row_group_reads(monkeypatch) -> list:
+    """The row groups every ParquetFile.read_row_groups call decodes from now on (a list that
+    grows with each call): how a test sees which row groups a read decoded."""
+    import pyarrow.parquet as pq
+    read = []
+    orig = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, *a, **kw):
+        read.append(list(row_groups))
+        return orig(self, row_groups, *a, **kw)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    return read
+
+
 def dag_helper_modules():
     """airflow/dags' helper modules (tableformat_config, tableformat_export), imported into this
     process WITHOUT importing Airflow: `import airflow` configures logging for the whole process

@@ -5,7 +5,7 @@ import pyarrow as pa
 from tableformat.format import cfile_set
 from tableformat.format.cfile_set import FILE_CACHE, FileCache
 
-from helpers import kv
+from helpers import kv, row_group_reads
 
 KEYS = [f"k{i:05d}" for i in range(2000)]
 
@@ -21,19 +21,6 @@ def _index_out_of_cache(tmp_path, drop=("#all",), first=KEYS[:1]):
     assert t.lookup({"key": first}).column("val").to_pylist() == [int(k[1:]) for k in first]
     FILE_CACHE.drop(t.storage, [rs.pk_index.path + d for d in drop])
     return t, rs
-
-
-def _row_group_reads(monkeypatch) -> list:
-    """The paths every ParquetFile.read_row_groups call decodes from now on."""
-    import pyarrow.parquet as pq
-    read = []
-    orig = pq.ParquetFile.read_row_groups
-
-    def spy(self, row_groups, *a, **kw):
-        read.append(list(row_groups))
-        return orig(self, row_groups, *a, **kw)
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
-    return read
 
 
 def test_a_data_entry_that_cannot_fit_does_not_flush_the_data_entries_that_do(tmp_path):
@@ -68,7 +55,7 @@ def test_cold_key_files_of_a_table_no_longer_read_starve_the_row_groups_of_the_o
     index_bytes = sum(FILE_CACHE._items[k][1] for k in FILE_CACHE._index)
     # room for every key file read so far and a little (less than one decoded row group)
     monkeypatch.setattr(FILE_CACHE, "max_bytes", index_bytes + 64)
-    reads = _row_group_reads(monkeypatch)
+    reads = row_group_reads(monkeypatch)
     for _ in range(3):                                  # only B from now on: A is cold
         assert b.lookup({"key": ["b01000"]}).column("val").to_pylist() == [1000]
     # the first lookup decodes the row group of b01000; the next two should find it cached

@@ -374,14 +374,10 @@ def test_all_commits_relabelled_to_format_2_are_refused(tmp_path):
         assert t2.check().ok                      # observed: 0 violations, forged timestamp in history()
 
 
-def test_a_read_checked_whole_against_the_log_skips_the_page_crcs_others_verify_them(tmp_path):
-    """§5: bytes checked whole against the log's CRC-32 are decoded without their page CRCs
-    checked again (the stronger check covered them); a read of part of a file verifies them.
-    Shown with a base file whose page bytes differ from their page CRC while the descriptor's
-    CRC-32 matches the file (as a writer that wrote wrong bytes consistently would leave it)."""
-    import dataclasses
+def _a_base_file_with_a_bad_page(tmp_path):
+    """(table, schema, its one rowset, its base file's path), the base file's last page damaged:
+    the high byte of its last value no longer matches the page's CRC."""
     import pyarrow.parquet as pq
-    from tableformat.format.diskrowset import read_base_columns
     schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", compression="none")],
                        primary_key="key")
     root = tmp_path / "t"
@@ -391,7 +387,18 @@ def test_a_read_checked_whole_against_the_log_skips_the_page_crcs_others_verify_
     p = root / rs.base[0].path
     md = pq.ParquetFile(p).metadata
     cc = md.row_group(md.num_row_groups - 1).column(1)
-    flip(p, cc.data_page_offset + cc.total_compressed_size - 1)     # the high byte of the last value
+    flip(p, cc.data_page_offset + cc.total_compressed_size - 1)
+    return t, schema, rs, p
+
+
+def test_a_read_checked_whole_against_the_log_skips_the_page_crcs_others_verify_them(tmp_path):
+    """§5: bytes checked whole against the log's CRC-32 are decoded without their page CRCs
+    checked again (the stronger check covered them); a read of part of a file verifies them.
+    Shown with a base file whose page bytes differ from their page CRC while the descriptor's
+    CRC-32 matches the file (as a writer that wrote wrong bytes consistently would leave it)."""
+    import dataclasses
+    from tableformat.format.diskrowset import read_base_columns
+    t, schema, rs, p = _a_base_file_with_a_bad_page(tmp_path)
     ref = dataclasses.replace(rs.base[0], crc32=zlib.crc32(p.read_bytes()))
     damaged = dataclasses.replace(rs, base=(ref,))
     cols = [schema.column("key"), schema.column("val")]
@@ -407,18 +414,8 @@ def test_a_whole_read_of_a_file_with_no_recorded_crc_still_verifies_its_page_crc
     A descriptor without `crc32` (versions 1, 2; or a skipped-rows file named without one) has
     nothing to check the bytes against, so the page CRCs are the only check and must run."""
     import dataclasses
-    import pyarrow.parquet as pq
     from tableformat.format.cfile_set import verified_parquet_file
-    schema = tf.Schema([tf.Column("key", "string"), tf.Column("val", "int64", compression="none")],
-                       primary_key="key")
-    root = tmp_path / "t"
-    t = tf.create_table(str(root), schema)
-    t.insert(rows(range(3000)))
-    (rs,) = t.state.rowsets.values()
-    p = root / rs.base[0].path
-    md = pq.ParquetFile(p).metadata
-    cc = md.row_group(md.num_row_groups - 1).column(1)
-    flip(p, cc.data_page_offset + cc.total_compressed_size - 1)
+    t, _, rs, _ = _a_base_file_with_a_bad_page(tmp_path)
     ref = dataclasses.replace(rs.base[0], crc32=None)
     FILE_CACHE.clear()
     with pytest.raises((tf.CorruptFileError, OSError, pa.ArrowException)):

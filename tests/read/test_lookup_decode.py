@@ -5,7 +5,7 @@ import pyarrow.parquet as pq
 from tableformat.format.cfile_set import FILE_CACHE
 from tableformat.format.constants import field_name
 
-from helpers import kv
+from helpers import kv, row_group_reads
 
 KEYS = [f"k{i:05d}" for i in range(2000)]
 COLORS = ["red", "green", "blue", None]
@@ -59,17 +59,6 @@ def test_decoded_row_groups_do_not_evict_the_delta_files_every_lookup_reads(tmp_
     assert not reads, f"delta file evicted by the lookup's own row groups and read again: {reads}"
 
 
-def _decodes(monkeypatch) -> list:
-    reads = []
-    orig = pq.ParquetFile.read_row_groups
-
-    def spy(self, row_groups, *a, **kw):
-        reads.append(list(row_groups))
-        return orig(self, row_groups, *a, **kw)
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
-    return reads
-
-
 def test_a_warm_lookup_of_the_same_keys_decodes_no_row_group_the_block_cache_could_not_keep(tmp_path, monkeypatch):
     """The row cache: the hit rows of a lookup whose row groups evicted one another in the block
     cache are kept, so looking the same keys up again decodes nothing (issue 39: at 16M rows
@@ -83,7 +72,7 @@ def test_a_warm_lookup_of_the_same_keys_decodes_no_row_group_the_block_cache_cou
     used = FILE_CACHE.max_bytes - FILE_CACHE.free_bytes
     monkeypatch.setattr(FILE_CACHE, "max_bytes", used + 4096)          # room for about one row group
     assert t.lookup({"key": want}).to_pylist() == expect
-    reads = _decodes(monkeypatch)
+    reads = row_group_reads(monkeypatch)
     assert t.lookup({"key": want[::-1]}).to_pylist() == expect[::-1]
     assert not reads, f"the warm lookup decoded row groups {reads} again"
 

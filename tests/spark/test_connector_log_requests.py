@@ -7,15 +7,13 @@ on one with 42 (a checkpoint at 40): the same small number of requests on the lo
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
-from helpers import ROOT, TESTS, moto_command
+from helpers import ROOT, TESTS, start_moto
 
 pytest.importorskip("pyspark")
 
@@ -63,31 +61,13 @@ JOB = textwrap.dedent('''
 ''').replace("import json, sys", "import json, sys, time")
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def logged_s3(tmp_path):
     """A loopback S3 server of this test's own, its request log in a file."""
-    port = _free_port()
-    cmd = moto_command("127.0.0.1", port)
-    if cmd is None:
-        pytest.skip("moto_server is not installed in this environment")
     log = tmp_path / "requests.log"
     with open(log, "w") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
+        proc, url = start_moto(stderr=err)
     s3fs = pytest.importorskip("s3fs")
-    url = f"http://127.0.0.1:{port}"
     s3fs.S3FileSystem(client_kwargs={"endpoint_url": url}, key="testing", secret="testing").mkdir("logrequests")
     yield "s3://logrequests", {"endpoint_url": url, "key": "testing", "secret": "testing"}, log
     proc.terminate()
