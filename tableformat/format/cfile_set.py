@@ -27,7 +27,7 @@ from .constants import field_name  # noqa: F401  (re-exported)
 from .metadata import FileRef
 from .schema import Column, value_to_json
 from .storage import Storage
-from .ranged_file import COALESCE_HOLE_BYTES, COALESCE_MAX_BYTES, WHOLE_READ_BYTES, RangedFile  # noqa: F401
+from .ranged_file import WHOLE_READ_BYTES, RangedFile
 
 PARQUET_CODEC = {"none": "NONE", "lz4": "LZ4", "snappy": "SNAPPY", "zlib": "GZIP", "zstd": "ZSTD"}
 _MAX_STAT_BYTES = 256

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import pyarrow as pa
 
 from ..format.deltafile import REDO, UNDO, DeltaFileMeta
 from ..format.metadata import RowSetMeta, TableState, property_value
@@ -321,7 +320,7 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ke
                                         f"REDO bytes are {ratio:.0%} of base: apply updates of {len(cols)} "
                                         f"column(s) to base data", redo_bytes + col_bytes, tuple(cols)))
             continue
-        var = [c for c in cols if _variable_width(st.schema.by_id(c).arrow_type)]
+        var = [c for c in cols if st.schema.by_id(c).type.is_variable_width]
         var_bytes = base_bytes * len(var) // max(1, len(st.schema.columns))     # as a share of columns
         if var and var_bytes < FOLD_FLOOR_SHARE * st.properties["rowset_target_bytes"]:
             # a major delta of these columns alone also folds the REDO files into one
@@ -341,11 +340,6 @@ def _delta_candidates(st: TableState, tablet: str, rowsets: list[RowSetMeta], ke
                         f"scan of those columns places them (one pass over each such column); major delta "
                         f"compaction once REDO bytes reach {MAJOR_MIN_RATIO:.0%} of base")
     return out
-
-
-def _variable_width(t) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
-        pa.types.is_large_binary(t)
 
 
 def ancient_undo(st: TableState, rid: str, ahm: int | None) -> list[DeltaFileMeta]:
