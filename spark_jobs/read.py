@@ -7,7 +7,7 @@
     changes = read_changes(spark, "/data/metrics", start=3)     # Table.changes(3) (spark_jobs/changes.py)
 
 The JVM connector (`spark_jobs/connector/`, format `tableformat-jvm`) is the first choice,
-and the JVM plans its reads itself (the log and §9.4's plan in `connector/java/tableformat/
+and the JVM plans its reads itself (the log and §9.4's plan in `connector/src/main/java/tableformat/
 {log,plan}`, a second implementation of Python's planner): `read_table` hands it the table's
 path and the version, Spark pushes the filter into the scan, which prunes tablets and rowsets
 before any file is opened; it reads base files with Spark's vectorized Parquet reader and

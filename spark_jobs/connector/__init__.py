@@ -1,11 +1,11 @@
 """The JVM connector: a Spark DataSource V2 source (`tableformat-jvm`) that reads a table's base
 files with Spark's own vectorized Parquet reader and applies REDO (and UNDO) records inside each
-ColumnarBatch. The JVM plans the read itself from the log (`java/tableformat/{log,plan}`, a second
-implementation of specs/format.md §8 and §9.4): `read_table`, `register_view` and the catalog hand
-it a table path; a plan as JSON (`plan.py`, Python's `Snapshot.read_plan`) is still taken.
+ColumnarBatch. The JVM plans the read itself from the log (`src/main/java/tableformat/{log,plan}`,
+a second implementation of specs/format.md §8 and §9.4): `read_table`, `register_view` and the
+catalog hand it a table path; a plan as JSON (`plan.py`, Python's `Snapshot.read_plan`) is still taken.
 
-Its Java sources (`java/`) ship with the package and are compiled at first use with the JDK's
-`javac` against the *installed* pyspark's jars, so one source tree serves each Spark version;
+Its Java sources (`src/main/java/`, Maven's layout) ship with the package and are compiled at first
+use with the JDK's `javac` against the *installed* pyspark's jars, so one source tree serves each Spark version;
 the jar is cached under the user's cache directory, named by a hash of the sources and the Spark
 version (a jar a running JVM loaded is never overwritten). No binary is committed.
 
@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 NAME = "tableformat-jvm"
 SOURCE_CLASS = "tableformat.connector.TableFormatSource"
 _HERE = Path(__file__).resolve().parent
-_SOURCES = _HERE / "java"
-_RESOURCES = _HERE / "resources"
+_SOURCES = _HERE / "src" / "main" / "java"
+_RESOURCES = _HERE / "src" / "main" / "resources"
 _BUILT: dict[str, tuple[str | None, str | None]] = {}
 
 

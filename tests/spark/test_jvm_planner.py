@@ -1,4 +1,4 @@
-"""The JVM's own log reader and planner (spark_jobs/connector/java/tableformat/{log,plan}), a second
+"""The JVM's own log reader and planner (spark_jobs/connector/src/main/java/tableformat/{log,plan}), a second
 implementation of specs/format.md §8 and §9.4's planning, against the engine's: for the same
 table, as_of, columns and filter, the plan the JVM computes from the log equals
 `Snapshot.read_plan` in the shape the connector takes today (spark_jobs/connector/plan.py), and
