@@ -110,20 +110,19 @@ class TransactionLog:
         self.storage = storage
         self.reads = 0  # log files read, for tests of the open cost
         self._format_of: dict[int, int] = {}  # version -> format version of its verified commit
-        self._hint: int | None = None          # the newest _last_checkpoint this log read or wrote
+        self._hint: int | None = None          # the newest _last_checkpoint this log wrote
 
     # --- reading ----------------------------------------------------------------------
     def listing(self) -> Listing:
+        """Commits and checkpoints by version: only names of 20 ASCII digits count (`commit_path`), the
+        names readers open; "5.json" or a stray file beside them is no version (§8.3)."""
         commits, checkpoints = [], []
         for name in self.storage.list(LOG_DIR):
-            if name.endswith(_CHECKPOINT_SUFFIX):
-                stem = name[: -len(_CHECKPOINT_SUFFIX)]
-                if stem.isdigit():
-                    checkpoints.append(int(stem))
-            elif name.endswith(_COMMIT_SUFFIX):
-                stem = name[: -len(_COMMIT_SUFFIX)]
-                if stem.isdigit():
-                    commits.append(int(stem))
+            for suffix, out in ((_CHECKPOINT_SUFFIX, checkpoints), (_COMMIT_SUFFIX, commits)):
+                stem = name[: -len(suffix)]
+                if name.endswith(suffix) and len(stem) == 20 and stem.isascii() and stem.isdigit():
+                    out.append(int(stem))
+                    break
         return Listing(tuple(sorted(commits)), tuple(sorted(checkpoints)))
 
     def read_commit(self, version: int) -> Commit:
@@ -203,14 +202,6 @@ class TransactionLog:
         except (FileNotFoundError, CorruptFileError):
             return None  # a checkpoint is derived data: fall back to an older one
 
-    def _last_checkpoint_hint(self) -> int | None:
-        try:
-            d = json.loads(self.storage.read(LAST_CHECKPOINT))
-            self._hint = max(self._hint or -1, int(d["version"]))
-            return int(d["version"])
-        except (FileNotFoundError, ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return None
-
     def _try_read_commit(self, version: int) -> Commit | None:
         try:
             return self.read_commit(version)
@@ -221,52 +212,65 @@ class TransactionLog:
              ) -> tuple[TableState, list[CommitInfo]]:
         """State at `version` (latest if None) and the history up to it.
 
-        The latest state is found without listing: start from `base` or the
-        checkpoint named by `_last_checkpoint`, then read commits v+1, v+2, ...
-        until one is missing. Versions are dense, so that is the head.
+        Without `base`, the state is opened from one listing of `_log/` (specs/format.md §8.3), never
+        from `_last_checkpoint`, so every reader (the JVM's too) finds the same state whatever the
+        hint says. With `base` (a state this log verified), the commits after it are read until one
+        is missing: a writer catching up (§8.4).
         """
-        state, history = (base[0], list(base[1])) if base is not None else (None, [])
-        if state is not None and version is not None and state.version > version:
-            state, history = None, []
-        if state is None:
-            cp = self._last_checkpoint_hint() if version is None else None
-            loaded = self._read_checkpoint(cp) if cp is not None else None
-            if loaded is None:
-                listing = self.listing()
-                if not listing.commits:
-                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
-                if version is not None and version > listing.latest:
-                    raise VersionNotFoundError(f"version {version} does not exist; the latest is {listing.latest}")
-                for c in reversed(listing.checkpoints):
-                    if c != cp and (version is None or c <= version):
-                        loaded = self._read_checkpoint(c)
-                        if loaded is not None:
-                            break
-            if loaded is not None:
-                state, history = loaded
-        v = 0 if state is None else state.version + 1
+        if base is None or (version is not None and base[0].version > version):
+            return self._open(version)
+        state, history = base[0], list(base[1])
+        v = state.version + 1
         while version is None or v <= version:
             d = self._try_read_commit(v)
             if d is None:
-                if state is None:
-                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
                 if version is not None:
                     raise VersionNotFoundError(f"version {version} does not exist; the latest is {state.version}")
                 break
-            if state is not None and d.table_id is not None and d.table_id != state.table_id:
-                raise TableReplacedError(
-                    f"the table at {self.storage.uri!r} was replaced: commit {commit_path(v)} belongs to table "
-                    f"{d.table_id}, this state to {state.table_id}; open the table again")
-            state = apply_commit(state, d, commit_path(v))
-            if d.format_version < state.format_version:
-                # a table created in format N is only ever written in format >= N: an older label was
-                # put there to fall back to a weaker checksum rule
-                raise CorruptFileError(f"commit file {commit_path(v)} says format version {d.format_version} in a "
-                                       f"table created in format version {state.format_version}: the file was "
-                                       "altered; restore it from a backup")
-            history.append(CommitInfo(v, d.timestamp, d.operation, dict(d.counts), d.read_version))
+            state = self._apply(state, history, d, v)
             v += 1
         return state, history
+
+    def _open(self, version: int | None) -> tuple[TableState, list[CommitInfo]]:
+        """The state at `version` (None: the newest listed commit) from the newest checkpoint at or
+        before it that passes its checks, then every commit after it: one missing there is a damaged
+        log, never the log's end (§8.3, "Opening a table")."""
+        listing = self.listing()
+        if not listing.commits:
+            raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+        if version is not None and version > listing.latest:
+            raise VersionNotFoundError(f"version {version} does not exist; the latest is {listing.latest}")
+        target = listing.latest if version is None else version
+        loaded = next(filter(None, (self._read_checkpoint(c) for c in reversed(listing.checkpoints) if c <= target)),
+                      None)
+        state, history = (loaded[0], list(loaded[1])) if loaded is not None else (None, [])
+        listed = set(listing.commits)
+        for v in range(0 if state is None else state.version + 1, target + 1):
+            d = self._try_read_commit(v) if v in listed else None
+            if d is None:
+                raise CorruptFileError(
+                    f"commit file {commit_path(v)} is missing from the log of {self.storage.uri!r}, whose commits go "
+                    f"on to version {listing.latest}: the log is damaged; restore the file from a backup (versions "
+                    f"before {v} and from a checkpoint after it can still be read)")
+            state = self._apply(state, history, d, v)
+        return state, history
+
+    def _apply(self, state: TableState | None, history: list[CommitInfo], d: Commit, v: int) -> TableState:
+        """The state after commit v, its table's own (§8.1 `table_id`), in no older format than its table's;
+        v's entry is appended to `history`."""
+        if state is not None and d.table_id is not None and d.table_id != state.table_id:
+            raise TableReplacedError(
+                f"the table at {self.storage.uri!r} was replaced: commit {commit_path(v)} belongs to table "
+                f"{d.table_id}, this state to {state.table_id}; open the table again")
+        state = apply_commit(state, d, commit_path(v))
+        if d.format_version < state.format_version:
+            # a table created in format N is only ever written in format >= N: an older label was
+            # put there to fall back to a weaker checksum rule
+            raise CorruptFileError(f"commit file {commit_path(v)} says format version {d.format_version} in a "
+                                   f"table created in format version {state.format_version}: the file was "
+                                   "altered; restore it from a backup")
+        history.append(CommitInfo(v, d.timestamp, d.operation, dict(d.counts), d.read_version))
+        return state
 
     def read_new_commits(self, after: int) -> list[Commit]:
         """Commits after version `after`, up to the head."""
@@ -308,8 +312,8 @@ class TransactionLog:
         d["checksum"] = checkpoint_checksum(json.loads(json.dumps(d)))
         try:
             self.storage.put_if_absent(checkpoint_path(state.version), json.dumps(d).encode())
-            # no read of the hint first: this log knows the hint it last read or wrote, and a hint
-            # that another writer's older checkpoint overtakes only costs a reader some replay
+            # no read of the hint first: no reader of this format opens from it (§8.3); older engines
+            # do, and a hint another writer moves back only costs them some replay
             if self._hint is None or self._hint < state.version:
                 self.storage.write(LAST_CHECKPOINT, json.dumps({"version": state.version}).encode())
                 self._hint = state.version

@@ -12,6 +12,7 @@ from tableformat.log.txlog import TransactionLog, checkpoint_path, commit_path
 
 from helpers import int_string_schema, metrics_rows, metrics_schema
 from tableformat.format.metadata import WRITE_FORMAT_FLOOR
+from tableformat.format.storage import Storage
 
 
 def test_commit_files_record_what_they_did(tmp_path):
@@ -152,3 +153,62 @@ def test_own_commit_reported_as_not_done(tmp_path):
     landed = tf.open_table(uri).to_arrow().to_pylist()
     assert landed == [{"key": "a", "val": 1}]
     assert err is None, f"insert raised {type(err).__name__}: {err} although its commit landed"
+
+
+def _gap_table(tmp_path, hint):
+    """Checkpoints at 10 and 20, commits to 25, commit 15 missing, `_last_checkpoint` naming `hint`
+    (None: no hint file); k = 0..24 inserted one per version."""
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, int_string_schema(), properties={"checkpoint_interval": 10})
+    for i in range(25):
+        t.insert(pa.table({"k": [i]}))
+    (tmp_path / "t" / commit_path(15)).unlink()
+    hint_file = tmp_path / "t" / txlog.LAST_CHECKPOINT
+    hint_file.unlink()
+    if hint is not None:
+        hint_file.write_text(hint)
+    return uri
+
+
+@pytest.mark.parametrize("hint", ['{"version": 10}', '{"version": 20}', '{"version": 99}', "junk", None])
+def test_the_state_opened_never_depends_on_the_checkpoint_hint(tmp_path, hint):
+    """§8.3: opening lists `_log/`; the newest usable checkpoint (20) and every commit after it."""
+    t = tf.open_table(_gap_table(tmp_path, hint))
+    assert t.version == 25 and t.scan().count() == 25
+    assert t.snapshot(12).scan().count() == 12            # checkpoint 10, commits 11 and 12
+    assert t.snapshot(22).scan().count() == 22            # checkpoint 20, commits 21 and 22
+
+
+def test_a_missing_commit_is_a_damaged_log_never_its_end(tmp_path):
+    """A read that must replay a missing commit fails naming it, even with later commits listed."""
+    uri = _gap_table(tmp_path, '{"version": 10}')
+    t = tf.open_table(uri)
+    for v in (15, 17, 19):
+        with pytest.raises(tf.CorruptFileError, match=f"{commit_path(15)} is missing.*restore"):
+            t.snapshot(v)
+    (tmp_path / "t" / checkpoint_path(20)).unlink()       # nothing covers commit 15 any more
+    with pytest.raises(tf.CorruptFileError, match=f"{commit_path(15)} is missing.*go on to version 25"):
+        tf.open_table(uri)
+    assert TransactionLog(Storage(uri)).load(14)[0].version == 14      # before the gap: read
+
+
+def test_a_missing_first_commit_is_a_damaged_log(tmp_path):
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, int_string_schema())
+    t.insert(pa.table({"k": [1]}))
+    (tmp_path / "t" / commit_path(0)).unlink()
+    with pytest.raises(tf.CorruptFileError, match=commit_path(0)):
+        tf.open_table(uri)
+
+
+def test_only_canonical_names_are_commits_or_checkpoints(tmp_path):
+    """A stray `5.json` or `.tmp-*` beside the commits is no version (§8.3)."""
+    uri = str(tmp_path / "t")
+    t = tf.create_table(uri, int_string_schema())
+    t.insert(pa.table({"k": [1]}))
+    log_dir = tmp_path / "t" / "_log"
+    (log_dir / commit_path(1)[len("_log/"):]).rename(log_dir / "2.json")
+    (log_dir / ".tmp-abc").write_text("x")
+    (log_dir / "3.checkpoint.json").write_text("{}")
+    assert TransactionLog(t.storage).listing() == txlog.Listing((0,), ())
+    assert tf.open_table(uri).version == 0

@@ -714,3 +714,101 @@ def test_a_key_interval_between_a_rowsets_keys_is_pruned_by_the_pk_index_seek(jv
     path.write_bytes(bytes(raw))
     got = jvm.ask({**request(t.uri, read), "seek": True})
     assert got["error"] == "CorruptFileError" and rs.pk_index.path in got["message"], got
+
+
+# --- a damaged log: both readers open the same state, or refuse with the same error (§8.3) ---------
+
+def _cp(v):
+    return f"_log/{v:020d}.checkpoint.json"
+
+
+def _c(v):
+    return f"_log/{v:020d}.json"
+
+
+def _alter(root, rel, text):
+    """Valid JSON, the checksum no longer matching (v becomes v + 0.5 in a count)."""
+    p = root / rel
+    raw = p.read_text()
+    p.write_text(raw.replace('"inserted":1', '"inserted":2', 1) if text is None else text(raw))
+    assert p.read_text() != raw
+
+
+def _damage(root: Path, case: str):
+    hint = root / "_log" / "_last_checkpoint"
+    steps = {
+        "intact": [],
+        "issue_gap_between_checkpoints_hint_10": [lambda: (root / _c(15)).unlink(),
+                                                  lambda: hint.write_text('{"version": 10}')],
+        "gap_between_checkpoints_no_hint": [lambda: (root / _c(15)).unlink(), hint.unlink],
+        "gap_before_first_checkpoint": [lambda: (root / _c(5)).unlink()],
+        "gap_after_last_checkpoint": [lambda: (root / _c(22)).unlink()],
+        "gap_behind_a_broken_checkpoint": [lambda: (root / _c(15)).unlink(),
+                                           lambda: _alter(root, _cp(20), lambda r: r[: len(r) // 2])],
+        "last_commit_missing": [lambda: (root / _c(25)).unlink()],
+        "commit_0_missing": [lambda: (root / _c(0)).unlink()],
+        "commit_0_missing_no_checkpoint": [lambda: (root / _c(0)).unlink(), lambda: (root / _cp(10)).unlink(),
+                                           lambda: (root / _cp(20)).unlink()],
+        "checkpoints_commit_missing": [lambda: (root / _c(20)).unlink()],
+        "hint_missing": [hint.unlink],
+        "hint_stale": [lambda: hint.write_text('{"version": 10}')],
+        "hint_lying_past_the_log": [lambda: hint.write_text('{"version": 90}')],
+        "hint_naming_no_checkpoint": [lambda: hint.write_text('{"version": 15}')],
+        "hint_garbage": [lambda: hint.write_text("{not json")],
+        "checkpoint_fails_checksum": [lambda: _alter(root, _cp(20), lambda r: r.replace('"num_rows": 1,', '"num_rows": 2,', 1))],
+        "checkpoint_truncated": [lambda: _alter(root, _cp(20), lambda r: r[:100])],
+        "checkpoint_misnamed_version": [lambda: (root / _cp(20)).rename(root / _cp(21))],
+        "altered_commit_behind_a_stale_hint": [lambda: _alter(root, _c(15), None),
+                                               lambda: hint.write_text('{"version": 10}')],
+        "altered_commit_after_the_checkpoint": [lambda: _alter(root, _c(23), None)],
+        "truncated_commit_after_the_checkpoint": [lambda: _alter(root, _c(23), lambda r: r[:40])],
+        "stray_files": [lambda: (root / "_log" / ".tmp-1234").write_text("x"),
+                        lambda: (root / "_log" / "26.json").write_text((root / _c(25)).read_text()),
+                        lambda: (root / "_log" / (_c(26)[5:] + ".tmp")).write_text("{}"),
+                        lambda: (root / "_log" / "x.checkpoint.json").write_text("{}"),
+                        lambda: (root / "_log" / "0000000000000000030.checkpoint.json").write_text("{}"),
+                        lambda: (root / "_log" / "sub").mkdir()],
+    }
+    for step in steps[case]:
+        step()
+
+
+# the latest state each case opens (its version), or the error both readers raise
+DAMAGED_LOGS = {
+    "intact": 25, "issue_gap_between_checkpoints_hint_10": 25, "gap_between_checkpoints_no_hint": 25,
+    "gap_before_first_checkpoint": 25, "gap_after_last_checkpoint": "CorruptFileError",
+    "gap_behind_a_broken_checkpoint": "CorruptFileError", "last_commit_missing": 24, "commit_0_missing": 25,
+    "commit_0_missing_no_checkpoint": "CorruptFileError", "checkpoints_commit_missing": 25, "hint_missing": 25,
+    "hint_stale": 25, "hint_lying_past_the_log": 25, "hint_naming_no_checkpoint": 25, "hint_garbage": 25,
+    "checkpoint_fails_checksum": 25, "checkpoint_truncated": 25, "checkpoint_misnamed_version": 25,
+    "altered_commit_behind_a_stale_hint": 25, "altered_commit_after_the_checkpoint": "CorruptFileError",
+    "truncated_commit_after_the_checkpoint": "CorruptFileError", "stray_files": 25,
+}
+
+
+@pytest.fixture(scope="module")
+def pristine_log(tmp_path_factory):
+    """Versions 0..25 (one key inserted per version), checkpoints at 10 and 20, the hint naming 20."""
+    root = tmp_path_factory.mktemp("pristine") / "t"
+    t = tf.create_table(str(root), small_schema(), properties={"checkpoint_interval": 10})
+    for i in range(25):
+        t.insert(small_rows([i]))
+    assert json.loads((root / "_log" / "_last_checkpoint").read_text()) == {"version": 20}
+    return root
+
+
+@pytest.mark.parametrize("case", list(DAMAGED_LOGS))
+def test_a_damaged_log_opens_the_same_state_or_error_in_both_readers(jvm, pristine_log, tmp_path, case):
+    root = tmp_path / "t"
+    shutil.copytree(pristine_log, root)
+    _damage(root, case)
+    latest = check_same_plan(jvm, str(root), {})
+    expect = DAMAGED_LOGS[case]
+    if isinstance(expect, str):
+        assert latest.get("error") == expect, latest
+        assert "00000000000000000" in latest["message"], latest     # the file is named
+    else:
+        assert latest["version"] == expect, latest
+        assert tf.open_table(str(root)).scan().count() == expect
+    for as_of in (0, 5, 12, 15, 17, 20, 22, 25, 26):
+        check_same_plan(jvm, str(root), {"as_of": as_of})

@@ -13,8 +13,9 @@ import org.apache.hadoop.fs.FileStatus;
 
 /**
  * Opening a table (specs/format.md §8.1-§8.3) from one listing of {@code _log/}: the newest
- * checkpoint at or before the version read, then the listed commits after it up to the first
- * one missing (versions are dense: that is the head), each file opened from its listed status.
+ * checkpoint at or before the version read (the latest: the newest listed commit), then every
+ * commit after it, each file opened from its listed status; a commit missing there is a damaged
+ * log ({@link CorruptFileError}), never the head. {@code _last_checkpoint} is never read.
  * Every commit and checkpoint is checked: its format version (newer than {@link #FORMAT_VERSION}:
  * refused), its version, its checksum (§8.1), and no downgrade of format along the log. A broken
  * checkpoint is derived data: the reader falls back to an older one, or to replay from version 0.
@@ -204,38 +205,39 @@ public final class LogReader {
     return l;
   }
 
-  /** The newest usable checkpoint at or before {@code version} (null: any), or the head a refresh kept. */
-  private Loaded start(Listing l, Long version) {
-    if (version == null && previous != null && l.commits().containsKey(previous.state().version)) return previous;
-    if (l.commits().isEmpty()) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
-    if (version != null && version > l.latest())
-      throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + l.latest());
-    NavigableMap<Long, FileStatus> cps = version == null ? l.checkpoints() : l.checkpoints().headMap(version, true);
-    for (Map.Entry<Long, FileStatus> c : cps.descendingMap().entrySet()) {
+  /** The newest usable checkpoint at or before {@code target}, or the head a refresh kept. */
+  private Loaded start(Listing l, Long version, long target) {
+    if (version == null && previous != null) {       // the same state as a fresh start when no commit after it is missing
+      long p = previous.state().version;
+      if (l.commits().containsKey(p) && l.commits().subMap(p, false, target, true).size() == target - p) return previous;
+    }
+    for (Map.Entry<Long, FileStatus> c : l.checkpoints().headMap(target, true).descendingMap().entrySet()) {
       Loaded loaded = checkpoint(c.getKey(), c.getValue());
       if (loaded != null) return loaded;
     }
     return null;
   }
 
+  /** The state at {@code version} (null: the newest listed commit): every commit after the start must
+   *  be listed and readable; one missing there is a damaged log, never its end (§8.3). */
   private Loaded replay(Long version) {
     Listing l = listing();
-    Loaded loaded = start(l, version);
+    if (l.commits().isEmpty()) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
+    if (version != null && version > l.latest())
+      throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + l.latest());
+    long target = version == null ? l.latest() : version;
+    Loaded loaded = start(l, version, target);
     TableState state = loaded == null ? null : loaded.state();
     List<CommitInfo> history = loaded == null ? new ArrayList<>() : new ArrayList<>(loaded.history());
-    long v = state == null ? 0 : state.version + 1;
-    while (version == null || v <= version) {
+    for (long v = state == null ? 0 : state.version + 1; v <= target; v++) {
       FileStatus st = l.commits().get(v);
       JsonNode d = st == null ? null : commit(v, st);
-      if (d == null) {
-        if (state == null) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
-        if (version != null)
-          throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + state.version);
-        break;
-      }
+      if (d == null)
+        throw new CorruptFileError("commit file " + commitPath(v) + " is missing from the log of '" + store.uri("")
+            + "', whose commits go on to version " + l.latest() + ": the log is damaged; restore the file from a "
+            + "backup (versions before " + v + " and from a checkpoint after it can still be read)");
       state = next(state, d, v);
       history.add(CommitInfo.ofCommit(d));
-      v++;
     }
     return new Loaded(state, history);
   }

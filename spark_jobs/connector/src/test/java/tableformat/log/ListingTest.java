@@ -14,7 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Opening a table from one listing of {@code _log/} (§8.3): the newest usable checkpoint at or
- * before the version read, the listed commits after it up to the first missing, and no file read
+ * before the version read, every commit after it (one missing: a damaged log), and no file read
  * that the state does not need (no probe past the latest, no commit before the checkpoint).
  */
 class ListingTest {
@@ -89,14 +89,16 @@ class ListingTest {
   }
 
   @Test
-  void aGapEndsTheLogWhenNoCheckpointLiesPastIt() throws Exception {
+  void aGapAfterTheStartingCheckpointIsADamagedLogNeverItsEnd() throws Exception {
     fourInserts();
     Files.delete(dir.resolve(LogReader.checkpointPath(3)));
     Files.delete(dir.resolve(LogReader.commitPath(3)));
     LogReader r = new LogReader(store(dir));
-    assertEquals(2, r.load(null).state().version());                // versions are dense: 4 is past the head
-    VersionNotFoundError e = assertThrows(VersionNotFoundError.class, () -> r.load(4L));
-    assertTrue(e.getMessage().contains("the latest is 2"), e.getMessage());
+    CorruptFileError e = assertThrows(CorruptFileError.class, () -> r.load(null));    // commit 4 exists
+    assertTrue(e.getMessage().contains(LogReader.commitPath(3)) && e.getMessage().contains("backup"), e.getMessage());
+    assertThrows(CorruptFileError.class, () -> r.load(4L));
+    assertThrows(CorruptFileError.class, () -> r.load(3L));
+    assertEquals(List.of("a", "b"), ids(r.load(2L).state()));     // before the gap: read
     assertThrows(VersionNotFoundError.class, () -> r.load(5L));
   }
 
@@ -105,8 +107,65 @@ class ListingTest {
     fourInserts();
     Files.delete(dir.resolve(LogReader.commitPath(2)));
     LogStore store = store(dir);
-    assertEquals(4, new LogReader(store).load(null).state().version());
+    LogReader r = new LogReader(store);
+    assertEquals(4, r.load(null).state().version());
     assertEquals(2, store.reads());
+    assertEquals(List.of("a", "b", "c"), ids(r.load(3L).state()));  // checkpoint 3 itself
+    assertThrows(CorruptFileError.class, () -> r.load(2L));        // checkpoint 1, then commit 2: missing
+    assertEquals(List.of("a"), ids(r.load(1L).state()));
+  }
+
+  @Test
+  void theHintNeverDecidesTheState() throws Exception {
+    // checkpoints 1 and 3, commit 2 missing: whatever _last_checkpoint names, the latest is 4
+    fourInserts();
+    Files.delete(dir.resolve(LogReader.commitPath(2)));
+    for (String hint : new String[] {"{\"version\":1}", "{\"version\":3}", "{\"version\":99}", "junk", null}) {
+      Path h = dir.resolve("_log/_last_checkpoint");
+      Files.deleteIfExists(h);
+      if (hint != null) new TestLog(dir).write("_log/_last_checkpoint", hint);
+      LogStore store = store(dir);
+      assertEquals(List.of("a", "b", "c", "d"), ids(new LogReader(store).load(null).state()), hint);
+      assertEquals(2, store.reads(), hint);                          // checkpoint 3, commit 4: no hint read
+    }
+  }
+
+  @Test
+  void aMissingFirstCommitIsADamagedLogUnlessACheckpointCoversIt() throws Exception {
+    fourInserts();
+    Files.delete(dir.resolve(LogReader.commitPath(0)));
+    LogReader r = new LogReader(store(dir));
+    assertEquals(4, r.load(null).state().version());
+    assertEquals(List.of("a"), ids(r.load(1L).state()));
+    CorruptFileError e = assertThrows(CorruptFileError.class, () -> r.load(0L));
+    assertTrue(e.getMessage().contains(LogReader.commitPath(0)), e.getMessage());
+    Files.delete(dir.resolve(LogReader.checkpointPath(1)));
+    Files.delete(dir.resolve(LogReader.checkpointPath(3)));
+    assertThrows(CorruptFileError.class, () -> new LogReader(store(dir)).load(null));
+  }
+
+  @Test
+  void aCheckpointPastTheNewestCommitIsNotTheLatest() throws Exception {
+    // the latest version is the newest listed commit: a checkpoint named past it is no version
+    TestLog log = fourInserts();
+    String[] ops = {"CREATE TABLE", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT"};
+    log.checkpoint(7, ops, new long[] {2000, 3000, 4000, 5000}, A, B, C, D);
+    LogReader r = new LogReader(store(dir));
+    assertEquals(4, r.load(null).state().version());
+    assertThrows(VersionNotFoundError.class, () -> r.load(7L));
+  }
+
+  @Test
+  void aRefreshOverANewGapFindsWhatAFreshReaderFinds() throws Exception {
+    TestLog log = fourInserts();
+    LogReader r = new LogReader(store(dir));
+    assertEquals(4, r.load(null).state().version());
+    TestLog w = new TestLog(dir, 5);
+    for (int i = 0; i < 3; i++) w.commit("INSERT");
+    Files.delete(dir.resolve(LogReader.commitPath(6)));
+    r.refresh();
+    assertThrows(CorruptFileError.class, () -> r.load(null));
+    assertThrows(CorruptFileError.class, () -> new LogReader(store(dir)).load(null));
   }
 
   @Test
