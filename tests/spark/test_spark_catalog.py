@@ -241,3 +241,29 @@ def test_history_and_tags_metadata_tables(spark, tmp_path):
                                                               for h in sorted(t.history(), key=lambda h: h.version)]
     tags = spark.sql(f"SELECT name, version FROM {c}.`{t.uri}`.tags").collect()
     assert [(r.name, r.version) for r in tags] == sorted(t.tags().items())
+
+
+def test_a_damaged_log_reads_in_sql_as_the_engine_reads_it(spark, tmp_path):
+    """§8.3 (issue #44 item 5): checkpoints at 10 and 20, commit 15 missing, `_last_checkpoint` naming
+    10: SQL and the engine both read version 25; a gap past the last checkpoint fails both alike."""
+    root = tmp_path / "wh" / "ns" / "t"
+    t = tf.create_table(str(root), tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True)],
+                                             ["k"]), properties={"checkpoint_interval": 10})
+    for i in range(25):
+        t.insert(pa.table({"k": pa.array([i], pa.int64()), "v": [i * 0.5]}))
+    (root / "_log" / f"{15:020d}.json").unlink()
+    (root / "_log" / "_last_checkpoint").write_text('{"version": 10}')
+    c = catalog(spark, tmp_path / "wh")
+    expect = tf.open_table(str(root)).scan().to_arrow()
+    assert expect.num_rows == 25
+    same(spark.sql(f"SELECT * FROM {c}.ns.t"), expect)
+    same(spark.read.format("tableformat-jvm").load(str(root)), expect)
+    same(spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF 12"), tf.open_table(str(root)).snapshot(12).scan().to_arrow())
+    for query in (f"SELECT * FROM {c}.ns.t VERSION AS OF 17", f"SELECT * FROM {c}.`{root}` VERSION AS OF 15"):
+        with pytest.raises(Exception, match=f"CorruptFileError: commit file _log/{15:020d}.json is missing"):
+            spark.sql(query).collect()
+    (root / "_log" / f"{22:020d}.json").unlink()
+    with pytest.raises(tf.CorruptFileError, match=f"{22:020d}.json is missing"):
+        tf.open_table(str(root))
+    with pytest.raises(Exception, match=f"CorruptFileError: commit file _log/{22:020d}.json is missing"):
+        spark.sql(f"SELECT * FROM {catalog(spark, tmp_path / 'wh')}.ns.t").collect()
