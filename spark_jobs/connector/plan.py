@@ -56,7 +56,8 @@ def connector_plan(storage: tf.Storage, plan: tf.ReadPlan, rowsets: list) -> dic
         "columns": [{"id": c.id, "name": c.name, "type": c.type.spark_name, "nullable": True,
                      "default": _physical(c.type, c.read_default)} for c in plan.read_columns],
         "rowsets": [{"id": rs.id, "num_rows": rs.num_rows,
-                     "base": [{"path": jvm_path(storage, b.path), "size": b.size, "columns": [i for i, _ in b.columns]}
+                     "base": [{"path": jvm_path(storage, b.path), "size": b.size, "columns": [i for i, _ in b.columns],
+                               "crc32": b.crc32}
                               for b in rs.base],
                      "redo": [delta(f) for f in rs.redo], "undo": [delta(f) for f in rs.undo],
                      "missing": list(rs.missing), "tablet": rs.tablet, "native": rs.native} for rs in rowsets],

@@ -32,6 +32,8 @@ class BaseFilePlan:
     path: str                              # relative to the table root
     columns: tuple[tuple[int, str], ...]   # (column id, Parquet field name)
     size: int = 0                          # bytes; a reader compares it with the file's (§8.2)
+    crc32: int | None = None               # the log's CRC-32, when the plan reads every column of the file:
+                                           # a read of all its rows checks it (§8.2)
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,9 @@ def rowset_plan(state: TableState, rs: RowSetMeta, columns: Sequence[Column]) ->
             by_file.setdefault(ref.path, []).append(c.id)
     for ref in rs.base:              # keep the rowset's column-group order
         if ref.path in by_file:
-            base.append(BaseFilePlan(ref.path, tuple((i, field_name(i)) for i in by_file[ref.path]), ref.size))
+            ids = by_file[ref.path]
+            base.append(BaseFilePlan(ref.path, tuple((i, field_name(i)) for i in ids), ref.size,
+                                     ref.crc32 if len(ids) == len(ref.column_ids) else None))
     if not base:                     # no column read (count(*)) still needs the rows of one file
         base.append(BaseFilePlan(rs.base[0].path, (), rs.base[0].size))
     deltas = state.deltas_of(rs.id)

@@ -629,3 +629,79 @@ def test_the_delta_cache_bound_is_a_spark_setting(spark, tmp_path):
     finally:
         spark.conf.unset("spark.tableformat.deltaCache.size")
         field.setLong(None, default)
+
+
+def _two_rowsets(root):
+    t = tf.create_table(str(root), tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True)],
+                                             ["k"]))
+    for lo in (0, 100):
+        t.insert(pa.table({"k": pa.array(range(lo, lo + 100), pa.int64()), "v": [i * 0.5 for i in range(lo, lo + 100)]}))
+    return t
+
+
+def _valid_parquet_of_length(rows: pa.Table, size: int) -> bytes:
+    """Another valid Parquet file of `rows` exactly `size` bytes long (padded in its footer's metadata)."""
+    import io
+    import pyarrow.parquet as pq
+    for pad in range(size):
+        for extra in ("", "y"):                   # a second key fills the byte a length prefix's growth skips
+            buf = io.BytesIO()
+            with pq.ParquetWriter(buf, rows.schema, compression="lz4", write_page_checksum=True,
+                                  store_schema=False) as w:
+                w.write_table(rows)
+                w.add_key_value_metadata({"pad": "x" * pad, "pad2": extra})
+            if len(buf.getvalue()) == size:
+                return buf.getvalue()
+        if len(buf.getvalue()) > size:
+            break
+    raise AssertionError(f"no padding gives {size} bytes")
+
+
+@pytest.mark.parametrize("same_length", [True, False])
+def test_a_base_file_swapped_for_another_valid_parquet_file_is_refused_on_whole_reads(spark, tmp_path, same_length):
+    """§8.2: a read of every column and row of a base file checks the CRC-32 the log recorded, in the JVM
+    as in the engine: the catalog's SQL, read_table and format("tableformat-jvm") refuse the file by name.
+    The swapped-in file holds another rowset's keys (duplicated keys, lost rows if read)."""
+    import pyarrow.parquet as pq
+    from helpers import spark_catalog
+    from spark_jobs.read import read_table
+    t = _two_rowsets(tmp_path / "wh" / "ns" / "t")
+    a, b = sorted(t.state.rowsets.values(), key=lambda r: r.min_key)
+    target = tmp_path / "wh" / "ns" / "t" / b.base[0].path
+    other = pq.read_table(tmp_path / "wh" / "ns" / "t" / a.base[0].path)
+    target.write_bytes(_valid_parquet_of_length(other, b.base[0].size) if same_length
+                       else (tmp_path / "wh" / "ns" / "t" / a.base[0].path).read_bytes())
+    assert (target.stat().st_size == b.base[0].size) == same_length
+    with pytest.raises(tf.CorruptFileError, match=b.base[0].path):
+        t.scan().to_arrow()
+    why = "fails its checksum" if same_length else "does not have the size the table log recorded"
+    c = spark_catalog(spark, tmp_path / "wh")
+    for df in (spark.sql(f"SELECT * FROM {c}.ns.t"), read_table(spark, t.uri, path="native"),
+               spark.read.format("tableformat-jvm").load(t.uri)):
+        with pytest.raises(Exception, match=f"CorruptFileError.*{b.base[0].path}.*{why}"):
+            df.collect()
+
+
+def test_a_partial_read_verifies_page_crcs_not_the_whole_file(spark, tmp_path):
+    """§5, §8.2: a column subset or a filtered read does not read the whole file, so it does not check its
+    CRC-32; it still verifies every page it decodes. A damaged page of `v` fails the subset that reads it."""
+    import pyarrow.parquet as pq
+    from helpers import spark_catalog
+    from spark_jobs.read import read_table
+    t = _two_rowsets(tmp_path / "wh" / "ns" / "t")
+    c = spark_catalog(spark, tmp_path / "wh")
+    rs = min(t.state.rowsets.values(), key=lambda r: r.min_key)
+    path = tmp_path / "wh" / "ns" / "t" / rs.base[0].path
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(1)             # c1: v
+    raw = bytearray(path.read_bytes())
+    end = chunk.data_page_offset + chunk.total_compressed_size - 1           # the last byte of v's last page
+    raw[end] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    assert sorted(r.k for r in spark.sql(f"SELECT k FROM {c}.ns.t").collect()) == list(range(200))
+    assert spark.sql(f"SELECT k FROM {c}.ns.t WHERE k >= 100").count() == 100
+    for df in (spark.sql(f"SELECT v FROM {c}.ns.t"), read_table(spark, t.uri, columns=["v"], path="native"),
+               spark.sql(f"SELECT * FROM {c}.ns.t WHERE k < 50")):
+        with pytest.raises(Exception, match="(?i)checksum|crc"):
+            df.collect()
+    with pytest.raises(Exception, match=f"CorruptFileError.*{rs.base[0].path}.*fails its checksum"):
+        spark.sql(f"SELECT * FROM {c}.ns.t").collect()

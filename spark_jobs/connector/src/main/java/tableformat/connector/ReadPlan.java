@@ -31,7 +31,7 @@ public final class ReadPlan implements Serializable {
     m.put("plan", List.of("version", "read_ts", "columns", "rowsets"));
     m.put("column", List.of("id", "name", "type", "nullable", "default"));
     m.put("rowset", List.of("id", "num_rows", "base", "redo", "undo", "missing", "tablet", "native"));
-    m.put("base", List.of("path", "size", "columns"));
+    m.put("base", List.of("path", "size", "columns", "crc32"));
     m.put("delta", List.of("path", "size", "order", "min_ts", "max_ts", "has_ts", "updates", "deletes"));
     return java.util.Collections.unmodifiableMap(m);
   }
@@ -63,6 +63,8 @@ public final class ReadPlan implements Serializable {
     public final int order;          // delta: rank (0 applies first)
     public final long minTs, maxTs;
     public final boolean hasTs, deletes;
+    /** base: the log's CRC-32 of the file when the plan reads every column of it (null: no whole-file check) */
+    public final Long crc32;
 
     /** A base file ({@code base}) or a REDO/UNDO file ({@code delta}). */
     FilePlan(JsonNode n, String kind) {
@@ -76,6 +78,7 @@ public final class ReadPlan implements Serializable {
       maxTs = delta ? integer(n, kind, "max_ts", Long.MIN_VALUE, Long.MAX_VALUE) : 0;
       hasTs = delta && bool(n, kind, "has_ts");
       deletes = delta && bool(n, kind, "deletes");
+      crc32 = delta || n.get("crc32").isNull() ? null : integer(n, kind, "crc32", 0, 0xFFFFFFFFL);
     }
 
     public boolean holds(int columnId) {

@@ -140,8 +140,11 @@ final class RowSetBatchReader implements PartitionReader<ColumnarBatch> {
         long length = st.getLen();
         boolean split = g == 0 && s.length >= 0;
         FilterPredicate filter = files.size() == 1 ? ParquetPushdown.predicate(pushed, rs, cols) : null;
+        // every column and row of the file read here (no split, no row group skipped): check it whole (§8.2)
+        boolean whole = f.crc32 != null && s.length < 0 && filter == null && gc.size() == f.columns.length;
+        byte[] verified = whole ? ParquetFiles.readVerified(conf, st, f.crc32) : null;
         groups[g] = new ColumnGroupCursor(ParquetFiles.open(conf, st, new StructType(fields),
-            split ? s.start : 0, split ? s.length : length, capacity, filter), types, f.path, indexed);
+            split ? s.start : 0, split ? s.length : length, capacity, filter, verified), types, f.path, indexed);
       }
     } catch (IOException | RuntimeException e) {
       closeSlice();

@@ -133,7 +133,7 @@ public final class DeltaLoader {
     int tsAt = f.hasTs ? 2 : -1, first = f.hasTs ? 3 : 2;
     org.apache.hadoop.fs.FileStatus st = ParquetFiles.checkedStatus(conf, f.path, f.size);
     try (BatchSource r = ParquetFiles.open(conf, st, new StructType(fields.toArray(new StructField[0])),
-        0, st.getLen(), 4096, null)) {
+        0, st.getLen(), 4096, null, null)) {
       ColumnarBatch b;
       while ((b = r.next()) != null) {
         int n = b.numRows();

@@ -73,7 +73,7 @@ public final class ByteStreamSplitProbe {
       StructType requested = new StructType(new StructField[] {
           new StructField("x", DataTypes.DoubleType, true, Metadata.empty())});
       org.apache.hadoop.fs.FileStatus st = p.getFileSystem(conf).getFileStatus(p);
-      VectorizedParquetRecordReader v = ParquetFiles.vectorized(conf, st, requested, 0, st.getLen(), 16, null).reader;
+      VectorizedParquetRecordReader v = ParquetFiles.vectorized(conf, st, requested, 0, st.getLen(), 16, null, null).reader;
       try {
         if (!v.nextKeyValue()) return false;
         ColumnarBatch b = (ColumnarBatch) v.getCurrentValue();

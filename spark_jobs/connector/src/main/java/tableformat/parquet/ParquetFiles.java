@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.zip.CRC32;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -32,6 +33,8 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import tableformat.log.CorruptFileError;
+import tableformat.plan.BytesInputFile;
 
 /**
  * Opening base and delta files with Spark's own vectorized Parquet reader, the way Spark's
@@ -83,12 +86,35 @@ public final class ParquetFiles {
     return st;
   }
 
+  /**
+   * The file's bytes, read whole once and checked against the CRC-32 the log recorded (§8.2): for a
+   * read of every column and row of it, which then decodes these very bytes (§5: their page CRCs need
+   * no second check). Another valid Parquet file in its place, of any length, is refused by name.
+   */
+  public static byte[] readVerified(Configuration conf, FileStatus file, long crc32) throws IOException {
+    String path = file.getPath().toString();
+    if (file.getLen() > Integer.MAX_VALUE - 16)
+      throw new IOException("tableformat: " + path + " is too large to read whole (" + file.getLen() + " bytes)");
+    byte[] bytes = new byte[(int) file.getLen()];
+    try (SeekableInputStream in = HadoopInputFile.fromStatus(file, conf).newStream()) {
+      in.readFully(bytes);
+    }
+    CRC32 crc = new CRC32();
+    crc.update(bytes);
+    if (crc.getValue() != crc32)
+      throw new CorruptFileError("base file " + path + " fails its checksum (the CRC-32 the log recorded): it was "
+          + "replaced or is damaged; restore it from a backup");
+    return bytes;
+  }
+
   /** A batch reader of {@code requested} fields over bytes [start, start + length) of the file:
    *  the row groups whose midpoint lies in the range (Parquet's rule, so splits never overlap).
    *  Spark's vectorized reader where it decodes every page of those fields (always on a Spark
-   *  that decodes BYTE_STREAM_SPLIT: {@link ByteStreamSplitProbe}), else {@link ParquetColumnsReader}. */
+   *  that decodes BYTE_STREAM_SPLIT: {@link ByteStreamSplitProbe}), else {@link ParquetColumnsReader}.
+   *  {@code verified}: the file's bytes, checked whole ({@link #readVerified}), decoded from memory;
+   *  null: read from the file, page CRCs verified. */
   public static BatchSource open(Configuration base, FileStatus file, StructType requested, long start, long length,
-                          int capacity, FilterPredicate filter) throws IOException {
+                          int capacity, FilterPredicate filter, byte[] verified) throws IOException {
     String path = file.getPath().toString();
     boolean own = false;
     if (!ByteStreamSplitProbe.sparkDecodes(base)) {    // Spark 4.2: look for pages it cannot decode
@@ -101,9 +127,9 @@ public final class ParquetFiles {
     int n = requested.fields().length;
     if (filter == null && n > 0 && requested.fields()[n - 1].name().equals(ROW_INDEX.name())) {
       return positioned(base, file, new StructType(Arrays.copyOf(requested.fields(), n - 1)), start, length,
-          capacity);
+          capacity, verified);
     }
-    VectorizedParquetRecordReader v = vectorized(base, file, requested, start, length, capacity, filter).reader;
+    VectorizedParquetRecordReader v = vectorized(base, file, requested, start, length, capacity, filter, verified).reader;
     return new BatchSource() {
       @Override public ColumnarBatch next() throws IOException {
         return v.nextKeyValue() ? (ColumnarBatch) v.getCurrentValue() : null;
@@ -117,9 +143,9 @@ public final class ParquetFiles {
    *  every row of the split's row groups is read, in order, and a batch never spans row groups,
    *  so positions follow from the footer's row-group offsets. */
   private static BatchSource positioned(Configuration base, FileStatus file, StructType requested, long start,
-                                        long length, int capacity) throws IOException {
+                                        long length, int capacity, byte[] verified) throws IOException {
     String path = file.getPath().toString();
-    Opened o = vectorized(base, file, requested, start, length, capacity, null);
+    Opened o = vectorized(base, file, requested, start, length, capacity, null, verified);
     VectorizedParquetRecordReader r = o.reader;
     List<BlockMetaData> blocks = new ArrayList<>();
     for (BlockMetaData b : o.blocks) if (b.getRowCount() > 0) blocks.add(b);
@@ -193,10 +219,11 @@ public final class ParquetFiles {
    *  request) with the footer read here and handed to Spark, which then filters row groups by
    *  the pushed filter as it would have. */
   static Opened vectorized(Configuration base, FileStatus file, StructType requested, long start, long length,
-                           int capacity, FilterPredicate filter) throws IOException {
+                           int capacity, FilterPredicate filter, byte[] verified) throws IOException {
     Configuration conf = readerConf(base, requested, filter);
+    if (verified != null) conf.setBoolean(VERIFY_CRC, false);     // the whole-file CRC-32 covered these bytes (§5)
     HadoopInputFile in = HadoopInputFile.fromStatus(file, conf);
-    SeekableInputStream stream = in.newStream();
+    SeekableInputStream stream = verified != null ? new BytesInputFile(verified).newStream() : in.newStream();
     VectorizedParquetRecordReader r =
         new VectorizedParquetRecordReader(null, "CORRECTED", "UTC", "CORRECTED", "UTC", false, capacity);
     try {

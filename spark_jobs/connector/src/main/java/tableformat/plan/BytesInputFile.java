@@ -7,10 +7,10 @@ import org.apache.parquet.io.InputFile;
 import org.apache.parquet.io.SeekableInputStream;
 
 /** A Parquet file already read whole (and checked): Parquet's reader over its bytes. */
-final class BytesInputFile implements InputFile {
+public final class BytesInputFile implements InputFile {
   private final byte[] bytes;
 
-  BytesInputFile(byte[] bytes) {
+  public BytesInputFile(byte[] bytes) {
     this.bytes = bytes;
   }
 

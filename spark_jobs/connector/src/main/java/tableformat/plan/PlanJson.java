@@ -44,6 +44,9 @@ public final class PlanJson {
         f.put("size", b.file().size());
         ArrayNode ids = f.putArray("columns");
         b.columns().forEach(ids::add);
+        Long crc = b.file().crc32();         // a read of every column (and row) of the file checks it (§8.2)
+        if (crc != null && b.columns().size() == b.file().columnIds().size()) f.put("crc32", crc);
+        else f.putNull("crc32");
       }
       ArrayNode redo = j.putArray("redo");
       for (Planner.DeltaPlan d : r.redo()) delta(store, redo.addObject(), d);

@@ -14,7 +14,7 @@ class SlicePlannerTest {
     for (int i = 0; i < sizes.length; i++) {
       if (i > 0) rs.append(',');
       rs.append("{\"id\":\"r").append(i).append("\",\"num_rows\":10,\"base\":[{\"path\":\"file:/b").append(i)
-          .append("\",\"size\":").append(sizes[i]).append(",\"columns\":[1]}],\"redo\":[],\"undo\":[],")
+          .append("\",\"size\":").append(sizes[i]).append(",\"columns\":[1],\"crc32\":null}],\"redo\":[],\"undo\":[],")
           .append("\"missing\":[],\"tablet\":\"t\",\"native\":true}");
     }
     return ReadPlan.parse("{\"version\":1,\"read_ts\":null,\"columns\":[{\"id\":1,\"name\":\"v\",\"type\":\"double\","
