@@ -62,7 +62,7 @@ public final class VectorsCheck {
         + "\"updates\":[1],\"deletes\":true}";
     String good = "{\"version\":3,\"read_ts\":null,\"columns\":[{\"id\":1,\"name\":\"v\",\"type\":\"double\","
         + "\"nullable\":true,\"default\":null}],\"rowsets\":[{\"id\":\"r\",\"num_rows\":5,\"base\":[{\"path\":"
-        + "\"file:/b\",\"size\":20,\"columns\":[1]}],\"redo\":[" + delta + "],\"undo\":[],\"missing\":[],"
+        + "\"file:/b\",\"size\":20,\"columns\":[1],\"crc32\":null}],\"redo\":[" + delta + "],\"undo\":[],\"missing\":[],"
         + "\"tablet\":\"t\",\"native\":true}]}";
     ReadPlan p = ReadPlan.parse(good);
     System.out.println("plan.good=" + p.rowsets.get(0).redo.get(0).size + "," + p.rowsets.get(0).redo.get(0).maxTs
