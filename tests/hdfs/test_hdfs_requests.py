@@ -107,7 +107,7 @@ def test_hdfs_request_budget(hdfs, hdfs_table_root, capsys):
     with capsys.disabled():
         for name, f in figures.items():
             print(f"\nhdfs {name}: {f}")
-    # a cold open: _last_checkpoint, the checkpoint, commit 3 (an OPEN each) and the probe for commit 4
+    # a cold open: one LISTSTATUS of _log/, the checkpoint and commit 3 (an OPEN each; §8.3)
     assert opened["http_namenode"] <= 4 and opened["namenode_ops"] <= 12, opened      # measured: 4, 10
     assert "nn:GETFILESTATUS" not in opened["by_op"], opened
     # a scan opens each rowset's base file by its logged size: no GETFILESTATUS, no LISTSTATUS

@@ -89,8 +89,8 @@ def test_open_and_scan_request_budget(s3_table_root):
     t2 = _cold_open(t, opts, counter)
     opened = counter.figures()
     print("open:", opened, counter.log)
-    # _last_checkpoint, the checkpoint, commit 3, and the probe that finds no commit 4
-    assert opened["total"] <= 4 and opened["HEAD"] == 0, counter.log
+    # one LIST of _log/, the checkpoint and commit 3 (§8.3: no _last_checkpoint, no probe for commit 4)
+    assert opened["total"] <= 3 and opened["LIST"] == 1 and opened["HEAD"] == 0, counter.log
 
     t2 = _cold_open(t, opts, counter)
     assert t2.scan(columns=["value"]).count() == 4000
