@@ -676,7 +676,7 @@ def test_a_base_file_swapped_for_another_valid_parquet_file_is_refused_on_whole_
         t.scan().to_arrow()
     why = "fails its checksum" if same_length else "does not have the size the table log recorded"
     c = spark_catalog(spark, tmp_path / "wh")
-    for df in (spark.sql(f"SELECT * FROM {c}.ns.t"), read_table(spark, t.uri, path="native"),
+    for df in (spark.sql(f"SELECT * FROM {c}.ns.t"), read_table(spark, t.uri), read_table(spark, t.uri, path="native"),
                spark.read.format("tableformat-jvm").load(t.uri)):
         with pytest.raises(Exception, match=f"CorruptFileError.*{b.base[0].path}.*{why}"):
             df.collect()
