@@ -35,9 +35,11 @@ import tableformat.plan.Schema;
  * and NaN above every number, {@code -0.0 = 0.0}). Literals arrive as Catalyst's internal values:
  * a date as its day number and a timestamp as its UTC microseconds, both proleptic Gregorian as the
  * format stores them (§2.1), so no calendar conversion and no time zone enters here (Spark's V1
- * {@code java.sql.Date} cannot tell 1582-10-10 from 1582-10-20). A predicate this cannot translate
- * (an OR, a NOT, a cast, a binary or TIMESTAMP_NTZ literal, a nested column) prunes nothing;
- * Spark evaluates every predicate above the scan anyway.
+ * {@code java.sql.Date} cannot tell 1582-10-10 from 1582-10-20). A {@code TIMESTAMP_NTZ'...'} or
+ * string literal compared with a timestamp column reaches us already cast by Spark to a TIMESTAMP
+ * in the session's time zone. A predicate this cannot translate (an OR, a NOT, a cast of the
+ * column, a binary literal, a nested column) prunes nothing; Spark evaluates every predicate
+ * above the scan anyway.
  */
 final class SparkFilters {
   private SparkFilters() {}
