@@ -571,3 +571,16 @@ def spark_catalog(spark, warehouse) -> str:
     spark.conf.set(f"spark.sql.catalog.{name}", "tableformat.catalog.TableFormatCatalog")
     spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(warehouse))
     return name
+
+
+def delete_unplanned_base_files(t, flt) -> int:
+    """Delete the base files of every rowset the engine's plan of `flt` leaves out, so that a read
+    which opens one fails; the number of rowsets the engine plans (what a pruned read must match)."""
+    snap = t.snapshot()
+    plan = snap.read_plan(filter=flt)
+    keep = {b.path for r in plan.rowsets for b in r.base}
+    for r in snap.read_plan().rowsets:
+        for b in r.base:
+            if b.path not in keep:
+                os.remove(os.path.join(t.uri, b.path))
+    return len(plan.rowsets)

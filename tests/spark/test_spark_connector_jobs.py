@@ -63,8 +63,7 @@ JOB = textwrap.dedent('''
     heads = None                  # s3a HEAD requests of a warm read (its REDO records cached)
     if uri.startswith("s3://"):
         jvm = spark._jvm
-        fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("s3a" + uri[2:]),
-                                                     spark._jsc.hadoopConfiguration())
+        fs = jvm.org.apache.hadoop.fs.Path("s3a" + uri[2:]).getFileSystem(spark._jsc.hadoopConfiguration())
         # the instance's own counters: getStorageStatistics() is the JVM-wide one of the first
         # S3AFileSystem initialised, which may be one the FileSystem cache discarded
         # the DataFrame first: its log reads (the JVM planner's, at load) are not the base files'
@@ -106,6 +105,17 @@ def test_s3_reads_through_s3a_without_fallback(tmp_path, s3_table_root):
     assert not [j for j in aws if "awssdk_bundle" in j], aws   # the S3 client's modules, not the 600 MB bundle
     # each base file is opened from the status its size check fetched: one HEAD per file, not two
     assert out["heads"] == out["base_files"] > 0, out
+
+
+def test_s3_reads_a_location_with_spaces_brackets_and_percent_signs(tmp_path, s3_table_root):
+    """Issue #44 item 7 on s3a: a key prefix with a space, brackets, braces and a literal %20 is
+    opened as written (never decoded, parsed as a java.net.URI or globbed) and gives the engine's rows."""
+    from spark_jobs.session import s3a_packages
+    root, opts = s3_table_root
+    p, out = run_job(tmp_path, {"master": "local[2]", "uri": root + "/with space/br[ack]et{s} %20/m",
+                                "storage_options": opts, "packages": s3a_packages()})
+    assert out["rows"] == 3000 - 40 and out["heads"] == out["base_files"] > 0, out
+    assert "Python data source" not in p.stderr                  # no rowset fell back
 
 
 class _Builder:

@@ -5,9 +5,10 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
-import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
-import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.internal.connector.PredicateUtils;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import tableformat.connector.TableFormatScanBuilder;
@@ -19,14 +20,17 @@ import tableformat.plan.Schema;
  * The catalog's scan: Spark's filters prune tablets and rowsets in the JVM planner before any file
  * is opened (§9.4 rule 1, §13); the plan of the required columns then goes to the connector's own
  * scan builder (Parquet pushdown, the columnar reader). Every filter is also handed back to Spark,
- * which evaluates it above the scan: pruning only ever drops rowsets that hold no match.
+ * which evaluates it above the scan: pruning only ever drops rowsets that hold no match. Filters
+ * come as DSv2 predicates, whose literals are Catalyst's own values (dates as day numbers,
+ * timestamps as UTC micros: {@link SparkFilters}); the connector's Parquet pushdown takes the
+ * ones Spark's V1 form says exactly (integers, strings).
  */
-final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters {
+final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownV2Filters {
   private final String uri;
   private final TableState state;
   private final StructType tableSchema;
   private StructType required;
-  private Filter[] filters = new Filter[0];
+  private Predicate[] filters = new Predicate[0];
   private ArrayNode terms;
 
   CatalogScanBuilder(String uri, TableState state, StructType tableSchema) {
@@ -37,14 +41,14 @@ final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredC
   }
 
   @Override
-  public Filter[] pushFilters(Filter[] fs) {
+  public Predicate[] pushPredicates(Predicate[] fs) {
     filters = fs;
     terms = SparkFilters.terms(new Schema(state.schema()), fs);
     return fs;
   }
 
   @Override
-  public Filter[] pushedFilters() {
+  public Predicate[] pushedPredicates() {
     return filters;
   }
 
@@ -64,7 +68,7 @@ final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredC
       plan = Snapshots.plan(uri, state, cols, null);
     }
     TableFormatScanBuilder b = new TableFormatScanBuilder(plan.connector());
-    b.pushFilters(filters);
+    b.pushFilters(PredicateUtils.toV1(filters));
     return new CatalogScan(b.build(), plan.log());
   }
 }

@@ -3,13 +3,13 @@ package tableformat.catalog;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import tableformat.log.LogStore;
 
 /**
  * A warehouse directory through Hadoop's FileSystem (local path, file:, s3a:, hdfs:): a namespace
@@ -18,20 +18,13 @@ import org.apache.hadoop.fs.Path;
 final class Location {
   private Location() {}
 
-  /** A URI Hadoop opens: bare paths become file: URIs, s3: becomes s3a:, no trailing slash. */
+  /** A URI Hadoop opens, its characters as given ({@link LogStore#normalize}). */
   static String normalize(String uri) {
-    String u = uri.contains("://") || uri.startsWith("file:") ? uri : "file://" + new java.io.File(uri).getAbsolutePath();
-    if (u.startsWith("s3://")) u = "s3a://" + u.substring(5);
-    while (u.endsWith("/") && !u.endsWith("://")) u = u.substring(0, u.length() - 1);
-    return u;
+    return LogStore.normalize(uri);
   }
 
   static FileSystem fs(String uri, Configuration conf) {
-    try {
-      return FileSystem.get(URI.create(uri + "/"), conf);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return LogStore.fileSystem(uri, conf);
   }
 
   static boolean isTable(String uri, Configuration conf) {

@@ -1,125 +1,129 @@
 package tableformat.catalog;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.math.BigDecimal;
 import java.time.LocalDate;
-import org.apache.spark.sql.sources.And;
-import org.apache.spark.sql.sources.EqualNullSafe;
-import org.apache.spark.sql.sources.EqualTo;
-import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.sources.GreaterThan;
-import org.apache.spark.sql.sources.GreaterThanOrEqual;
-import org.apache.spark.sql.sources.In;
-import org.apache.spark.sql.sources.IsNotNull;
-import org.apache.spark.sql.sources.IsNull;
-import org.apache.spark.sql.sources.LessThan;
-import org.apache.spark.sql.sources.LessThanOrEqual;
+import java.util.Map;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Literal;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.And;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.TimestampType;
 import tableformat.plan.Column;
+import tableformat.plan.ColumnType;
 import tableformat.plan.Schema;
 
 /**
- * Spark's pushed filters as the planner's filter terms ({@code [column, op, value]}, Python's
- * {@code parse_filter}), for pruning only (§9.4 rule 1): the planner follows §13, which is Spark's
- * order (NULL matches no comparison, {@code NaN = NaN} and NaN above every number, {@code -0.0 = 0.0}),
- * and places a literal outside the column's type exactly. A filter this cannot translate (an
- * {@code OR}, a NOT, a timestamp or binary literal, a nested column) simply prunes nothing; Spark
- * evaluates every filter above the scan anyway.
+ * Spark's pushed predicates (DSv2 {@link Predicate}s) as the planner's filter terms
+ * ({@code [column, op, value]}, Python's {@code parse_filter}), for pruning only (§9.4 rule 1).
+ * The planner follows §13, which is Spark's order (NULL matches no comparison, {@code NaN = NaN}
+ * and NaN above every number, {@code -0.0 = 0.0}). Literals arrive as Catalyst's internal values:
+ * a date as its day number and a timestamp as its UTC microseconds, both proleptic Gregorian as the
+ * format stores them (§2.1), so no calendar conversion and no time zone enters here (Spark's V1
+ * {@code java.sql.Date} cannot tell 1582-10-10 from 1582-10-20). A {@code TIMESTAMP_NTZ'...'} or
+ * string literal compared with a timestamp column reaches us already cast by Spark to a TIMESTAMP
+ * in the session's time zone. A predicate this cannot translate (an OR, a NOT, a cast of the
+ * column, a binary literal, a nested column) prunes nothing; Spark evaluates every predicate
+ * above the scan anyway.
  */
 final class SparkFilters {
   private SparkFilters() {}
 
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
+  /** A comparison with its literal on the left, turned round. */
+  private static final Map<String, String> FLIP = Map.of("=", "=", "<=>", "<=>", "<", ">", "<=", ">=",
+      ">", "<", ">=", "<=");
 
-  /** The terms of the filters that translate; the others are left out (the scan reads more, never less). */
-  static ArrayNode terms(Schema schema, Filter[] filters) {
+  /** The terms of the predicates that translate; the others are left out (the scan reads more, never less). */
+  static ArrayNode terms(Schema schema, Predicate[] predicates) {
     ArrayNode out = F.arrayNode();
-    for (Filter f : filters) add(schema, f, out);
+    for (Predicate p : predicates) add(schema, p, out);
     return out;
   }
 
-  private static void add(Schema schema, Filter f, ArrayNode out) {
-    if (f instanceof And a) {
+  private static void add(Schema schema, Predicate p, ArrayNode out) {
+    Expression[] c = p.children();
+    String op = p.name();
+    if (p instanceof And a) {
       add(schema, a.left(), out);
       add(schema, a.right(), out);
-    } else if (f instanceof EqualTo e) {
-      term(schema, e.attribute(), "=", e.value(), out);
-    } else if (f instanceof EqualNullSafe e && e.value() != null) {
-      term(schema, e.attribute(), "=", e.value(), out);
-    } else if (f instanceof GreaterThan g) {
-      term(schema, g.attribute(), ">", g.value(), out);
-    } else if (f instanceof GreaterThanOrEqual g) {
-      term(schema, g.attribute(), ">=", g.value(), out);
-    } else if (f instanceof LessThan l) {
-      term(schema, l.attribute(), "<", l.value(), out);
-    } else if (f instanceof LessThanOrEqual l) {
-      term(schema, l.attribute(), "<=", l.value(), out);
-    } else if (f instanceof IsNull n && schema.has(n.attribute())) {
-      out.add(F.arrayNode().add(n.attribute()).add("is null"));
-    } else if (f instanceof IsNotNull n && schema.has(n.attribute())) {
-      out.add(F.arrayNode().add(n.attribute()).add("is not null"));
-    } else if (f instanceof In in && schema.has(in.attribute())) {
-      ArrayNode values = F.arrayNode();
-      for (Object v : in.values()) {
-        if (v == null) continue;                          // SQL: a NULL member matches nothing
-        Object j = value(v);
-        if (j == null) return;                            // a member we cannot say: no pruning by this IN
-        values.add((com.fasterxml.jackson.databind.JsonNode) j);
-      }
-      out.add(F.arrayNode().add(in.attribute()).add("in").add(values));
+    } else if ((op.equals("IS_NULL") || op.equals("IS_NOT_NULL")) && column(schema, c[0]) != null) {
+      out.add(F.arrayNode().add(column(schema, c[0]).name()).add(op.equals("IS_NULL") ? "is null" : "is not null"));
+    } else if (op.equals("IN") && c.length > 1) {
+      in(schema, c, out);
+    } else if (FLIP.containsKey(op) && c.length == 2) {
+      boolean flipped = column(schema, c[0]) == null;
+      Column col = column(schema, c[flipped ? 1 : 0]);
+      JsonNode v = col == null ? null : value(col.type(), c[flipped ? 0 : 1]);
+      if (v == null) return;
+      String o = flipped ? FLIP.get(op) : op;
+      out.add(F.arrayNode().add(col.name()).add(o.equals("<=>") ? "=" : o).add(v));
     }
   }
 
-  private static void term(Schema schema, String attr, String op, Object v, ArrayNode out) {
-    if (v == null || !schema.has(attr)) return;
-    Column c = schema.column(attr);
-    Object j = value(v);
-    if (j == null || !fits(c, v)) return;
-    out.add(F.arrayNode().add(attr).add(op).add((com.fasterxml.jackson.databind.JsonNode) j));
+  /** {@code col IN (literals)}: a NULL member matches nothing; a member we cannot say, no pruning. */
+  private static void in(Schema schema, Expression[] c, ArrayNode out) {
+    Column col = column(schema, c[0]);
+    if (col == null) return;
+    ArrayNode values = F.arrayNode();
+    for (int i = 1; i < c.length; i++) {
+      if (c[i] instanceof Literal<?> l && l.value() == null) continue;
+      JsonNode v = value(col.type(), c[i]);
+      if (v == null) return;
+      values.add(v);
+    }
+    out.add(F.arrayNode().add(col.name()).add("in").add(values));
   }
 
-  /** Whether the planner takes a value of this Java class for this column type (else: no pruning). */
-  private static boolean fits(Column c, Object v) {
-    var t = c.type();
-    if (t.isInteger() || t.isFloat() || t.kind().equals("decimal")) return v instanceof Number;
-    if (t.kind().equals("bool")) return v instanceof Boolean;
-    if (t.kind().equals("date")) return v instanceof LocalDate || v instanceof java.sql.Date;
-    if (t.isText()) return v instanceof String;
-    return false;
+  /** The table column a top-level reference names, or null. */
+  private static Column column(Schema schema, Expression e) {
+    if (!(e instanceof NamedReference r) || r.fieldNames().length != 1 || !schema.has(r.fieldNames()[0])) return null;
+    return schema.column(r.fieldNames()[0]);
   }
 
-  /** A literal in the planner's JSON value encoding (Locate), or null when it has none here. */
-  private static Object value(Object v) {
-    if (v instanceof Byte || v instanceof Short || v instanceof Integer || v instanceof Long)
+  /** A literal in the planner's JSON value encoding (Locate) when its Spark type is one the column's
+   *  type is read as, or null (not a literal, NULL, or another type: no pruning). */
+  static JsonNode value(ColumnType t, Expression e) {
+    if (!(e instanceof Literal<?> l) || l.value() == null) return null;
+    Object v = l.value();
+    DataType d = l.dataType();
+    String k = t.kind();
+    boolean number = t.isInteger() || t.isFloat() || k.equals("decimal");
+    if (number && (d instanceof ByteType || d instanceof ShortType || d instanceof IntegerType || d instanceof LongType))
       return F.numberNode(((Number) v).longValue());
-    if (v instanceof Float || v instanceof Double) {
-      double d = ((Number) v).doubleValue();
-      if (Double.isNaN(d)) return floatNode("nan");
-      if (Double.isInfinite(d)) return floatNode(d > 0 ? "inf" : "-inf");
-      return F.numberNode(d);     // a Float widened exactly; -0.0 kept (§13: equal to 0.0)
-    }
-    if (v instanceof BigDecimal b) {
-      ObjectNode o = F.objectNode();
-      o.put("decimal", b.toPlainString());
-      return o;
-    }
-    if (v instanceof Boolean b) return F.booleanNode(b);
-    if (v instanceof String s) return F.textNode(s);
-    if (v instanceof LocalDate d) return dateNode(d);
-    if (v instanceof java.sql.Date d) return dateNode(d.toLocalDate());
+    if (number && (d instanceof FloatType || d instanceof DoubleType)) return floating(((Number) v).doubleValue());
+    if (number && d instanceof DecimalType) return tagged("decimal", ((Decimal) v).toJavaBigDecimal().toPlainString());
+    if (k.equals("bool") && d instanceof BooleanType) return F.booleanNode((Boolean) v);
+    if (t.isText() && d instanceof StringType) return F.textNode(v.toString());     // a UTF8String
+    if (k.equals("date") && d instanceof DateType) return tagged("date", LocalDate.ofEpochDay((Integer) v).toString());
+    if (k.equals("unixtime_micros") && d instanceof TimestampType) return F.numberNode((Long) v);
     return null;
   }
 
-  private static ObjectNode floatNode(String s) {
-    ObjectNode o = F.objectNode();
-    o.put("float", s);
-    return o;
+  private static JsonNode floating(double d) {
+    if (Double.isNaN(d)) return tagged("float", "nan");
+    if (Double.isInfinite(d)) return tagged("float", d > 0 ? "inf" : "-inf");
+    return F.numberNode(d);     // a Float widened exactly; -0.0 kept (§13: equal to 0.0)
   }
 
-  private static ObjectNode dateNode(LocalDate d) {
+  private static ObjectNode tagged(String tag, String s) {
     ObjectNode o = F.objectNode();
-    o.put("date", d.toString());
+    o.put(tag, s);
     return o;
   }
 }

@@ -4,7 +4,6 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -26,11 +25,26 @@ public final class LogStore {
   private final AtomicLong lists = new AtomicLong(), reads = new AtomicLong();
 
   public LogStore(String uri, Configuration conf) {
+    this.root = normalize(uri);
+    this.fs = fileSystem(root, conf);
+  }
+
+  /** A table or warehouse location as the string Hadoop opens: a bare local path becomes a file:
+   *  URI, s3: becomes s3a:, no trailing slash. Its characters are taken as they are, as Python's
+   *  storage takes them (a space, brackets, braces, a literal {@code %20}): never decoded, never
+   *  parsed as a java.net.URI, never globbed. */
+  public static String normalize(String uri) {
     String u = uri.contains("://") || uri.startsWith("file:") ? uri : "file://" + new java.io.File(uri).getAbsolutePath();
     if (u.startsWith("s3://")) u = "s3a://" + u.substring(5);
-    this.root = u.endsWith("/") ? u.substring(0, u.length() - 1) : u;
+    while (u.endsWith("/") && !u.endsWith("://")) u = u.substring(0, u.length() - 1);
+    return u;
+  }
+
+  /** The file system of a normalized location, found through Hadoop's {@link Path}, which quotes
+   *  what a URI cannot hold (java.net.URI.create refuses a space or a bracket). */
+  public static FileSystem fileSystem(String uri, Configuration conf) {
     try {
-      this.fs = FileSystem.get(URI.create(root + "/"), conf);
+      return new Path(uri + "/").getFileSystem(conf);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
