@@ -217,6 +217,16 @@ class TransactionLog:
         except VersionNotFoundError:
             return None
 
+    def _no_start(self, listing: Listing) -> TableNotFoundError | CorruptFileError:
+        """No state to replay from: no table (no commits at all), or a damaged log whose commit 0 is
+        gone with no checkpoint after it (specs/format.md §8.3)."""
+        if not listing.commits:
+            return TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+        return CorruptFileError(
+            f"commit file {commit_path(0)} of the table at {self.storage.uri!r} is missing, while {LOG_DIR}/ "
+            f"holds {len(listing.commits)} commits (versions {listing.commits[0]}..{listing.latest}) and no "
+            f"usable checkpoint to start from: the log is damaged; restore {commit_path(0)} from a backup")
+
     def load(self, version: int | None = None, base: tuple[TableState, list[CommitInfo]] | None = None,
              ) -> tuple[TableState, list[CommitInfo]]:
         """State at `version` (latest if None) and the history up to it.
@@ -234,7 +244,7 @@ class TransactionLog:
             if loaded is None:
                 listing = self.listing()
                 if not listing.commits:
-                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+                    raise self._no_start(listing)
                 if version is not None and version > listing.latest:
                     raise VersionNotFoundError(f"version {version} does not exist; the latest is {listing.latest}")
                 for c in reversed(listing.checkpoints):
@@ -249,7 +259,7 @@ class TransactionLog:
             d = self._try_read_commit(v)
             if d is None:
                 if state is None:
-                    raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+                    raise self._no_start(self.listing())
                 if version is not None:
                     raise VersionNotFoundError(f"version {version} does not exist; the latest is {state.version}")
                 break

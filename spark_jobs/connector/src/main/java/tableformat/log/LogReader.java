@@ -207,7 +207,7 @@ public final class LogReader {
   /** The newest usable checkpoint at or before {@code version} (null: any), or the head a refresh kept. */
   private Loaded start(Listing l, Long version) {
     if (version == null && previous != null && l.commits().containsKey(previous.state().version)) return previous;
-    if (l.commits().isEmpty()) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
+    if (l.commits().isEmpty()) throw noStart(l);
     if (version != null && version > l.latest())
       throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + l.latest());
     NavigableMap<Long, FileStatus> cps = version == null ? l.checkpoints() : l.checkpoints().headMap(version, true);
@@ -216,6 +216,16 @@ public final class LogReader {
       if (loaded != null) return loaded;
     }
     return null;
+  }
+
+  /** No state to replay from: no table (no commits), or a damaged log whose commit 0 is gone with no
+   *  checkpoint after it (§8.3); the engine's words (txlog.py). */
+  private TableFormatError noStart(Listing l) {
+    if (l.commits().isEmpty()) return new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
+    return new CorruptFileError("commit file " + commitPath(0) + " of the table at '" + store.uri("") + "' is missing, "
+        + "while _log/ holds " + l.commits().size() + " commits (versions " + l.commits().firstKey() + ".."
+        + l.latest() + ") and no usable checkpoint to start from: the log is damaged; restore " + commitPath(0)
+        + " from a backup");
   }
 
   private Loaded replay(Long version) {
@@ -228,7 +238,7 @@ public final class LogReader {
       FileStatus st = l.commits().get(v);
       JsonNode d = st == null ? null : commit(v, st);
       if (d == null) {
-        if (state == null) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
+        if (state == null) throw noStart(l);
         if (version != null)
           throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + state.version);
         break;
