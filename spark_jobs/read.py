@@ -73,7 +73,7 @@ def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
     view is planned by the JVM planner when it runs (specs/format.md §9.4): it reads the version
     that is latest then, and its WHERE prunes tablets and rowsets. Its columns are those of now:
     a column added later is not shown, and one dropped, renamed or re-typed later makes a query
-    fail with the JVM's SchemaChangedError (register the view again). Without the connector the
+    fail with SchemaChangedError (`spark_jobs.errors.typed_error`; register the view again). Without the connector the
     view is fixed at the version read now: register it again to see later commits."""
     from .errors import typed_errors
     with typed_errors():

@@ -206,7 +206,7 @@ def _each_entry_point(spark, tmp_path, t, cls, match, read_as_of=None, sql_suffi
         c = spark_catalog(spark, tmp_path / "wh")
         _typed(cls, match, lambda: spark.sql(f"SELECT * FROM {c}.ns.t {sql_suffix}").collect())
     for options in jvm_options or ():
-        _typed(cls, match, lambda: _jvm(spark, t.uri, **options))
+        _typed(cls, match, lambda o=options: _jvm(spark, t.uri, **o))
     if stream_options is not None:
         _typed(cls, match, lambda: _stream(spark, t.uri, tmp_path / "ckpt", **stream_options))
 
