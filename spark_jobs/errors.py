@@ -57,14 +57,18 @@ def _python_chain(exc: BaseException) -> Iterator[BaseException]:
 
 def _jvm_error(java: Any) -> tf.TableFormatError | None:
     """The first tableformat error in a Java exception's cause chain, as the engine's class."""
+    from py4j.protocol import Py4JError
     t = java
-    for _ in range(_MAX_CHAIN):               # Throwable.getCause() is null at the root, never itself
-        if t is None:
-            return None
-        name = _ours(t)
-        if name is not None:
-            return _engine_error(name, str(t.getMessage() or ""))
-        t = t.getCause()
+    try:
+        for _ in range(_MAX_CHAIN):           # Throwable.getCause() is null at the root, never itself
+            if t is None:
+                return None
+            name = _ours(t)
+            if name is not None:
+                return _engine_error(name, str(t.getMessage() or ""))
+            t = t.getCause()
+    except Py4JError:                         # the JVM is gone (a stopped session): nothing left to ask
+        return None
     return None
 
 

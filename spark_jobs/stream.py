@@ -24,8 +24,8 @@ A start behind the history horizon (vacuum removed the files its changes need) i
 HistoryExpiredError naming history_max_age and tags as the remedy, never a silent gap: the check
 runs before each batch is admitted (latestOffset) and when it is planned (partitions).
 The stream's columns are the latest schema's when the query starts; a batch whose version has
-other columns (an ALTER since) is a SchemaChangedError: restart the query, which then reads the batch with
-the new columns. (Not handled yet: a batch planned before a crash that ends before an ALTER made
+other columns (an ALTER since) is a SchemaChangedError: restart the query, which then reads the
+batch with the new columns. (Not handled yet: a batch planned before a crash that ends before an ALTER made
 during the outage fails the same way on every restart; start a new checkpoint from the version
 after it.)
 """
@@ -197,8 +197,9 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             plan = self._plan(t, a, b)
             names = arrow_schema(plan, self.columns).names
             if names != self.names:
-                raise tf.SchemaChangedError(f"the table's columns at version {b} are {names}, not the stream's "
-                                     f"{self.names} (an ALTER since the query started): restart the query")
+                raise tf.SchemaChangedError(f"the table's columns at version {b} are {names}, not the "
+                                            f"stream's {self.names} (an ALTER since the query started): "
+                                            "restart the query")
             head = plan.header()
             items += [(head, p) for p in plan.parts[cut]]
         groups = pack(items, self.num_partitions)
