@@ -325,3 +325,17 @@ def test_a_schema_changed_since_a_dataframe_or_view_is_schema_changed(spark, tmp
     match = r"^column 'v' of .* was dropped at or before version 4, after .* defined at version 2: define it again"
     _typed(tf.SchemaChangedError, match, lambda: spark.sql("SELECT * FROM tf_changed").collect())
     _typed(tf.SchemaChangedError, match, lambda: df.collect())
+
+
+def test_typed_error_of_an_exception_whose_jvm_is_gone_is_none():
+    """A Java exception object outlives its JVM (a stopped session): asking it anything fails with
+    Py4J's own error, which typed_error must not raise in place of the one it was given."""
+    from py4j.protocol import Py4JNetworkError
+
+    class GoneJavaObject:
+        def __getattr__(self, name):
+            raise Py4JNetworkError("Answer from Java side is empty")
+
+    exc = RuntimeError("An error occurred while calling o38.sql")
+    exc.java_exception = GoneJavaObject()
+    assert typed_error(exc) is None
