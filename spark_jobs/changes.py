@@ -68,6 +68,8 @@ def _bool(raw: Any, name: str) -> bool:
 
 def version_option(raw: Any, name: str) -> int:
     s = str(raw).strip()
+    if s[:1] == "-" and s[1:].isdigit():        # a version no log holds: the class as_of=-1 gets
+        raise tf.VersionNotFoundError(f"option {name!r}: version {s} does not exist; versions start at 0")
     if not s.isdigit():
         raise tf.InvalidOptionError(f"option {name!r} must be a version number (0 or more), got {raw!r}")
     return int(s)

@@ -61,7 +61,9 @@ def read_table(spark: Any, uri: str, as_of: Any = None, storage_options: dict | 
     read beyond Hadoop's own (hdfs, webhdfs, viewfs: always there), e.g. {"gs"}.
     The DataFrame keeps the version read now (or `as_of`'s); `register_view` follows the latest.
     """
-    return _read(spark, uri, False, as_of, storage_options, columns, filter, path, jvm_schemes)
+    from .errors import typed_errors
+    with typed_errors():                       # a JVM error while Spark resolves the read: the engine's class
+        return _read(spark, uri, False, as_of, storage_options, columns, filter, path, jvm_schemes)
 
 
 def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
@@ -71,10 +73,12 @@ def register_view(spark: Any, name: str, uri: str, **options: Any) -> Any:
     view is planned by the JVM planner when it runs (specs/format.md §9.4): it reads the version
     that is latest then, and its WHERE prunes tablets and rowsets. Its columns are those of now:
     a column added later is not shown, and one dropped, renamed or re-typed later makes a query
-    fail with the JVM's SchemaChangedError (register the view again). Without the connector the
+    fail with SchemaChangedError (`spark_jobs.errors.typed_error`; register the view again). Without the connector the
     view is fixed at the version read now: register it again to see later commits."""
-    df = _read(spark, uri, options.get("as_of") is None, **options)
-    df.createOrReplaceTempView(name)
+    from .errors import typed_errors
+    with typed_errors():
+        df = _read(spark, uri, options.get("as_of") is None, **options)
+        df.createOrReplaceTempView(name)
     return df
 
 

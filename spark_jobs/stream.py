@@ -24,8 +24,8 @@ A start behind the history horizon (vacuum removed the files its changes need) i
 HistoryExpiredError naming history_max_age and tags as the remedy, never a silent gap: the check
 runs before each batch is admitted (latestOffset) and when it is planned (partitions).
 The stream's columns are the latest schema's when the query starts; a batch whose version has
-other columns (an ALTER since) is a SchemaError: restart the query, which then reads the batch with
-the new columns. (Not handled yet: a batch planned before a crash that ends before an ALTER made
+other columns (an ALTER since) is a SchemaChangedError: restart the query, which then reads the
+batch with the new columns. (Not handled yet: a batch planned before a crash that ends before an ALTER made
 during the outage fails the same way on every restart; start a new checkpoint from the version
 after it.)
 """
@@ -108,8 +108,11 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         t = self._table()
         if self.starting_version is not None:
+            if self.starting_version > t.version + 1:
+                raise tf.VersionNotFoundError(
+                    f"startingVersion {self.starting_version} does not exist; versions are 0..{t.version} (a "
+                    f"stream may also start at {t.version + 1}, the next commit)")
             v = max(self.starting_version - 1, 0)
-            t.snapshot(v)                       # VersionNotFoundError when the version before it does not exist
         elif self.starting_timestamp is not None:
             v = _last_before(t, self.starting_timestamp)
         else:
@@ -121,8 +124,9 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         horizon = t.snapshot().history_horizon
         if v < horizon:
             raise tf.HistoryExpiredError(
-                f"the change stream's next batch reads the changes after version {v}, but they are no longer "
-                f"kept: vacuum moved the history horizon to version {horizon}. To keep history for a stream "
+                f"the change stream reads on from version {v + 1}, but the changes of versions {v + 1}.."
+                f"{horizon} are no longer kept: vacuum moved the history horizon to version {horizon}. Start "
+                f"a new stream at version {horizon + 1} or later; to keep history for a stream "
                 "that may fall behind, raise the table property history_max_age, or tag the version it "
                 "reads from (Table.tag): vacuum keeps a tag's history")
 
@@ -193,8 +197,9 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             plan = self._plan(t, a, b)
             names = arrow_schema(plan, self.columns).names
             if names != self.names:
-                raise tf.SchemaError(f"the table's columns at version {b} are {names}, not the stream's "
-                                     f"{self.names} (an ALTER since the query started): restart the query")
+                raise tf.SchemaChangedError(f"the table's columns at version {b} are {names}, not the "
+                                            f"stream's {self.names} (an ALTER since the query started): "
+                                            "restart the query")
             head = plan.header()
             items += [(head, p) for p in plan.parts[cut]]
         groups = pack(items, self.num_partitions)

@@ -24,6 +24,12 @@ class InvalidIdentifierError(SchemaError):
     """A table or column name is empty, too long, not UTF-8 or has forbidden characters."""
 
 
+class SchemaChangedError(SchemaError):
+    """A DataFrame, view or stream planned on one schema reads a version whose columns differ (a
+    column dropped, renamed or re-typed since: columns match by ID, specs/format.md §11). Define
+    the DataFrame or view again, or restart the query. The JVM reader raises the same class."""
+
+
 class PartitionSchemaError(TableFormatError, ValueError):
     """The partitioning is invalid: unknown or non-key column, overlapping ranges, bad splits."""
 

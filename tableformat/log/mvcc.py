@@ -97,8 +97,9 @@ def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Ti
         return Timestamp(_micros(value))
     if isinstance(value, str):
         s = value.strip()
-        if _DIGITS.fullmatch(s):
-            return int(_digits(s, what, "version", VersionNotFoundError))
+        if _DIGITS.fullmatch(s.removeprefix("-")):      # "-1" is a version no log holds (resolve refuses it)
+            n = int(_digits(s.removeprefix("-"), what, "version", VersionNotFoundError))
+            return -n if s[0] == "-" else n
         if s[:3].lower() == "ts:" and _DIGITS.fullmatch(s[3:].strip()):
             return Timestamp(int(_digits(s[3:].strip(), what, "timestamp", TimestampAfterLatestError)))
         if s[:4].lower() == "tag:":
@@ -167,9 +168,9 @@ def resolve_version(history: Sequence[CommitInfo], as_of: Any,
     if isinstance(as_of, TagName):
         if not tags or as_of not in tags:
             known = ", ".join(sorted(tags or ())[:10]) or "none"
-            if not as_of.explicit:
-                raise InvalidOptionError(f"as_of {str(as_of)!r} is not a version number, ts:<microseconds>, an ISO "
-                                         f"date-time nor a tag: no tag of that name in this table (tags: {known})")
+            if not as_of.explicit:        # one class for an unknown tag, bare or not (the JVM's too)
+                raise TagNotFoundError(f"as_of {str(as_of)!r} is not a version number, ts:<microseconds>, an ISO "
+                                       f"date-time nor a tag: no tag of that name in this table (tags: {known})")
             raise TagNotFoundError(f"no tag {str(as_of)!r} in this table (tags: {known})")
         return tags[as_of][0]
     if is_version(as_of):

@@ -208,6 +208,16 @@ class TransactionLog:
         except VersionNotFoundError:
             return None
 
+    def _no_start(self, listing: Listing) -> TableNotFoundError | CorruptFileError:
+        """No state to replay from: no table (no commits at all), or a damaged log whose commit 0 is
+        gone with no checkpoint after it (specs/format.md §8.3)."""
+        if not listing.commits:
+            return TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+        return CorruptFileError(
+            f"commit file {commit_path(0)} of the table at {self.storage.uri!r} is missing, while {LOG_DIR}/ "
+            f"holds {len(listing.commits)} commits (versions {listing.commits[0]}..{listing.latest}) and no "
+            f"usable checkpoint to start from: the log is damaged; restore {commit_path(0)} from a backup")
+
     def load(self, version: int | None = None, base: tuple[TableState, list[CommitInfo]] | None = None,
              ) -> tuple[TableState, list[CommitInfo]]:
         """State at `version` (latest if None) and the history up to it.
@@ -237,7 +247,7 @@ class TransactionLog:
         log, never the log's end (§8.3, "Opening a table")."""
         listing = self.listing()
         if not listing.commits:
-            raise TableNotFoundError(f"no table at {self.storage.uri!r} (no {LOG_DIR}/ commits)")
+            raise self._no_start(listing)
         if version is not None and version > listing.latest:
             raise VersionNotFoundError(f"version {version} does not exist; the latest is {listing.latest}")
         target = listing.latest if version is None else version
@@ -247,6 +257,8 @@ class TransactionLog:
         listed = set(listing.commits)
         for v in range(0 if state is None else state.version + 1, target + 1):
             d = self._try_read_commit(v) if v in listed else None
+            if d is None and state is None:
+                raise self._no_start(listing)
             if d is None:
                 raise CorruptFileError(
                     f"commit file {commit_path(v)} is missing from the log of {self.storage.uri!r}, whose commits go "

@@ -310,3 +310,28 @@ def test_describe_rows_of_rows_that_are_not_a_flat_list_is_typed(t, rows):
     and raised a bare ArrowInvalid or TypeError from the key formatting."""
     with pytest.raises(tf.InvalidOptionError, match="rows must be row numbers"):
         t.snapshot().describe_rows(good_rows(1), rows)
+
+
+# One condition, one class, on the engine's side and the JVM's (specs/format.md §9.5).
+@pytest.mark.parametrize("as_of,cls,match", [
+    (-1, tf.VersionNotFoundError, r"^version -1 does not exist; versions are 0\.\.1$"),
+    (" -1 ", tf.VersionNotFoundError, r"^version -1 does not exist; versions are 0\.\.1$"),
+    (99, tf.VersionNotFoundError, r"^version 99 does not exist; versions are 0\.\.1$"),
+    ("nosuch", tf.TagNotFoundError, r"^as_of 'nosuch' is not a version number, .* nor a tag: no tag of that name "
+                                    r"in this table \(tags: none\)$"),
+    ("tag:nosuch", tf.TagNotFoundError, r"^no tag 'nosuch' in this table \(tags: none\)$"),
+])
+def test_an_as_of_the_log_does_not_hold_is_one_class_per_condition(t, as_of, cls, match):
+    with pytest.raises(cls, match=match):
+        t.scan(as_of=as_of)
+
+
+def test_a_missing_commit_zero_is_named_not_taken_for_no_table(t, tmp_path):
+    t.delete(good_rows(1).select(["k", "d", "ts"]))
+    (tmp_path / "t" / "_log" / f"{0:020d}.json").unlink()
+    with pytest.raises(tf.CorruptFileError, match=r"^commit file _log/0{20}\.json of the table at .* is missing, "
+                                                  r"while _log/ holds 2 commits \(versions 1\.\.2\) and no usable "
+                                                  r"checkpoint to start from: the log is damaged; restore"):
+        tf.open_table(t.uri)
+    with pytest.raises(tf.TableNotFoundError, match=r"no table at .* \(no _log/ commits\)"):
+        tf.open_table(str(tmp_path / "none"))

@@ -578,7 +578,7 @@ def test_each_as_of_refusal_has_the_engines_name(jvm, tmp_path):
     t.tag("kept", as_of=1)
     last = t.history()[-1].timestamp
     cases = {f"ts:{last + 1}": "TimestampAfterLatestError", "tag:missing": "TagNotFoundError",
-             "missing": "InvalidOptionError", "tag:9bad": "InvalidTagNameError", "99": "VersionNotFoundError",
+             "missing": "TagNotFoundError", "-1": "VersionNotFoundError", "tag:9bad": "InvalidTagNameError", "99": "VersionNotFoundError",
              "ts:1": "VersionNotFoundError"}
     for as_of, name in cases.items():
         assert jvm.ask(request(t.uri, {"as_of": as_of})).get("error") == name, as_of

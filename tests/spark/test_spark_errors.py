@@ -145,3 +145,197 @@ def test_outputs_that_overlap_the_table_are_refused_before_spark_runs(tmp_path, 
         with pytest.raises(tf.PathOverlapError, match="outside the table's directory"):
             run(out)
     assert table_files(tmp_path) == files and t.refresh().version == 1
+
+
+# --- one condition, one class, through every PySpark entry point (specs/format.md §9.5) -----------
+# read_table and register_view raise the engine's class themselves; what Spark raises itself (a query
+# of the catalog, spark.read.format("tableformat-jvm"), a stream) gives it back through typed_error.
+
+def _versions(tmp_path, name="ns/t", **properties):
+    """A table at version 2 under the warehouse tmp_path/wh (the catalog names it ns.t)."""
+    t = tf.create_table(str(tmp_path / "wh" / name), tf.Schema(
+        [tf.Column("id", "int64"), tf.Column("v", "double", nullable=True)], primary_key=["id"]),
+        properties=properties or None)
+    t.insert(pa.table({"id": pa.array([1, 2], pa.int64()), "v": [1.0, 2.0]}))
+    t.insert(pa.table({"id": pa.array([3], pa.int64()), "v": [3.0]}))
+    return t
+
+
+def _typed(cls, match, fn, direct=False):
+    """fn's error: of exactly `cls` with a message matching `match`, raised by fn (direct) or given
+    back by typed_error from Spark's exception."""
+    import re
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - checked below
+        got = e if direct else typed_error(e)
+        assert type(got) is cls, f"{cls.__name__} expected, got {type(e).__name__}: {str(e)[:600]}"
+        assert re.search(match, str(got)), str(got)
+        return got
+    pytest.fail(f"{cls.__name__} expected, nothing raised")
+
+
+def _jvm(spark, uri, **options):
+    r = spark.read.format("tableformat-jvm")
+    for k, v in options.items():
+        r = r.option(k, str(v))
+    return r.load(uri).collect()
+
+
+def _stream(spark, uri, ckpt, **options):
+    """One Trigger.AvailableNow run of the change stream (the Python source) into a no-op sink."""
+    from spark_jobs.datasource import NAME, register
+    register(spark)
+    r = spark.readStream.format(NAME).option("readChangeFeed", "true")
+    for k, v in options.items():
+        r = r.option(k, str(v))
+    q = (r.load(uri).writeStream.format("noop").option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+
+
+def _each_entry_point(spark, tmp_path, t, cls, match, read_as_of=None, sql_suffix=None, jvm_options=None,
+                      stream_options=None):
+    """The condition through read_table, register_view, the catalog's SQL, tableformat-jvm and the stream."""
+    from helpers import spark_catalog
+    from spark_jobs.read import read_table, register_view
+    if read_as_of is not None:
+        _typed(cls, match, lambda: read_table(spark, t.uri, as_of=read_as_of), direct=True)
+        _typed(cls, match, lambda: register_view(spark, "tf_errors", t.uri, as_of=read_as_of), direct=True)
+    if sql_suffix is not None:
+        c = spark_catalog(spark, tmp_path / "wh")
+        _typed(cls, match, lambda: spark.sql(f"SELECT * FROM {c}.ns.t {sql_suffix}").collect())
+    for options in jvm_options or ():
+        _typed(cls, match, lambda o=options: _jvm(spark, t.uri, **o))
+    if stream_options is not None:
+        _typed(cls, match, lambda: _stream(spark, t.uri, tmp_path / "ckpt", **stream_options))
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_negative_version_is_version_not_found_everywhere(spark, tmp_path):
+    t = _versions(tmp_path)
+    match = r"version -1 does not exist"
+    _each_entry_point(spark, tmp_path, t, tf.VersionNotFoundError, match + r"; versions are 0\.\.2", read_as_of=-1,
+                      sql_suffix="VERSION AS OF '-1'", jvm_options=[{"versionAsOf": -1}, {"as_of": "-1"}])
+    _each_entry_point(spark, tmp_path, t, tf.VersionNotFoundError, match, read_as_of="-1",
+                      stream_options={"startingVersion": -1})
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_an_unknown_tag_is_tag_not_found_everywhere(spark, tmp_path):
+    t = _versions(tmp_path)
+    t.tag("nightly")
+    for as_of in ("nosuch", "tag:nosuch"):
+        _each_entry_point(spark, tmp_path, t, tf.TagNotFoundError, r"'nosuch'.*\(tags: nightly\)", read_as_of=as_of,
+                          jvm_options=[{"as_of": as_of}])
+    _each_entry_point(spark, tmp_path, t, tf.TagNotFoundError, r"^no tag 'nosuch' in this table \(tags: nightly\)$",
+                      sql_suffix="VERSION AS OF 'nosuch'", jvm_options=[{"versionAsOf": "nosuch"}])
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_version_past_the_latest_is_version_not_found_naming_the_range(spark, tmp_path):
+    t = _versions(tmp_path)
+    _each_entry_point(spark, tmp_path, t, tf.VersionNotFoundError, r"^version 99 does not exist; versions are 0\.\.2$",
+                      read_as_of=99, sql_suffix="VERSION AS OF 99", jvm_options=[{"versionAsOf": 99}])
+    # the stream may start at the next commit (3); 999 was "version 998 does not exist"
+    _each_entry_point(spark, tmp_path, t, tf.VersionNotFoundError,
+                      r"^startingVersion 999 does not exist; versions are 0\.\.2 \(a stream may also start at 3",
+                      stream_options={"startingVersion": 999})
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_timestamp_after_the_latest_commit_names_the_latest_version(spark, tmp_path):
+    t = _versions(tmp_path)
+    later = t.history()[-1].timestamp + 3_600_000_000
+    match = r"is after the newest commit \(version 2 at timestamp"
+    _each_entry_point(spark, tmp_path, t, tf.TimestampAfterLatestError, match, read_as_of=tf.Timestamp(later),
+                      sql_suffix=f"TIMESTAMP AS OF timestamp_micros({later})",
+                      jvm_options=[{"as_of": f"ts:{later}"}], stream_options={"startingTimestamp": f"ts:{later}"})
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_version_behind_the_retained_history_is_history_expired(spark, tmp_path):
+    t = _versions(tmp_path, history_max_age=0)             # only the latest version is retained
+    _each_entry_point(spark, tmp_path, t, tf.HistoryExpiredError,
+                      r"^version 1 is earlier than the ancient history mark: .*history_max_age", read_as_of=1,
+                      sql_suffix="VERSION AS OF 1", jvm_options=[{"versionAsOf": 1}])
+
+
+def test_a_stream_behind_the_history_horizon_names_its_start_and_the_remedies(spark, tmp_path):
+    """It said "the changes after version 0" for startingVersion 1 (or "version 0 is older than
+    history a compaction garbage-collected", without the tag remedy)."""
+    from helpers import merge_all, vacuum0
+    t = _versions(tmp_path)
+    t.update(pa.table({"id": pa.array([1], pa.int64()), "v": [9.0]}))
+    merge_all(t)
+    vacuum0(t)
+    h = t.state.history_horizon
+    assert h > 1
+    _each_entry_point(spark, tmp_path, t, tf.HistoryExpiredError,
+                      rf"^the change stream reads on from version 1, but the changes of versions 1\.\.{h} are no "
+                      rf"longer kept: .* version {h}\. Start a new stream at version {h + 1} or later; .*"
+                      r"history_max_age, or tag the version", stream_options={"startingVersion": 1})
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_no_table_is_table_not_found_and_the_catalog_says_so_as_spark_does(spark, tmp_path):
+    from spark_jobs.read import read_table, register_view
+    from helpers import spark_catalog
+    missing = str(tmp_path / "wh" / "ns" / "none")
+    match = r"^no table at .*none.* \(no _log/ commits\)$"
+    _typed(tf.TableNotFoundError, match, lambda: read_table(spark, missing), direct=True)
+    _typed(tf.TableNotFoundError, match, lambda: register_view(spark, "tf_none", missing), direct=True)
+    _typed(tf.TableNotFoundError, match, lambda: _jvm(spark, missing))
+    _typed(tf.TableNotFoundError, match, lambda: _stream(spark, missing, tmp_path / "ckpt", startingVersion=1))
+    c = spark_catalog(spark, tmp_path / "wh")             # a name the catalog lacks: Spark's own error
+    with pytest.raises(Exception, match=r"\[TABLE_OR_VIEW_NOT_FOUND\]") as e:
+        spark.sql(f"SELECT * FROM {c}.ns.none").collect()
+    assert typed_error(e.value) is None
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_missing_commit_zero_is_named_everywhere(spark, tmp_path):
+    t = _versions(tmp_path)
+    (tmp_path / "wh" / "ns" / "t" / "_log" / f"{0:020d}.json").unlink()
+    _each_entry_point(spark, tmp_path, t, tf.CorruptFileError,
+                      r"^commit file _log/0{20}\.json of the table at .* is missing, while _log/ holds 2 commits "
+                      r"\(versions 1\.\.2\) and no usable checkpoint", read_as_of=2, sql_suffix="",
+                      jvm_options=[{}], stream_options={"startingVersion": 1})
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_damaged_commit_is_corrupt_file_everywhere(spark, tmp_path):
+    t = _versions(tmp_path)
+    p = tmp_path / "wh" / "ns" / "t" / "_log" / f"{2:020d}.json"
+    p.write_text(p.read_text().replace('"INSERT"', '"UPSERT"'))
+    _each_entry_point(spark, tmp_path, t, tf.CorruptFileError, r"_log/0{19}2\.json.*checksum", read_as_of=2,
+                      sql_suffix="", jvm_options=[{}], stream_options={"startingVersion": 1})
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_schema_changed_since_a_dataframe_or_view_is_schema_changed(spark, tmp_path):
+    from spark_jobs.read import register_view
+    t = _versions(tmp_path)
+    register_view(spark, "tf_changed", t.uri)
+    df = spark.read.format("tableformat-jvm").load(t.uri)
+    with t.alter() as a:
+        a.drop_column("v")
+    with t.alter() as a:
+        a.add_column("v", "string", nullable=True)
+    match = r"^column 'v' of .* was dropped at or before version 4, after .* defined at version 2: define it again"
+    _typed(tf.SchemaChangedError, match, lambda: spark.sql("SELECT * FROM tf_changed").collect())
+    _typed(tf.SchemaChangedError, match, lambda: df.collect())
+
+
+def test_typed_error_of_an_exception_whose_jvm_is_gone_is_none():
+    """A Java exception object outlives its JVM (a stopped session): asking it anything fails with
+    Py4J's own error, which typed_error must not raise in place of the one it was given."""
+    from py4j.protocol import Py4JNetworkError
+
+    class GoneJavaObject:
+        def __getattr__(self, name):
+            raise Py4JNetworkError("Answer from Java side is empty")
+
+    exc = RuntimeError("An error occurred while calling o38.sql")
+    exc.java_exception = GoneJavaObject()
+    assert typed_error(exc) is None

@@ -218,7 +218,7 @@ def test_an_alter_under_a_running_stream_is_a_typed_error_and_a_restart_reads_on
         with t.alter() as a:
             a.add_column("c", "int64", nullable=True)
         t.update(pa.table({"k": pa.array([2], pa.int64()), "c": pa.array([9], pa.int64())}))
-        with pytest.raises(tf.SchemaError, match="restart the query"):
+        with pytest.raises(tf.SchemaChangedError, match="restart the query"):
             with typed_errors():
                 q.processAllAvailable()
     finally:

@@ -116,7 +116,8 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
 
   static AsOf versionAsOf(String version) {
     String v = version.strip();
-    if (!v.isEmpty() && v.chars().allMatch(Character::isDigit)) return AsOf.version(Long.parseLong(v));
+    // a version, negative too (refused by the resolver as VersionNotFoundError, not read as a tag name)
+    if (v.matches("-?[0-9]+")) return AsOf.parse(v);
     return AsOf.parse(v.regionMatches(true, 0, "tag:", 0, 4) ? v : "tag:" + v);
   }
 

@@ -38,6 +38,8 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
     if (text == null || text.isBlank()) return null;
     String s = text.strip();
     if (DIGITS.matcher(s).matches()) return version(clamped(s));
+    // "-1" is a version no log holds: the resolver refuses it (VersionNotFoundError), as the engine does
+    if (s.startsWith("-") && DIGITS.matcher(s.substring(1)).matches()) return version(-clamped(s.substring(1)));
     if (s.length() > 3 && s.substring(0, 3).equalsIgnoreCase("ts:")) {
       String m = s.substring(3).strip();
       if (DIGITS.matcher(m).matches()) return timestamp(clamped(m));

@@ -218,11 +218,21 @@ public final class LogReader {
     return null;
   }
 
+  /** No state to replay from: no table (no commits), or a damaged log whose commit 0 is gone with no
+   *  checkpoint after it (§8.3); the engine's words (txlog.py). */
+  private TableFormatError noStart(Listing l) {
+    if (l.commits().isEmpty()) return new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
+    return new CorruptFileError("commit file " + commitPath(0) + " of the table at '" + store.uri("") + "' is missing, "
+        + "while _log/ holds " + l.commits().size() + " commits (versions " + l.commits().firstKey() + ".."
+        + l.latest() + ") and no usable checkpoint to start from: the log is damaged; restore " + commitPath(0)
+        + " from a backup");
+  }
+
   /** The state at {@code version} (null: the newest listed commit): every commit after the start must
    *  be listed and readable; one missing there is a damaged log, never its end (§8.3). */
   private Loaded replay(Long version) {
     Listing l = listing();
-    if (l.commits().isEmpty()) throw new TableNotFoundError("no table at '" + store.uri("") + "' (no _log/ commits)");
+    if (l.commits().isEmpty()) throw noStart(l);
     if (version != null && version > l.latest())
       throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + l.latest());
     long target = version == null ? l.latest() : version;
@@ -232,6 +242,7 @@ public final class LogReader {
     for (long v = state == null ? 0 : state.version + 1; v <= target; v++) {
       FileStatus st = l.commits().get(v);
       JsonNode d = st == null ? null : commit(v, st);
+      if (d == null && state == null) throw noStart(l);
       if (d == null)
         throw new CorruptFileError("commit file " + commitPath(v) + " is missing from the log of '" + store.uri("")
             + "', whose commits go on to version " + l.latest() + ": the log is damaged; restore the file from a "

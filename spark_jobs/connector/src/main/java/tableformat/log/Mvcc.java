@@ -56,8 +56,8 @@ public final class Mvcc {
         if (t == null) {
           String known = new TreeSet<>(head.tags.keySet()).stream().limit(10).reduce((a, b) -> a + ", " + b)
               .orElse("none");
-          if (!asOf.explicitTag())
-            throw new InvalidOptionError("as_of '" + asOf.tag() + "' is not a version number, ts:<microseconds>, "
+          if (!asOf.explicitTag())          // one class for an unknown tag, bare or not (the engine's too)
+            throw new TagNotFoundError("as_of '" + asOf.tag() + "' is not a version number, ts:<microseconds>, "
                 + "an ISO date-time nor a tag: no tag of that name in this table (tags: " + known + ")");
           throw new TagNotFoundError("no tag '" + asOf.tag() + "' in this table (tags: " + known + ")");
         }
