@@ -64,9 +64,10 @@ def s3_table_root(s3_endpoint, request):
 @pytest.fixture(scope="session")
 def hdfs(tmp_path_factory):
     """A real HDFS (Hadoop's MiniDFSCluster: a NameNode and two DataNodes, WebHDFS on) in a JVM of its
-    own for the whole run; its jars come from Maven Central once per machine (helpers.MiniHdfs)."""
+    own for the whole run, started by the launcher users run (`python -m spark_jobs.minihdfs`); its jars
+    come from Maven Central once per machine."""
     pytest.importorskip("pyspark")          # the Hadoop version to run is pyspark's
-    from helpers import MiniHdfs
+    from spark_jobs.minihdfs import MiniHdfs
     cluster = MiniHdfs(tmp_path_factory.mktemp("minihdfs"))
     yield cluster
     cluster.stop()
