@@ -102,9 +102,8 @@ def describe(table: tf.Table, snap: tf.Snapshot) -> dict:
     tot["live_rows"] = tot["rows"] - tot["deleted_rows"]
     tot["bytes"] = tot["base_bytes"] + tot["index_bytes"] + tot["delta_bytes"]
     return {"uri": safe_uri(table.uri), "name": st.name, "table_id": st.table_id,
-            "created_format_version": st.format_version, "min_reader_format_version": max(st.log_format,
-                                                                                          st.format_version),
-            "version": st.version, "timestamp": st.timestamp,
+            "created_format_version": st.format_version,
+            "min_reader_format_version": max(st.log_format, st.format_version), "version": st.version, "timestamp": st.timestamp,
             "time": iso(st.timestamp),
             "schema": {"columns": columns, "primary_key": list(schema.primary_key),
                        "next_column_id": schema.next_column_id},
