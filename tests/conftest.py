@@ -131,6 +131,16 @@ def pytest_runtest_logreport(report):
         counts[report.outcome] = counts.get(report.outcome, 0) + 1
 
 
+def pytest_collectreport(report):
+    """A module skipped as a whole (a module-level importorskip) is one skip in pytest's summary:
+    count it in its directory's layer too, so the layer lines add up to the summary."""
+    if report.skipped:
+        top = report.nodeid.split("::")[0].split("/")
+        layer = DIR_LAYER.get(top[1] if len(top) > 2 and top[0] == "tests" else "", "engine")
+        counts = LAYER_COUNTS.setdefault(layer, {})
+        counts["skipped"] = counts.get("skipped", 0) + 1
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     counts = LAYER_COUNTS
     if not counts:
