@@ -114,12 +114,14 @@ def test_spark_sql_reads_the_engines_rows_without_python(jar, tmp_path):
 
 
 def test_spark_sql_reads_from_s3_through_s3a_without_python(jar, s3_table_root, tmp_path):
-    from spark_jobs.session import S3A_EXCLUDES, s3a_packages, s3a_settings
+    """The catalog takes the table's own storage options (`storage.<key>`), as the engine does: no
+    fs.s3a.* setting by hand."""
+    from spark_jobs.session import S3A_EXCLUDES, s3a_packages
     root, opts = s3_table_root
     t = range_keyed(f"{root}/wh/ns/t", ranges=3, storage_options=opts)
     v1 = history(t)
     bucket = root[len("s3://"):]
-    conf = {f"spark.hadoop.{k}": v for k, v in s3a_settings(bucket, opts).items()}
+    conf = {f"spark.sql.catalog.tf.storage.{k}": v for k, v in opts.items()}
     conf["spark.sql.catalog.tf.warehouse"] = f"s3a://{bucket}/wh"
     conf["spark.jars.packages"] = ",".join(s3a_packages())
     conf["spark.jars.excludes"] = ",".join(S3A_EXCLUDES)
@@ -155,3 +157,18 @@ def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path)
     assert "ERROR SparkSQLDriver" not in out and not [ln for ln in out.splitlines() if ln.startswith("\tat ")]
     assert tf.open_table(t.uri).version == before and not (tmp_path / "wh" / "ns" / "new").exists()
     assert not (tmp_path / "wh" / "other").exists()
+
+
+def test_readmes_spark_submit_asks_for_the_s3a_jars_these_tests_read_through():
+    """README's spark-submit example names exactly s3a_packages() and S3A_EXCLUDES: the S3 modules
+    the s3a test above reads through, and not the 600 MB bundle."""
+    import re
+
+    from spark_jobs.session import S3A_EXCLUDES, s3a_packages
+    from helpers import ROOT
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("spark-submit --master yarn --jars tableformat-connector.jar"):]
+    block = block[:block.index("```")]
+    packages = re.search(r"--packages (\S+)", block).group(1).split(",")
+    excludes = re.search(r"--exclude-packages '([^']+)'", block).group(1).split(",")
+    assert packages == s3a_packages() and excludes == list(S3A_EXCLUDES)
