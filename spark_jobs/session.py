@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Iterable
 
 from .datasource import register
@@ -29,14 +30,13 @@ def extra_jars() -> list[str]:
 
 def extra_packages() -> list[str]:
     """Maven coordinates every tableformat session loads: hadoop-aws and the AWS SDK's S3 client
-    when TABLEFORMAT_S3A=1 (a first download of about 13 MB)."""
-    return s3a_packages() if os.environ.get("TABLEFORMAT_S3A") == "1" else []
+    when TABLEFORMAT_S3A=1 and they were never resolved here (a first download of about 13 MB;
+    later sessions take the jars from `s3a_cache()`, with no Ivy resolution)."""
+    return s3a_packages() if os.environ.get("TABLEFORMAT_S3A") == "1" and not s3a_jars() else []
 
 
 def hadoop_version() -> str:
     """The Hadoop client version the installed pyspark bundles (its hadoop-client-api jar)."""
-    from pathlib import Path
-
     import pyspark
     jars = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
     if not jars:
@@ -65,6 +65,52 @@ def s3a_packages() -> list[str]:
         return [f"org.apache.hadoop:hadoop-aws:{hadoop}"]      # unknown Hadoop: the bundle it declares
     return [f"org.apache.hadoop:hadoop-aws:{hadoop}", f"software.amazon.awssdk:s3:{sdk}",
             f"software.amazon.awssdk:s3-transfer-manager:{sdk}", f"software.amazon.awssdk:sts:{sdk}"]
+
+
+# Maven Central alone: Spark's default resolver chain also asks repos.spark-packages.org, which
+# serves none of these and, where it cannot be reached, prints a warning per parent POM.
+IVY_SETTINGS = """<ivysettings>
+  <settings defaultResolver="central"/>
+  <resolvers><ibiblio name="central" m2compatible="true" root="https://repo1.maven.org/maven2/"/></resolvers>
+</ivysettings>
+"""
+
+
+def s3a_cache() -> Path:
+    """Where the s3a jars are resolved once (Ivy's cache and retrieved jars), named by the
+    packages asked for: another Hadoop version resolves again."""
+    import hashlib
+
+    from .connector import cache_dir
+    key = hashlib.sha256(",".join(s3a_packages() + list(S3A_EXCLUDES)).encode()).hexdigest()[:16]
+    return cache_dir().parent / "s3a" / key
+
+
+def s3a_jars() -> list[str]:
+    """The s3a jars resolved by an earlier session (`s3a_ivy_conf`), or [] before the first."""
+    d = s3a_cache()
+    if not (d / "resolved").exists():
+        return []
+    jars = [d / "jars" / n for n in (d / "resolved").read_text().split()]
+    return [str(j) for j in jars] if all(j.exists() for j in jars) else []     # a jar removed: resolve again
+
+
+def s3a_ivy_conf() -> dict[str, str]:
+    """Settings that make a session's Ivy resolve the s3a packages into `s3a_cache()` from Maven
+    Central alone; `mark_s3a_resolved` then records the jars for the sessions that follow."""
+    d = s3a_cache()
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "ivysettings.xml").write_text(IVY_SETTINGS)
+    return {"spark.jars.ivy": str(d), "spark.jars.ivySettings": str(d / "ivysettings.xml")}
+
+
+def mark_s3a_resolved() -> None:
+    """Record the jars the first session's Ivy retrieved (all of `s3a_cache()/jars`)."""
+    d = s3a_cache()
+    names = sorted(p.name for p in (d / "jars").glob("*.jar"))
+    if names:
+        (d / "resolved.tmp").write_text("\n".join(names) + "\n")
+        os.replace(d / "resolved.tmp", d / "resolved")
 
 
 def s3a_settings(bucket: str, storage_options: dict | None) -> dict[str, str]:
@@ -153,9 +199,14 @@ def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterabl
     if master or not os.environ.get("SPARK_MASTER_URL_SET"):
         b = b.master(master or os.environ.get("TABLEFORMAT_SPARK_MASTER", "local[2]"))
     connector = connector and os.environ.get("TABLEFORMAT_CONNECTOR", "1") != "0"
-    all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *jars]))
+    s3a = os.environ.get("TABLEFORMAT_S3A") == "1"
+    packages = list(packages)
+    all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *(s3a_jars() if s3a else []), *jars]))
     all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
     settings = dict(conf or {})
+    resolving_s3a = s3a and not s3a_jars() and not (delta or packages or "spark.jars.ivySettings" in settings)
+    if resolving_s3a:
+        settings.update(s3a_ivy_conf())
     excludes = [e for e in settings.get("spark.jars.excludes", "").split(",") if e]
     if delta:
         all_packages.append(delta_package())
@@ -177,6 +228,8 @@ def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterabl
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              .getOrCreate())
+    if resolving_s3a:
+        mark_s3a_resolved()
     register(spark)
     return spark
 

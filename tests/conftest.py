@@ -64,9 +64,10 @@ def s3_table_root(s3_endpoint, request):
 @pytest.fixture(scope="session")
 def hdfs(tmp_path_factory):
     """A real HDFS (Hadoop's MiniDFSCluster: a NameNode and two DataNodes, WebHDFS on) in a JVM of its
-    own for the whole run; its jars come from Maven Central once per machine (helpers.MiniHdfs)."""
+    own for the whole run, started by the launcher users run (`python -m spark_jobs.minihdfs`); its jars
+    come from Maven Central once per machine."""
     pytest.importorskip("pyspark")          # the Hadoop version to run is pyspark's
-    from helpers import MiniHdfs
+    from spark_jobs.minihdfs import MiniHdfs
     cluster = MiniHdfs(tmp_path_factory.mktemp("minihdfs"))
     yield cluster
     cluster.stop()
@@ -128,6 +129,16 @@ def pytest_runtest_logreport(report):
         layer = LAYER_OF.get(report.nodeid, "engine")
         counts = LAYER_COUNTS.setdefault(layer, {})
         counts[report.outcome] = counts.get(report.outcome, 0) + 1
+
+
+def pytest_collectreport(report):
+    """A module skipped as a whole (a module-level importorskip) is one skip in pytest's summary:
+    count it in its directory's layer too, so the layer lines add up to the summary."""
+    if report.skipped:
+        top = report.nodeid.split("::")[0].split("/")
+        layer = DIR_LAYER.get(top[1] if len(top) > 2 and top[0] == "tests" else "", "engine")
+        counts = LAYER_COUNTS.setdefault(layer, {})
+        counts["skipped"] = counts.get("skipped", 0) + 1
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -102,7 +102,8 @@ def describe(table: tf.Table, snap: tf.Snapshot) -> dict:
     tot["live_rows"] = tot["rows"] - tot["deleted_rows"]
     tot["bytes"] = tot["base_bytes"] + tot["index_bytes"] + tot["delta_bytes"]
     return {"uri": safe_uri(table.uri), "name": st.name, "table_id": st.table_id,
-            "format_version": st.format_version, "version": st.version, "timestamp": st.timestamp,
+            "created_format_version": st.format_version,
+            "min_reader_format_version": max(st.log_format, st.format_version), "version": st.version, "timestamp": st.timestamp,
             "time": iso(st.timestamp),
             "schema": {"columns": columns, "primary_key": list(schema.primary_key),
                        "next_column_id": schema.next_column_id},
@@ -123,6 +124,16 @@ def _delta_lines(d: dict) -> list[str]:
     return out
 
 
+def _history_line(h: dict) -> str:
+    """What vacuum and compaction did to the history (§12); nothing for a table they never touched."""
+    parts = []
+    if h["horizon_version"]:
+        parts.append(f"versions before {h['horizon_version']} read through UNDO records")
+    if h["gc_before"]:
+        parts.append(f"compactions dropped history before {h['gc_before']}")
+    return "history: " + "; ".join(parts) if parts else ""
+
+
 def render(info: dict, snap: tf.Snapshot, brief: bool) -> str:
     """`describe` for people: the rowset lines are left out with `brief`."""
     schema = snap.state.schema
@@ -137,8 +148,9 @@ def render(info: dict, snap: tf.Snapshot, brief: bool) -> str:
         return show_bound(vals[0] if vals is not None and len(vals) == 1 else vals)
 
     out = [f"table {info['name']!r} at {info['uri']}",
-           (f"  version {info['version']} ({info['time']}), table id {info['table_id']}, "
-            f"format version {info['format_version']}"), "", "columns:"]
+           f"  version {info['version']} ({info['time']}), table id {info['table_id']}",
+           (f"  format: created in format version {info['created_format_version']}; its log needs a reader of "
+            f"format version {info['min_reader_format_version']} or later"), "", "columns:"]
     rows = [[str(c.id), c.name, c.type.name, "yes" if c.nullable else "no",
              "" if c.default is None else show(c.default), c.encoding, c.compression,
              "yes" if c.name in schema.primary_key else ""] for c in schema.columns]
@@ -152,9 +164,8 @@ def render(info: dict, snap: tf.Snapshot, brief: bool) -> str:
     for p in rng["partitions"]:
         out.append(f"    r{p['id']}: [{bound(p['lower'])}, {bound(p['upper'])})")
     h = info["history"]
-    out += ["", "properties: " + ", ".join(f"{k}={v}" for k, v in sorted(info["properties"].items())),
-            f"history: versions before {h['horizon_version']} read through UNDO records"
-            + (f"; compactions dropped history before {h['gc_before']}" if h["gc_before"] else ""), ""]
+    out += ["", "properties: " + ", ".join(f"{k}={v}" for k, v in sorted(info["properties"].items()))]
+    out += [line for line in (_history_line(h),) if line] + [""]
     tot = info["totals"]
     out.append(f"tablets: {tot['tablets']}, {tot['tablets_with_rows']} with rowsets")
     for t in info["tablets"]:

@@ -44,6 +44,12 @@ class Timestamp(int):
     def __repr__(self) -> str:
         return f"Timestamp({int(self)})"
 
+    def iso(self) -> str:
+        """ISO-8601 UTC, as error messages show times (microseconds only when there are some): a
+        form `as_of` takes back, where raw microseconds say nothing to a reader."""
+        d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(self))
+        return d.strftime("%Y-%m-%dT%H:%M:%S") + (f".{d.microsecond:06d}Z" if d.microsecond else "Z")
+
 
 _TAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 
@@ -181,12 +187,12 @@ def resolve_version(history: Sequence[CommitInfo], as_of: Any,
         # a writer that picked its timestamp at or before as_of may not have landed yet: what
         # this read sees now could change, so only times up to the newest commit are answered
         raise TimestampAfterLatestError(
-            f"timestamp {int(as_of)} is after the newest commit (version {latest} at timestamp "
-            f"{history[-1].timestamp}); read the latest with as_of=None, or as of a time at or before it")
+            f"timestamp {Timestamp(int(as_of)).iso()} is after the newest commit (version {latest} at "
+            f"{Timestamp(history[-1].timestamp).iso()}); read the latest with as_of=None, or as of a time at or before it")
     candidates = [h.version for h in history if h.timestamp <= as_of]
     if not candidates:
-        raise VersionNotFoundError(f"timestamp {int(as_of)} is before the table was created "
-                                   f"({history[0].timestamp})")
+        raise VersionNotFoundError(f"timestamp {Timestamp(int(as_of)).iso()} is before the table was created "
+                                   f"({Timestamp(history[0].timestamp).iso()})")
     return candidates[-1]
 
 
@@ -229,7 +235,7 @@ def state_at(latest: TableState, history: Sequence[CommitInfo], v: int,
         # still valid after it lost nothing: no change happened between its commit and gc_ts
         raise HistoryExpiredError(
             f"version {v} is older than history a compaction garbage-collected "
-            f"(before timestamp {latest.history_gc_ts}) behind the vacuum horizon (version {horizon})")
+            f"(before {Timestamp(latest.history_gc_ts).iso()}) behind the vacuum horizon (version {horizon})")
     h = load(horizon)
     return replace(h, version=v, timestamp=st.timestamp, name=st.name, schema=st.schema,
                    partitioning=st.partitioning, properties=st.properties, txns=st.txns,

@@ -19,6 +19,7 @@ from ..format.diskrowset import read_pk_index
 from ..format.errors import TableFormatError
 from ..format.metadata import DeltaFileMeta, RowSetMeta, TableState
 from ..format.storage import Storage
+from ..log.mvcc import Timestamp
 from ..log.txlog import TransactionLog, checkpoint_path, commit_path
 
 
@@ -79,7 +80,8 @@ def _check_log(log: TransactionLog, st: TableState, bad: list[str]) -> dict[int,
             bad.append(f"log: {e}")
             continue
         if d.timestamp <= prev_ts:
-            bad.append(f"log: {commit_path(v)} has timestamp {d.timestamp} not after the previous {prev_ts}")
+            bad.append(f"log: {commit_path(v)} has timestamp {Timestamp(d.timestamp).iso()} not after the "
+                       f"previous {Timestamp(prev_ts).iso()}")
         prev_ts = timestamps[v] = d.timestamp
     return timestamps
 

@@ -505,3 +505,24 @@ def test_every_kind_of_command_on_s3_without_printing_credentials(s3_table_root,
     assert tf.open_table(uri, storage_options=opts).schema.has_column("note")
     for r in outputs:
         assert opts["secret"] not in r.stdout + r.stderr
+
+
+def test_describe_shows_the_created_and_the_log_format_versions_and_no_history_of_a_new_table(tmp_path):
+    """A new table: the format it was created in and what its log needs (specs/format.md, "Format
+    versions of commits and checkpoints"), and no history line, since vacuum and compaction never ran.
+    A `txn` raises what the log needs to 6; the created format stays."""
+    from tableformat.format.metadata import FORMAT_VERSION, WRITE_FORMAT_FLOOR
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema([tf.Column("k", "int64"), tf.Column("v", "string")],
+                                                       primary_key=["k"]))
+    t.insert(pa.table({"k": pa.array([1], pa.int64()), "v": ["a"]}))
+    info = json.loads(run("describe", t.uri, "--json").stdout)
+    assert (info["created_format_version"], info["min_reader_format_version"]) == (WRITE_FORMAT_FLOOR,) * 2
+    text = run("describe", t.uri).stdout
+    assert (f"format: created in format version {WRITE_FORMAT_FLOOR}; its log needs a reader of format version "
+            f"{WRITE_FORMAT_FLOOR} or later") in text
+    assert "history:" not in text and "UNDO records" not in text
+    frag = t.snapshot().write_mutation(pa.table({"k": pa.array([2], pa.int64()), "v": ["b"]}), "upsert")
+    t.commit_fragments([frag], txn=("app", 0))
+    info = json.loads(run("describe", t.uri, "--json").stdout)
+    assert (info["created_format_version"], info["min_reader_format_version"]) == (WRITE_FORMAT_FLOOR, FORMAT_VERSION)
+    assert f"its log needs a reader of format version {FORMAT_VERSION} or later" in run("describe", t.uri).stdout

@@ -216,7 +216,7 @@ def test_the_command_line_on_hdfs(hdfs_table_root):
 def test_the_cluster_ends_with_the_process_that_started_it(tmp_path):
     """A test run that dies (its pipe to the launcher closes) leaves no NameNode running."""
     pytest.importorskip("pyspark")
-    from helpers import MiniHdfs
+    from spark_jobs.minihdfs import MiniHdfs
     cluster = MiniHdfs(tmp_path / "own", datanodes=1)
     try:
         cluster.proc.stdin.close()

@@ -1,5 +1,6 @@
 """MVCC reads: one parser of as_of, and a read as of a timestamp that never changes its answer."""
 import datetime as dt
+import re
 import threading
 import time
 
@@ -60,14 +61,21 @@ def test_a_timestamp_after_the_newest_commit_is_refused_with_its_timestamp(tmp_p
     t = kv(tmp_path / "t")
     r = t.insert(pa.table({"key": [1], "val": [1]}))
     assert t.scan(as_of=r.timestamp).to_arrow().num_rows == 1                 # at the newest commit: fine
-    with pytest.raises(tf.TimestampAfterLatestError, match=str(int(r.timestamp))):
+    newest = tf.Timestamp(r.timestamp).iso()                                   # ISO-8601, not microseconds
+    with pytest.raises(tf.TimestampAfterLatestError, match=re.escape(f"at {newest})")) as e:
         t.scan(as_of=tf.Timestamp(r.timestamp + 1))
+    assert str(int(r.timestamp)) not in str(e.value)
+    assert t.scan(as_of=newest).count() == 1                                    # the time shown reads back
+    iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z"
     with pytest.raises(tf.VersionNotFoundError,  # the class users already catch
-                       match=r"timestamp \d+ is after the newest commit \(version 1 at timestamp \d+\)"):
+                       match=rf"timestamp {iso} is after the newest commit \(version 1 at {iso}\)"):
         t.snapshot(dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1))
     with pytest.raises(tf.TimestampAfterLatestError,
-                       match=r"timestamp \d+ is after the newest commit \(version 1 at timestamp \d+\)"):
+                       match=rf"timestamp {iso} is after the newest commit \(version 1 at {iso}\)"):
         t.changes(0, tf.Timestamp(r.timestamp + 1))
+    with pytest.raises(tf.VersionNotFoundError, match=rf"timestamp 1990-01-01T00:00:00Z is before the table was "
+                                                      rf"created \({iso}\)"):
+        t.scan(as_of=dt.datetime(1990, 1, 1))
     assert t.scan(as_of=None).to_arrow().num_rows == 1                        # "latest" is still latest
 
 

@@ -13,7 +13,8 @@ Blocks marked `<!-- readme: spark -->` run with the suite's Spark session
 (get_spark() returns it), and are skipped when pyspark or Java is missing
 (so no other block may depend on one). Blocks marked `<!-- readme: hdfs -->` run against
 the suite's MiniDFSCluster (the `hdfs` fixture), its addresses in HDFS_NAMENODE and
-HDFS_NAMENODE_HTTP, and are skipped when pyspark, Java or Maven is missing.
+HDFS_NAMENODE_HTTP, and are skipped when pyspark, Java or Maven is missing. Each such block
+says so to a reader too, on its first line (`# needs Spark`, `# needs HDFS`).
 A block added later to README is run by default.
 """
 import os
@@ -50,6 +51,9 @@ def test_markers_are_known_and_skips_say_why():
         mark = b["mark"]
         assert mark in ("", "spark", "hdfs") or re.fullmatch(r"skip - \S.{9,}", mark), \
             f"README.md:{b['line']}: unknown marker {mark!r} (use 'spark', 'hdfs' or 'skip - <why>')"
+        if mark in ("spark", "hdfs"):         # the hidden marker, said where a reader sees it
+            need = {"spark": "# needs Spark", "hdfs": "# needs HDFS"}[mark]
+            assert b["code"].startswith(need), f"README.md:{b['line']}: a {mark} block starts with {need!r}"
     skipped = [b for b in blocks(README.read_text()) if b["mark"].startswith("skip")]
     assert len(skipped) <= 8, "skip is for blocks that need a network install, a bucket or a cluster"
 

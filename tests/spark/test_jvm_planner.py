@@ -812,3 +812,17 @@ def test_a_damaged_log_opens_the_same_state_or_error_in_both_readers(jvm, pristi
         assert tf.open_table(str(root)).scan().count() == expect
     for as_of in (0, 5, 12, 15, 17, 20, 22, 25, 26):
         check_same_plan(jvm, str(root), {"as_of": as_of})
+
+
+def test_as_of_refusals_show_times_as_iso_8601_as_the_engine_does(jvm, tmp_path):
+    """A refused time reads as a date-time, never as raw microseconds, in the JVM's message and the
+    engine's alike: the asked time and the commit's time it is compared with."""
+    t = _table(tmp_path)
+    first, last = t.history()[0].timestamp, t.history()[-1].timestamp
+    for asked, shown in [(last + 1, last), (1, first)]:
+        got = jvm.ask(request(t.uri, {"as_of": f"ts:{asked}"}))
+        with pytest.raises(tf.VersionNotFoundError) as e:
+            tf.open_table(t.uri).snapshot(f"ts:{asked}")
+        for message in (got["message"], str(e.value)):
+            assert f"timestamp {tf.Timestamp(asked).iso()} is " in message, message
+            assert f"{tf.Timestamp(shown).iso()})" in message and str(shown) not in message, message

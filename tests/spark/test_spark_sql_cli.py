@@ -10,6 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import tableformat as tf
+
 from helpers import range_keyed
 
 pyspark = pytest.importorskip("pyspark")
@@ -28,23 +30,28 @@ def jar():
         pytest.skip(f"the JVM connector is unavailable: {e}")
 
 
-def spark_sql(jar, tmp, conf: dict, queries: list[str]) -> list[list[list[str]]]:
-    """Each query's rows (tab-separated fields) as `bin/spark-sql -S -f` prints them."""
-    lines = []
-    for i, q in enumerate(queries):
-        lines.append(f"SELECT '{MARK}{i}';")
-        lines.append(q.rstrip(";") + ";")
+def run_spark_sql(jar, tmp, conf: dict, lines: list[str], *options: str) -> subprocess.CompletedProcess:
+    """`bin/spark-sql -S -f` of a script of `lines`, with no Python reachable."""
     script = Path(tmp) / "queries.sql"
     script.write_text("\n".join(lines) + "\n")
     cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[1]", "--jars", jar,
-           "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.catalog.tf={CATALOG}"]
+           "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.catalog.tf={CATALOG}", *options]
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
     cmd += ["-S", "-f", str(script)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
     env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python",
                PYSPARK_DRIVER_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
+
+
+def spark_sql(jar, tmp, conf: dict, queries: list[str]) -> list[list[list[str]]]:
+    """Each query's rows (tab-separated fields) as `bin/spark-sql -S -f` prints them."""
+    lines = []
+    for i, q in enumerate(queries):
+        lines.append(f"SELECT '{MARK}{i}';")
+        lines.append(q.rstrip(";") + ";")
+    proc = run_spark_sql(jar, tmp, conf, lines)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out: list[list[list[str]]] = []
     for line in proc.stdout.splitlines():
@@ -107,14 +114,61 @@ def test_spark_sql_reads_the_engines_rows_without_python(jar, tmp_path):
 
 
 def test_spark_sql_reads_from_s3_through_s3a_without_python(jar, s3_table_root, tmp_path):
-    from spark_jobs.session import S3A_EXCLUDES, s3a_packages, s3a_settings
+    """The catalog takes the table's own storage options (`storage.<key>`), as the engine does: no
+    fs.s3a.* setting by hand."""
+    from spark_jobs.session import S3A_EXCLUDES, s3a_packages
     root, opts = s3_table_root
     t = range_keyed(f"{root}/wh/ns/t", ranges=3, storage_options=opts)
     v1 = history(t)
     bucket = root[len("s3://"):]
-    conf = {f"spark.hadoop.{k}": v for k, v in s3a_settings(bucket, opts).items()}
+    conf = {f"spark.sql.catalog.tf.storage.{k}": v for k, v in opts.items()}
     conf["spark.sql.catalog.tf.warehouse"] = f"s3a://{bucket}/wh"
     conf["spark.jars.packages"] = ",".join(s3a_packages())
     conf["spark.jars.excludes"] = ",".join(S3A_EXCLUDES)
     out = spark_sql(jar, tmp_path, conf, [q.format(v1=v1) for q in QUERIES])
     check(t, out, v1)
+
+
+REFUSED = {"INSERT INTO tf.ns.t VALUES (5000, 1.0, 'x')": "INSERT is refused. Insert rows with the Spark job "
+                                                          "spark_jobs.insert.partitioned_insert",
+           "DELETE FROM tf.ns.t WHERE k = 1": "DELETE is refused. Change rows with the Spark job "
+                                              "spark_jobs.merge.mutation_merge",
+           "CREATE TABLE tf.ns.new (k bigint)": "CREATE TABLE is refused. Create tables with the engine: "
+                                                "tableformat.create_table",
+           "DROP TABLE tf.ns.t": "DROP TABLE is refused. A table is its directory",
+           "CREATE NAMESPACE tf.other": "CREATE NAMESPACE is refused. A namespace is a directory"}
+
+
+def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path):
+    """A refused statement, and an engine error (a time before the table), is one short message,
+    printed once: no ERROR log line and no Java stack trace; the table is unchanged."""
+    t = range_keyed(tmp_path / "wh" / "ns" / "t", ranges=2)
+    before = t.version
+    early = "SELECT count(*) FROM tf.ns.t TIMESTAMP AS OF '2001-01-01 00:00:00'"
+    proc = run_spark_sql(jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh"),
+                                         "spark.sql.session.timeZone": "UTC"},
+                         [s + ";" for s in [*REFUSED, early]], "--hiveconf", "hive.cli.errors.ignore=true")
+    out = proc.stdout + proc.stderr
+    for statement, message in REFUSED.items():
+        full = "tableformat's Spark catalog is read-only: " + message
+        assert out.count(full) == 1, (statement, out[-3000:])
+    created = tf.Timestamp(t.history()[0].timestamp).iso()
+    assert out.count(f"timestamp 2001-01-01T00:00:00Z is before the table was created ({created})") == 1, out[-3000:]
+    assert "ERROR SparkSQLDriver" not in out and not [ln for ln in out.splitlines() if ln.startswith("\tat ")]
+    assert tf.open_table(t.uri).version == before and not (tmp_path / "wh" / "ns" / "new").exists()
+    assert not (tmp_path / "wh" / "other").exists()
+
+
+def test_readmes_spark_submit_asks_for_the_s3a_jars_these_tests_read_through():
+    """README's spark-submit example names exactly s3a_packages() and S3A_EXCLUDES: the S3 modules
+    the s3a test above reads through, and not the 600 MB bundle."""
+    import re
+
+    from spark_jobs.session import S3A_EXCLUDES, s3a_packages
+    from helpers import ROOT
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("spark-submit --master yarn --jars tableformat-connector.jar"):]
+    block = block[:block.index("```")]
+    packages = re.search(r"--packages (\S+)", block).group(1).split(",")
+    excludes = re.search(r"--exclude-packages '([^']+)'", block).group(1).split(",")
+    assert packages == s3a_packages() and excludes == list(S3A_EXCLUDES)

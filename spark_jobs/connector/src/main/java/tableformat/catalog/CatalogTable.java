@@ -92,7 +92,8 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     Map<String, String> p = new LinkedHashMap<>();
     p.put(TableCatalog.PROP_PROVIDER, "tableformat");
     p.put(TableCatalog.PROP_LOCATION, uri);
-    p.put("format_version", String.valueOf(loaded.formatVersion()));
+    p.put("created_format_version", String.valueOf(loaded.formatVersion()));   // §8.2: the table's, never changes
+    p.put("min_reader_format_version", String.valueOf(loaded.logFormat()));    // the highest its log declares
     p.put("version", String.valueOf(loaded.version()));
     p.put("table_id", loaded.tableId());
     StringBuilder pk = new StringBuilder();
@@ -133,12 +134,12 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    throw ReadOnly.refuse("INSERT", "spark_jobs.insert (partitioned_insert)");
+    throw ReadOnly.refuse("INSERT", ReadOnly.INSERT);
   }
 
   @Override
   public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
     String op = info.command().toString();
-    throw ReadOnly.refuse(op, "spark_jobs.merge (mutation_merge: updates, deletes and upserts)");
+    throw ReadOnly.refuse(op, ReadOnly.MERGE);
   }
 }

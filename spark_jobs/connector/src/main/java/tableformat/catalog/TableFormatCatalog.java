@@ -25,6 +25,7 @@ import tableformat.log.LogReader;
  * (specs/format.md §1); {@code <name>.`/abs/path`} or {@code <name>.`s3a://bucket/t`} names a
  * table by its location, as Delta's {@code delta.`path`}. Time travel: {@code VERSION AS OF n},
  * {@code VERSION AS OF 'tag'}, {@code TIMESTAMP AS OF ...} (§8.2). Read-only: DDL and DML are refused.
+ * {@code spark.sql.catalog.<name>.storage.<key>}: the storage options of an s3a:// warehouse ({@link StorageOptions}).
  */
 public final class TableFormatCatalog implements TableCatalog, SupportsNamespaces {
   private String name;
@@ -35,6 +36,12 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
     this.name = name;
     String w = options.get("warehouse");
     this.warehouse = w == null || w.isBlank() ? null : Location.normalize(w);
+    Map<String, String> storage = StorageOptions.of(options.asCaseSensitiveMap());
+    StorageOptions.check(name, storage, warehouse);
+    if (!storage.isEmpty()) {       // every Hadoop conf a read makes copies the session's settings
+      var conf = org.apache.spark.sql.SparkSession.active().conf();
+      StorageOptions.s3a(StorageOptions.bucket(warehouse), storage).forEach(conf::set);
+    }
   }
 
   @Override
@@ -131,22 +138,22 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
   }
 
   public Table createTable(Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
-    throw ReadOnly.refuse("CREATE TABLE", "of the Python engine (tableformat.create_table)");
+    throw ReadOnly.refuse("CREATE TABLE", ReadOnly.CREATE);
   }
 
   @Override
   public Table alterTable(Identifier ident, TableChange... changes) {
-    throw ReadOnly.refuse("ALTER TABLE", "of the Python engine (Table.alter)");
+    throw ReadOnly.refuse("ALTER TABLE", ReadOnly.ALTER);
   }
 
   @Override
   public boolean dropTable(Identifier ident) {
-    throw ReadOnly.refuse("DROP TABLE", "of the Python engine");
+    throw ReadOnly.refuse("DROP TABLE", ReadOnly.DIRECTORY);
   }
 
   @Override
   public void renameTable(Identifier oldIdent, Identifier newIdent) {
-    throw ReadOnly.refuse("ALTER TABLE ... RENAME", "of the Python engine");
+    throw ReadOnly.refuse("ALTER TABLE ... RENAME", ReadOnly.DIRECTORY);
   }
 
   // ---- namespaces ----
@@ -182,16 +189,16 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
 
   @Override
   public void createNamespace(String[] namespace, Map<String, String> metadata) {
-    throw ReadOnly.refuse("CREATE NAMESPACE", "of the Python engine (create a table under the directory)");
+    throw ReadOnly.refuse("CREATE NAMESPACE", ReadOnly.NAMESPACE);
   }
 
   @Override
   public void alterNamespace(String[] namespace, NamespaceChange... changes) {
-    throw ReadOnly.refuse("ALTER NAMESPACE", "of the Python engine");
+    throw ReadOnly.refuse("ALTER NAMESPACE", "A namespace is a plain directory: it has no properties to alter.");
   }
 
   @Override
   public boolean dropNamespace(String[] namespace, boolean cascade) {
-    throw ReadOnly.refuse("DROP NAMESPACE", "of the Python engine");
+    throw ReadOnly.refuse("DROP NAMESPACE", ReadOnly.DIRECTORY);
   }
 }

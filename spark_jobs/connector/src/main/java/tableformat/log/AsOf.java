@@ -93,4 +93,13 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
     long micros = Long.parseLong((frac + "00000").substring(0, 6));
     return (t.toEpochSecond(ZoneOffset.UTC) - off) * 1_000_000L + micros;
   }
+
+  /** A timestamp in microseconds as error messages show it: ISO-8601 UTC, with microseconds only
+   *  when there are some (the engine's display.iso), a form as_of accepts back. */
+  public static String iso(long micros) {
+    java.time.Instant t = java.time.Instant.EPOCH.plus(micros, java.time.temporal.ChronoUnit.MICROS);
+    String s = java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss").withZone(ZoneOffset.UTC).format(t);
+    long frac = Math.floorMod(micros, 1_000_000L);
+    return s + (frac == 0 ? "Z" : String.format(".%06dZ", frac));
+  }
 }

@@ -138,6 +138,7 @@ public final class LogReader {
       if (Fields.integer(d, "version") != v || Fields.integer(st, "version") != v) return null;
       if (fv < Fields.integer(st, "format_version")) return null;
       TableState state = Replay.fromCheckpoint(st);
+      state.logFormat = fv;
       List<CommitInfo> history = new ArrayList<>();
       for (JsonNode h : Fields.get(d, "history"))
         history.add(CommitInfo.ofEntry(h));
@@ -265,6 +266,7 @@ public final class LogReader {
       throw new CorruptFileError("commit file " + commitPath(v) + " is malformed: " + e);
     }
     int fv = d.get("format_version").asInt();
+    state.logFormat = Math.max(state.logFormat, fv);
     if (fv < state.formatVersion)
       throw new CorruptFileError("commit file " + commitPath(v) + " says format version " + fv + " in a table "
           + "created in format version " + state.formatVersion + ": the file was altered; restore it from a backup");

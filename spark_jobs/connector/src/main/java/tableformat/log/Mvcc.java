@@ -27,7 +27,7 @@ public final class Mvcc {
     long validUntil = history.get((int) v + 1).timestamp();
     if (validUntil <= head.historyGcTs && !head.isTagged(v))
       throw new HistoryExpiredError("version " + v + " is older than history a compaction garbage-collected "
-          + "(before timestamp " + head.historyGcTs + ") behind the vacuum horizon (version " + horizon + ")");
+          + "(before " + AsOf.iso(head.historyGcTs) + ") behind the vacuum horizon (version " + horizon + ")");
     TableState h = load(log, horizon, head).copy();
     h.version = v;
     h.timestamp = st.timestamp;
@@ -36,6 +36,7 @@ public final class Mvcc {
     h.partitioning = st.partitioning;
     h.properties = st.properties;
     h.readTs = st.timestamp;
+    h.logFormat = st.logFormat;
     return h;
   }
 
@@ -72,14 +73,14 @@ public final class Mvcc {
       default -> {
         long ts = asOf.value();
         if (ts > last.timestamp())
-          throw new TimestampAfterLatestError("timestamp " + ts + " is after the newest commit (version "
-              + last.version() + " at timestamp " + last.timestamp() + "); read the latest, or as of a time at "
+          throw new TimestampAfterLatestError("timestamp " + AsOf.iso(ts) + " is after the newest commit (version "
+              + last.version() + " at " + AsOf.iso(last.timestamp()) + "); read the latest, or as of a time at "
               + "or before it");
         long found = -1;
         for (CommitInfo h : history) if (h.timestamp() <= ts) found = h.version();
         if (found < 0)
-          throw new VersionNotFoundError("timestamp " + ts + " is before the table was created ("
-              + history.get(0).timestamp() + ")");
+          throw new VersionNotFoundError("timestamp " + AsOf.iso(ts) + " is before the table was created ("
+              + AsOf.iso(history.get(0).timestamp()) + ")");
         return found;
       }
     }

@@ -1,10 +1,14 @@
 package tableformat.log;
 
+import org.apache.spark.SparkThrowable;
+
 /**
  * An error of the engine, named as the engine names it ({@code tableformat/errors.py}): the JVM
- * reader raises the same kinds the Python engine does (specs/format.md §8, §9.1, §12).
+ * reader raises the same kinds the Python engine does (specs/format.md §8, §9.1, §12). A
+ * {@link SparkThrowable}, so that {@code spark-sql} prints its message once, without the stack
+ * trace it prints (and logs) for an exception Spark does not know.
  */
-public class TableFormatError extends RuntimeException {
+public class TableFormatError extends RuntimeException implements SparkThrowable {
   public TableFormatError(String message) {
     super(message);
   }
@@ -12,5 +16,21 @@ public class TableFormatError extends RuntimeException {
   /** The engine's name of this error (the simple class name, as in Python). */
   public String errorName() {
     return getClass().getSimpleName();
+  }
+
+  @Override
+  public String getCondition() {
+    return "TABLEFORMAT_" + errorName();
+  }
+
+  /** No SQLSTATE of Spark's list fits every engine error; Spark shows none. */
+  @Override
+  public String getSqlState() {
+    return null;
+  }
+
+  @Override
+  public boolean isInternalError() {
+    return false;
   }
 }

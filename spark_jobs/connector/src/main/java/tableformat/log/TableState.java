@@ -23,6 +23,9 @@ public final class TableState {
   JsonNode partitioning;
   JsonNode properties;
   int formatVersion;
+  /** Not stored: the highest format version the log declared up to this version (its commits, or
+   *  the checkpoint it was read from): what a reader must support. */
+  int logFormat;
   final LinkedHashMap<String, RowSet> rowsets = new LinkedHashMap<>();
   final LinkedHashMap<String, List<DeltaFile>> deltas = new LinkedHashMap<>();
   long historyHorizon;
@@ -42,6 +45,7 @@ public final class TableState {
     s.partitioning = partitioning;
     s.properties = properties;
     s.formatVersion = formatVersion;
+    s.logFormat = logFormat;
     s.rowsets.putAll(rowsets);
     for (Map.Entry<String, List<DeltaFile>> e : deltas.entrySet()) s.deltas.put(e.getKey(), new ArrayList<>(e.getValue()));
     s.historyHorizon = historyHorizon;
@@ -69,6 +73,7 @@ public final class TableState {
   public JsonNode partitioning() { return partitioning; }
   public JsonNode properties() { return properties; }
   public int formatVersion() { return formatVersion; }
+  public int logFormat() { return Math.max(logFormat, formatVersion); }
   public long historyHorizon() { return historyHorizon; }
   public long historyGcTs() { return historyGcTs; }
   public Long readTs() { return readTs; }

@@ -3,10 +3,11 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
 /**
- * A real HDFS for the tests (tests/conftest.py `hdfs`): Hadoop's own MiniDFSCluster, one NameNode
- * and N DataNodes on free ports on 127.0.0.1, WebHDFS on, as Hudi's HdfsTestService runs it.
+ * A real HDFS on one machine, for users without a cluster ({@code python -m spark_jobs.minihdfs}) and
+ * the tests' {@code hdfs} fixture: Hadoop's own MiniDFSCluster, one NameNode and N DataNodes on free
+ * ports on 127.0.0.1, WebHDFS on, as Hudi's HdfsTestService runs it.
  * Prints one line `MINIHDFS {json}` with the addresses once the DataNodes are up, then runs
- * until the process is killed (SIGTERM shuts the cluster down; the fixture stops it by PID) or
+ * until the process is killed (SIGTERM shuts the cluster down; spark_jobs.minihdfs stops it by PID) or
  * its stdin ends.
  *
  * Usage: java -cp "jars/*:." MiniHdfs BASE_DIR [DATANODES]
