@@ -1,5 +1,7 @@
 """Typed errors from the Spark paths, with real local Spark: the data-source write surfaces a
 DuplicateKeyError as AnalysisException [PYTHON_DATA_SOURCE_ERROR]; spark_jobs.errors gives it back."""
+import re
+
 import pyarrow as pa
 import pytest
 
@@ -247,7 +249,7 @@ def test_a_version_past_the_latest_is_version_not_found_naming_the_range(spark, 
 def test_a_timestamp_after_the_latest_commit_names_the_latest_version(spark, tmp_path):
     t = _versions(tmp_path)
     later = t.history()[-1].timestamp + 3_600_000_000
-    match = r"is after the newest commit \(version 2 at timestamp"
+    match = rf"is after the newest commit \(version 2 at {re.escape(tf.Timestamp(t.history()[-1].timestamp).iso())}\)"
     _each_entry_point(spark, tmp_path, t, tf.TimestampAfterLatestError, match, read_as_of=tf.Timestamp(later),
                       sql_suffix=f"TIMESTAMP AS OF timestamp_micros({later})",
                       jvm_options=[{"as_of": f"ts:{later}"}], stream_options={"startingTimestamp": f"ts:{later}"})
