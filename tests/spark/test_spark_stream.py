@@ -12,7 +12,7 @@ import tableformat as tf
 
 pytest.importorskip("pyspark")
 
-from helpers import merge_all, vacuum0  # noqa: E402
+from helpers import in_columns, merge_all, vacuum0  # noqa: E402
 from spark_jobs.datasource import NAME, register  # noqa: E402
 from spark_jobs.errors import typed_errors  # noqa: E402
 
@@ -252,13 +252,6 @@ class CrashOn(Collector):
         super().__call__(df, batch_id)
 
 
-def in_columns(t: pa.Table, schema: pa.Schema, renames: dict) -> pa.Table:
-    """A batch in other columns: renamed by `renames`, the ones it lacks NULL."""
-    t = t.rename_columns([renames.get(n, n) for n in t.column_names])
-    return pa.table({f.name: t.column(f.name) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
-                     for f in schema})
-
-
 @pytest.mark.parametrize("limit", [{"maxVersionsPerTrigger": 1}, {"maxRowsPerTrigger": 4}], ids=["versions", "rows"])
 @pytest.mark.parametrize("steps", [["add"], ["rename"], ["drop"], ["add", "rename", "drop"]], ids="-".join)
 def test_a_rate_limited_stream_stopped_right_before_an_alter_reads_on_after_it(spark, tmp_path, steps, limit):
@@ -284,8 +277,7 @@ def test_a_rate_limited_stream_stopped_right_before_an_alter_reads_on_after_it(s
     # over the whole run, every change once: the first query's batches in the latest names
     cols = [n for n in whole.column_names if n != "_changed_columns"]
     renames = {"a": "a2"} if "rename" in steps else {}
-    got = [in_columns(b, whole.select(cols).schema, renames) for b in before.since(0)] + \
-        [b.select(cols) for b in batches]
+    got = [in_columns(b, whole.select(cols).schema, renames) for b in before.since(0) + batches]
     assert canon(pa.concat_tables(got)) == canon(whole.select(cols))
     assert whole.num_rows == sum(b.num_rows for b in before.since(0) + batches) > 16
 
