@@ -112,15 +112,22 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return tf.open_table(self.uri, storage_options=self.storage_options)
 
     def _stream_columns(self, names: list[str]) -> StreamColumns:
-        """The stream's columns: the latest version's, which the query's schema (change_schema, read
-        when it was defined) names; their IDs map each batch into them."""
+        """The stream's columns: those the query's schema names (change_schema: the latest version's
+        when the query was defined), by ID. That is the latest's, unless ALTERs came since the query
+        was defined (one started again from the same DataFrame): then the schema before the latest
+        ALTER that names them, so such a query reads on too."""
         t = self._table()
-        cols = StreamColumns(self._plan(t, t.version, t.version).header(), self.columns)
-        if cols.target.names != names:
-            raise tf.SchemaError(f"the table's columns changed between the query's definition and its start "
-                                 f"(now {cols.target.names}, not {names}): define the query again "
-                                 "(readStream...load()) and start it; it reads on from its checkpoint")
-        return cols
+        versions = [t.version] + [h.version - 1 for h in reversed(t.history()) if h.operation == "ALTER TABLE"]
+        for v in versions:
+            try:
+                cols = StreamColumns(self._plan(t, v, v).header(), self.columns)
+            except tf.HistoryExpiredError:
+                break
+            if cols.target.names == names:
+                return cols
+        raise tf.SchemaError(f"the query's columns {names} are none of the table's columns since its history "
+                             "horizon: define the query again (spark.readStream...load()) and start it; it "
+                             "reads on from its checkpoint")
 
     def _plan(self, t: tf.Table, start: int, end: int) -> tf.ChangePlan:
         return t.change_plan(start, end, self.mode, self.before_image, self.images, self.skipped)

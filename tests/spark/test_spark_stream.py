@@ -283,14 +283,15 @@ def test_a_rate_limited_stream_stopped_right_before_an_alter_reads_on_after_it(s
 
 
 def test_a_running_stream_keeps_its_columns_across_alters_and_a_restart_takes_the_new(spark, tmp_path):
-    """A running query's columns are fixed at its start: a renamed column keeps the stream's name (by ID),
-    a dropped one is NULL, an added one waits for the restart, which reads on in the latest columns."""
+    """A query's columns are fixed when it is defined: a renamed column keeps the stream's name (by ID),
+    a dropped one is NULL, an added one waits; started again from the same DataFrame it keeps them, and
+    a query defined again reads on in the latest columns."""
     t = three_columns(tmp_path / "t")
     ckpt, sink = tmp_path / "ckpt", Collector()
     register(spark)
-    q = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("startingVersion", 1)
-         .option("before_image", "true").load(t.uri)
-         .writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt))
+    df = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("startingVersion", 1)
+          .option("before_image", "true").load(t.uri))
+    q = (df.writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt))
          .trigger(processingTime="1 second").start())
     try:
         q.processAllAvailable()
@@ -302,15 +303,20 @@ def test_a_running_stream_keeps_its_columns_across_alters_and_a_restart_takes_th
             q.processAllAvailable()
     finally:
         q.stop()
+    t.update(ints(k=[3], a2=[8], c=[10]))
+    with typed_errors():                                            # the same DataFrame: its columns
+        df.writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt)) \
+            .trigger(availableNow=True).start().awaitTermination()
     got = pa.concat_tables(sink.since(0)).filter(pc.field("_version") > v)
     assert got.column_names == ["_op", "_version", "_timestamp", "k", "a", "b", "_changed_columns",
                                 "_before_k", "_before_a", "_before_b"]
     assert got.select(["_op", "k", "a", "b", "_before_a", "_before_b"]).to_pylist() == [
-        {"_op": "update", "k": 2, "a": 7, "b": None, "_before_a": -1, "_before_b": None}]
-    assert got.column("_changed_columns").to_pylist() == [["a"]]           # c is not in the stream
+        {"_op": "update", "k": 2, "a": 7, "b": None, "_before_a": -1, "_before_b": None},
+        {"_op": "update", "k": 3, "a": 8, "b": None, "_before_a": -1, "_before_b": None}]
+    assert got.column("_changed_columns").to_pylist() == [["a"], ["a"]]     # c is not in the stream
     n = len(sink.batches)
-    t.update(ints(k=[3], a2=[8], c=[10]))
-    run(spark, t.uri, ckpt, sink, startingVersion=1, before_image="true")  # restarted: the new columns
+    t.update(ints(k=[1], a2=[5], c=[11]))
+    run(spark, t.uri, ckpt, sink, startingVersion=1, before_image="true")  # defined again: the new columns
     assert canon(pa.concat_tables(sink.since(n))) == canon(t.changes(t.version - 1, before_image=True))
     assert "c" in sink.batches[max(sink.batches)].column_names
 
