@@ -12,6 +12,10 @@ own, so no ALTER stops a stream and a restart (new columns) always reads on:
   Table.changes() up to that version has no such column;
 - a column added after the query started is not in the stream until it is restarted.
 
+A batch is Table.changes() over its own versions, so where it ends decides what it holds for such
+columns: one ending before a drop still has the column's values; one ending before an add has
+NULL there, not the column's read default (changes() over a range past the add gives that).
+
 The engine has no type changes (§11), so a column ID has one type for good.
 """
 from __future__ import annotations
