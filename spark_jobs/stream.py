@@ -23,11 +23,11 @@ from the checkpoint. Commits with data_change false (compactions, tags) add no r
 A start behind the history horizon (vacuum removed the files its changes need) is a
 HistoryExpiredError naming history_max_age and tags as the remedy, never a silent gap: the check
 runs before each batch is admitted (latestOffset) and when it is planned (partitions).
-The stream's columns are the latest schema's when the query starts; a batch whose version has
-other columns (an ALTER since) is a SchemaChangedError: restart the query, which then reads the
-batch with the new columns. (Not handled yet: a batch planned before a crash that ends before an ALTER made
-during the outage fails the same way on every restart; start a new checkpoint from the version
-after it.)
+The stream's columns are the table's when the query starts, and every batch is given in them,
+matched by column ID (spark_jobs/stream_columns.py): a column renamed since keeps the stream's name,
+one the batch's end version lacks (dropped, or added after it) is NULL, and one added after the
+start joins at the next restart. No batch is refused for its columns, so an ALTER never stops the
+stream, and a restart (the new columns) reads on from its checkpoint, a replayed batch included.
 """
 from __future__ import annotations
 
@@ -42,9 +42,10 @@ from pyspark.sql.types import StructType
 
 import tableformat as tf
 
-from .changes import (ChangePartition, arrow_schema, lower_keys, num_partitions, pack, read_part, row_options,
-                      timestamp_option, version_option)
+from .changes import (ChangePartition, lower_keys, num_partitions, pack, read_part, row_options, timestamp_option,
+                      version_option)
 from .snapshots import storage_options_from
+from .stream_columns import StreamColumns
 
 
 def _limit(o: dict, name: str) -> int | None:
@@ -76,6 +77,14 @@ def _pos(offset: dict) -> tuple[int, int]:
     return int(offset["version"]), int(offset.get("index", 0))
 
 
+class StreamPartition(ChangePartition):
+    """A micro-batch's parts, each with its projection into the stream's columns (None: as is)."""
+
+    def __init__(self, uri, options, items, columns, projections):
+        super().__init__(uri, options, items, columns)
+        self.projections = tuple(projections)
+
+
 class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches from the log on the driver; each partition computes one part on an executor."""
 
@@ -96,11 +105,29 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_versions = _limit(o, "maxVersionsPerTrigger")
         self.max_rows = _limit(o, "maxRowsPerTrigger")
         self.num_partitions = num_partitions(o)
-        self.names = [f.name for f in schema.fields]
+        self.stream_columns = self._stream_columns([f.name for f in schema.fields])
         self.target: int | None = None          # Trigger.AvailableNow: the last version to read
 
     def _table(self) -> tf.Table:
         return tf.open_table(self.uri, storage_options=self.storage_options)
+
+    def _stream_columns(self, names: list[str]) -> StreamColumns:
+        """The stream's columns: those the query's schema names (change_schema: the latest version's
+        when the query was defined), by ID. That is the latest's, unless ALTERs came since the query
+        was defined (one started again from the same DataFrame): then the schema before the latest
+        ALTER that names them, so such a query reads on too."""
+        t = self._table()
+        versions = [t.version] + [h.version - 1 for h in reversed(t.history()) if h.operation == "ALTER TABLE"]
+        for v in versions:
+            try:
+                cols = StreamColumns(self._plan(t, v, v).header(), self.columns)
+            except tf.HistoryExpiredError:
+                break
+            if cols.target.names == names:
+                return cols
+        raise tf.SchemaChangedError(f"the query's columns {names} are none of the table's columns since its history "
+                             "horizon: define the query again (spark.readStream...load()) and start it; it "
+                             "reads on from its checkpoint")
 
     def _plan(self, t: tf.Table, start: int, end: int) -> tf.ChangePlan:
         return t.change_plan(start, end, self.mode, self.before_image, self.images, self.skipped)
@@ -192,22 +219,22 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 pieces.append((v1, v1 + 1, slice(0, i1)))
         t = self._table()
         opts = json.dumps(self.storage_options)
-        items = []
+        items, projections = [], {}
         for a, b, cut in pieces:
             plan = self._plan(t, a, b)
-            names = arrow_schema(plan, self.columns).names
-            if names != self.names:
-                raise tf.SchemaChangedError(f"the table's columns at version {b} are {names}, not the "
-                                            f"stream's {self.names} (an ALTER since the query started): "
-                                            "restart the query")
             head = plan.header()
             items += [(head, p) for p in plan.parts[cut]]
+            projections[b] = self.stream_columns.projection(head)     # the columns at b: by ID
         groups = pack(items, self.num_partitions)
-        return [ChangePartition(self.uri, opts, g, self.columns) for g in groups] or \
-            [ChangePartition(self.uri, opts, (), self.columns)]
+        return [StreamPartition(self.uri, opts, g, self.columns, [projections[h.end] for h, _ in g])
+                for g in groups] or [StreamPartition(self.uri, opts, (), self.columns, ())]
 
-    def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
-        return read_part(partition)
+    def read(self, partition: "StreamPartition") -> Iterator[pa.RecordBatch]:
+        """Each part's rows, in the stream's columns."""
+        for item, projection in zip(partition.items, partition.projections):
+            one = ChangePartition(partition.uri, partition.options, (item,), partition.columns)
+            for batch in read_part(one):
+                yield batch if projection is None else projection.apply(batch)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the log is the source's whole state."""

@@ -11,6 +11,10 @@ only once the batch is written, and skips a batch already listed. A reader that 
 log (spark.read.parquet(output), or `committed_files` here) sees every change once; files of a batch
 killed mid-write are on disk but in no log entry. Compare `change_export` (spark_jobs/export.py):
 one file per version and a watermark file, readable by any Parquet reader, but one task per version.
+
+Across an ALTER: a run's files are in the table's columns when it started, a batch from before
+the ALTER given in them by column ID (spark_jobs/stream_columns.py), so no ALTER stops the export,
+and files of runs on either side of one differ in columns (read with mergeSchema, or by name).
 """
 from __future__ import annotations
 

@@ -148,6 +148,14 @@ def assert_same_rows(got: pa.Table, expect: pa.Table, keys=("host", "metric", "t
         assert [norm_value(v) for v in got[c].to_pylist()] == [norm_value(v) for v in expect[c].to_pylist()], c
 
 
+def in_columns(t: pa.Table, schema: pa.Schema, renames: dict) -> pa.Table:
+    """Rows read in other columns (a change stream's batch from before an ALTER) in `schema`'s:
+    renamed by `renames`, the columns they lack NULL, cast to its types."""
+    t = t.rename_columns([renames.get(n, n) for n in t.column_names])
+    return pa.table({f.name: t.column(f.name).cast(f.type) if f.name in t.column_names
+                     else pa.nulls(t.num_rows, f.type) for f in schema})
+
+
 # --- a small key/value table, and history built by hand --------------------------------------
 
 def kv(path, **props):

@@ -48,7 +48,10 @@ With `export.format: stream` a run is an AvailableNow change stream
 (spark_jobs/stream_export.py) into `<output>/<name>/changes` (Parquet, Spark's
 file sink), its checkpoint in `<output>/<name>/_checkpoint`: every commit not
 yet exported, exactly once across kills and re-runs; read it through the sink's
-log (spark.read.parquet, or stream_export.committed_files).
+log (spark.read.parquet, or stream_export.committed_files). ALTERs never stop it:
+each run writes in the table's columns when it starts (a batch before an ALTER
+matched by column ID, spark_jobs/stream_columns.py), so read across them with
+mergeSchema.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from airflow_helpers import DAGS, HAS_SPARK, assert_succeeded, needs_airflow, run_airflow
-from helpers import assert_same_rows, metrics_partitioning, metrics_rows, metrics_schema
+from helpers import assert_same_rows, in_columns, metrics_partitioning, metrics_rows, metrics_schema
 
 import tableformat as tf
 
@@ -70,6 +70,16 @@ def test_stream_config_is_checked_and_its_output_must_lie_outside_the_table(tmp_
     assert sorted(os.listdir(t.uri)) == before                     # nothing written: the check comes first
 
 
+def _stream_config(tmp_path: Path, t: tf.Table, root: Path, start: float) -> tuple[dict, str]:
+    """The DAG's configuration file for a stream export of `t` into `root`, one version per micro-batch,
+    from `start`: the run's environment and logical date."""
+    conf = tmp_path / "tables.yaml"
+    conf.write_text(yaml.safe_dump({"tables": [{"uri": t.uri, "spark_master": "local[2]", "export": {
+        "output": str(root), "format": "stream", "start": _iso(start), "max_versions_per_trigger": 1}}]}))
+    env = {"TABLEFORMAT_TABLES_FILE": str(conf), "TABLEFORMAT_EXPORT_SCHEDULE": "1h"}
+    return env, _iso((int(time.time()) // 3600) * 3600)
+
+
 def _run_and_kill(env: dict, date: str, checkpoint: Path, after: int, **extra) -> tuple[int, float]:
     """Start one `dag.test()` run in its own process group and SIGKILL the group (Airflow's process
     and the Spark JVM it started) once `after` micro-batches are committed; (batches, seconds)."""
@@ -104,11 +114,7 @@ def test_stream_export_killed_mid_run_and_rerun_exports_each_change_once(airflow
     t.compact()                                                   # no rows: adds no change
     total = t.version
     root = tmp_path / "exports"
-    conf = tmp_path / "tables.yaml"
-    conf.write_text(yaml.safe_dump({"tables": [{"uri": t.uri, "spark_master": "local[2]", "export": {
-        "output": str(root), "format": "stream", "start": _iso(start), "max_versions_per_trigger": 1}}]}))
-    env = {"TABLEFORMAT_TABLES_FILE": str(conf), "TABLEFORMAT_EXPORT_SCHEDULE": "1h"}
-    date = _iso((int(time.time()) // 3600) * 3600)
+    env, date = _stream_config(tmp_path, t, root, start)
     out, ckpt = root / "metrics" / "changes", root / "metrics" / "_checkpoint"
     killed_at, _ = _run_and_kill(airflow_env, date, ckpt, after=3, **env)
     assert 3 <= killed_at < total, "the kill did not land mid-run"
@@ -129,3 +135,37 @@ def test_stream_export_killed_mid_run_and_rerun_exports_each_change_once(airflow
     again = run_airflow(airflow_env, "tableformat_change_export", [date], **env)[0]   # nothing new: no rows
     assert_succeeded(again)
     assert again["xcom"]["export"]["0"]["rows"] == 0 and _exported(out).num_rows == expect.num_rows
+
+
+
+@needs_airflow
+@pytest.mark.skipif(not HAS_SPARK, reason="needs pyspark and Java")
+def test_stream_export_reads_on_across_alters_and_exports_each_change_once(airflow_env, tmp_path):
+    """Issue #44: with max_versions_per_trigger, a run after ALTERs starts with the latest columns, and
+    its first batches end before the later ALTERs: each is given in those columns, none refused."""
+    t = tf.create_table(str(tmp_path / "metrics"), metrics_schema(), partitioning=metrics_partitioning())
+    start = time.time()
+    time.sleep(0.01)
+    t.insert(metrics_rows(400))
+    _commits(t, 2, salt=0)
+    root = tmp_path / "exports"
+    env, date = _stream_config(tmp_path, t, root, start)
+    assert_succeeded(run_airflow(airflow_env, "tableformat_change_export", [date], **env)[0])
+    keys = metrics_rows(400).select(KEYS)
+    for i, (step, column, value) in enumerate([(lambda a: a.add_column("note", "string"), "note", "n"),
+                                               (lambda a: a.rename_column("tag", "label"), "label", "l"),
+                                               (lambda a: a.drop_column("price"), "value", 1.5)]):
+        with t.alter() as a:
+            step(a)
+        t.update(keys.slice(20 * i, 20).append_column(column, pa.array([value] * 20)))
+    rerun = run_airflow(airflow_env, "tableformat_change_export", [date], **env)[0]
+    assert_succeeded(rerun)
+    assert rerun["xcom"]["export"]["0"]["watermark"]["version"] == t.version
+    expect = t.changes(0)
+    expect = expect.select([n for n in expect.column_names if n != "_changed_columns"])
+    files = committed_files(str(root / "metrics" / "changes"))
+    got = pa.concat_tables([in_columns(pq.read_table(f.removeprefix("file://").removeprefix("file:")),
+                                        expect.schema, {"tag": "label"}) for f in files])
+    assert got.num_rows == expect.num_rows                        # nothing lost, nothing twice
+    assert_same_rows(got, expect, keys=["_version"] + KEYS)
+    assert set(got.column("_version").to_pylist()) == set(range(1, t.version + 1)) - {4, 6, 8}

@@ -5,13 +5,14 @@ behind the history horizon."""
 import os
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import tableformat as tf
 
 pytest.importorskip("pyspark")
 
-from helpers import merge_all, vacuum0  # noqa: E402
+from helpers import in_columns, merge_all, vacuum0  # noqa: E402
 from spark_jobs.datasource import NAME, register  # noqa: E402
 from spark_jobs.errors import typed_errors  # noqa: E402
 
@@ -205,27 +206,119 @@ def test_bad_stream_options_are_typed_errors(spark, tmp_path):
             q.awaitTermination()
 
 
-def test_an_alter_under_a_running_stream_is_a_typed_error_and_a_restart_reads_on(spark, tmp_path):
-    t = make_table(tmp_path / "t")
+def ints(**cols) -> pa.Table:
+    return pa.table({n: pa.array(list(v), pa.int64()) for n, v in cols.items()})
+
+
+def three_columns(path) -> tf.Table:
+    """Columns (k, a, b), keys in 2 tablets; versions 1-3 change 4 rows each (maxRowsPerTrigger=4 takes one)."""
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True),
+                     tf.Column("b", "int64", nullable=True)], primary_key="k")
+    t = tf.create_table(str(path), sch, partitioning=tf.PartitionSchema(hash=[tf.HashPartition(["k"], 2)]))
+    t.insert(ints(k=range(4), a=range(4), b=range(10, 14)))                  # v1
+    t.update(ints(k=range(4), a=[-1] * 4, b=[-2] * 4))                       # v2
+    t.insert(ints(k=range(4, 8), a=range(4, 8), b=range(14, 18)))           # v3
+    return t
+
+
+ALTERS = {"add": lambda a: a.add_column("c", "int64", nullable=True),
+          "rename": lambda a: a.rename_column("a", "a2"),
+          "drop": lambda a: a.drop_column("b")}
+
+
+def alter_and_write(t: tf.Table, step: str, i: int) -> None:
+    """One ALTER, then two 4-row commits in the columns it leaves: an update of keys 0-3 setting every
+    non-key column, an insert of 4 new keys."""
+    with t.alter() as a:
+        ALTERS[step](a)
+    names = [c.name for c in t.schema.columns if c.name != "k"]
+    t.update(ints(k=range(4), **{n: [100 * (i + 1) + j for j in range(4)] for n in names}))
+    new = range(8 + 4 * i, 12 + 4 * i)
+    t.insert(ints(k=new, **{n: new for n in names}))
+
+
+class CrashOn(Collector):
+    """A Collector that fails once on the batch holding version `v`, before keeping it: the batch is
+    in the offset log, not in the commit log, so a restart replays it."""
+
+    def __init__(self, v: int):
+        super().__init__()
+        self.v, self.crashed = v, False
+
+    def __call__(self, df, batch_id):
+        if not self.crashed and self.v in df.toArrow().column("_version").to_pylist():
+            self.crashed = True
+            raise RuntimeError(f"crash on the batch of version {self.v}")
+        super().__call__(df, batch_id)
+
+
+@pytest.mark.parametrize("limit", [{"maxVersionsPerTrigger": 1}, {"maxRowsPerTrigger": 4}], ids=["versions", "rows"])
+@pytest.mark.parametrize("steps", [["add"], ["rename"], ["drop"], ["add", "rename", "drop"]], ids="-".join)
+def test_a_rate_limited_stream_stopped_right_before_an_alter_reads_on_after_it(spark, tmp_path, steps, limit):
+    """Issue #44: a batch planned before the ALTER and replayed after it (the query stopped there)
+    failed on every restart for its columns; the restart now reads on, every change once."""
+    t = three_columns(tmp_path / "t")
+    ckpt, before = tmp_path / "ckpt", CrashOn(3)
+    with pytest.raises(Exception, match="crash on the batch of version 3"):
+        run(spark, t.uri, ckpt, before, startingVersion=1, **limit)
+    assert [set(b.column("_version").to_pylist()) for b in before.since(0)] == [{1}, {2}]
+    for i, step in enumerate(steps):
+        alter_and_write(t, step, i)
+    after = Collector()
+    run(spark, t.uri, ckpt, after, startingVersion=1, **limit)         # the restart: the latest columns
+    batches = after.since(0)
+    assert set(batches[0].column("_version").to_pylist()) == {3}         # the batch right before the ALTER
+    whole = t.changes(0)
+    # each batch is Table.changes() over its versions in its query's columns: the first query's
+    # (k, a, b), and the restarted one's, the latest
+    assert canon(before.all()) == canon(t.changes(0, 2))
+    assert canon(after.all()) == canon(whole.filter(pc.field("_version") >= 3))
+    assert after.all().column_names == whole.column_names
+    # over the whole run, every change once: the first query's batches in the latest names
+    cols = [n for n in whole.column_names if n != "_changed_columns"]
+    renames = {"a": "a2"} if "rename" in steps else {}
+    got = [in_columns(b, whole.select(cols).schema, renames) for b in before.since(0) + batches]
+    assert canon(pa.concat_tables(got)) == canon(whole.select(cols))
+    assert whole.num_rows == sum(b.num_rows for b in before.since(0) + batches) > 16
+
+
+def test_a_running_stream_keeps_its_columns_across_alters_and_a_restart_takes_the_new(spark, tmp_path):
+    """A query's columns are fixed when it is defined: a renamed column keeps the stream's name (by ID),
+    a dropped one is NULL, an added one waits; started again from the same DataFrame it keeps them, and
+    a query defined again reads on in the latest columns."""
+    t = three_columns(tmp_path / "t")
     ckpt, sink = tmp_path / "ckpt", Collector()
     register(spark)
-    q = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("startingVersion", 1).load(t.uri)
-         .writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt))
+    df = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("startingVersion", 1)
+          .option("before_image", "true").load(t.uri))
+    q = (df.writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt))
          .trigger(processingTime="1 second").start())
     try:
         q.processAllAvailable()
         v = t.version
         with t.alter() as a:
-            a.add_column("c", "int64", nullable=True)
-        t.update(pa.table({"k": pa.array([2], pa.int64()), "c": pa.array([9], pa.int64())}))
-        with pytest.raises(tf.SchemaChangedError, match="restart the query"):
-            with typed_errors():
-                q.processAllAvailable()
+            a.add_column("c", "int64", nullable=True).rename_column("a", "a2").drop_column("b")
+        t.update(ints(k=[2], a2=[7], c=[9]))
+        with typed_errors():
+            q.processAllAvailable()
     finally:
         q.stop()
+    t.update(ints(k=[3], a2=[8], c=[10]))
+    with typed_errors():                                            # the same DataFrame: its columns
+        df.writeStream.foreachBatch(sink).option("checkpointLocation", str(ckpt)) \
+            .trigger(availableNow=True).start().awaitTermination()
+    got = pa.concat_tables(sink.since(0)).filter(pc.field("_version") > v)
+    assert got.column_names == ["_op", "_version", "_timestamp", "k", "a", "b", "_changed_columns",
+                                "_before_k", "_before_a", "_before_b"]
+    assert got.select(["_op", "k", "a", "b", "_before_a", "_before_b"]).to_pylist() == [
+        {"_op": "update", "k": 2, "a": 7, "b": None, "_before_a": -1, "_before_b": None},
+        {"_op": "update", "k": 3, "a": 8, "b": None, "_before_a": -1, "_before_b": None}]
+    assert got.column("_changed_columns").to_pylist() == [["a"], ["a"]]     # c is not in the stream
     n = len(sink.batches)
-    run(spark, t.uri, ckpt, sink, startingVersion=1)          # restarted: the new columns, from where it was
-    assert canon(pa.concat_tables(sink.since(n))) == canon(t.changes(v))
+    t.update(ints(k=[1], a2=[5], c=[11]))
+    run(spark, t.uri, ckpt, sink, startingVersion=1, before_image="true")  # defined again: the new columns
+    assert canon(pa.concat_tables(sink.since(n))) == canon(t.changes(t.version - 1, before_image=True))
+    assert "c" in sink.batches[max(sink.batches)].column_names
 
 
 def test_a_starting_timestamp_before_the_table_was_created_reads_every_change(spark, tmp_path):
