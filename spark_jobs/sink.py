@@ -37,7 +37,7 @@ import tableformat as tf
 
 from .insert import partitioned_insert
 from .merge import OPS, mutation_merge
-from .sink_commit import MODES, BatchCommitter
+from .sink_commit import MODES, BatchCommitter, feed_order
 QUERY_ID = "sql.streaming.queryId"
 # Batches up to this many rows are planned on the driver: one Arrow batch, no Spark job.
 LOCAL_ROWS = 200_000
@@ -81,6 +81,9 @@ class UpsertSink(BatchCommitter):
     def _write_spark(self, df: Any, txn: tuple[str, int]) -> tf.WriteResult:
         """A large batch: the Spark insert or merge job, committing once with the txn."""
         spark = df.sparkSession
+        order = feed_order(df.columns, tf.open_table(self.uri, storage_options=self.storage_options).schema.names)
+        if order:           # a change feed: the merge keeps input order per key, so sort it first
+            df = df.orderBy(*order).drop(*order)
         kw = dict(storage_options=self.storage_options, max_restarts=self.max_restarts, txn=txn,
                   operation=self.operation)
         if self.mode == "insert":
