@@ -25,7 +25,7 @@ LIMITS = {"none": {}, "versions": {"maxVersionsPerTrigger": "4"}, "rows": {"maxR
 def table_a(tmp_path_factory):
     """Inserts, updates, deletes, upserts, keys deleted and inserted again (in one commit, and in
     later ones), compactions moving keys between rowsets, a range partition dropped and added again."""
-    t, _ = change_history(tmp_path_factory.mktemp("feed") / "a", seed=44, steps=30, kinds=STEPS)
+    t, _ = change_history(tmp_path_factory.mktemp("feed") / "a", seed=44, steps=20, kinds=STEPS)
     return t
 
 
@@ -33,7 +33,7 @@ def feed_ops(spark, uri: str, mode: str, columns: str, limit: dict):
     """README's pattern: A's change stream from its first commit, each change an op."""
     from pyspark.sql import functions as F
     r = (spark.readStream.format("tableformat").option("readChangeFeed", "true").option("startingVersion", 1)
-         .option("mode", mode).option("changeFeedColumns", columns))
+         .option("mode", mode).option("changeFeedColumns", columns).option("numPartitions", 3))
     for k, v in limit.items():
         r = r.option(k, v)
     df = r.load(uri)
