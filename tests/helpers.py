@@ -449,6 +449,8 @@ class MiniHdfs:
 
 HISTORY_STEPS = ("insert", "insert", "update", "delete", "upsert", "upsert", "apply", "compact", "compact", "alter",
                  "range")
+# the steps a change stream follows without a restart (an ALTER stops it with a SchemaError)
+STREAM_STEPS = tuple(k for k in HISTORY_STEPS if k != "alter")
 
 
 def change_history(path, seed, steps=25, nkeys=40, kinds=HISTORY_STEPS):
