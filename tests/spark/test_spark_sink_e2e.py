@@ -84,10 +84,10 @@ def test_a_change_stream_into_upserts_survives_kill_9_at_random_points(tmp_path)
 
 def test_a_change_feed_replica_survives_kill_9_mid_run_and_stays_exact(tmp_path):
     rng = random.Random(44)
-    a, _ = change_history(tmp_path / "a", seed=46, steps=20, kinds=STREAM_STEPS)
+    a, _ = change_history(tmp_path / "a", seed=46, steps=40, kinds=STREAM_STEPS)
     b = tf.create_table(str(tmp_path / "b"), a.schema)       # no sequence column: the feed's order alone
     cfg = {"table": b.uri, "input": a.uri, "checkpoint": str(tmp_path / "ck"), "source": "feed",
-           "limit": {"maxRowsPerTrigger": "9"}}
+           "limit": {"maxRowsPerTrigger": "4"}}         # about 25 batches, cut inside versions too
     killed_after = []
     for _ in range(3):
         d = Driver(tmp_path, {**cfg, "pause": {"point": "mid-batch", "batch": "any"}})
