@@ -43,6 +43,18 @@ def projection(a: tf.Table) -> dict:
     return {r["k"]: ("b:" + r["v"], r["seq"]) for r in a.to_arrow().to_pylist()}
 
 
+def kill_after(d: Driver, uri: str, start: int, k: int, delay: float) -> None:
+    """kill -9 of the driver once the table at `uri` is k commits past version `start` (or the
+    driver ended), plus `delay` seconds: inside a batch, between a commit and Spark's checkpoint,
+    or between batches."""
+    end = time.time() + 600
+    while tf.open_table(uri).version < start + k and d.proc.poll() is None and time.time() < end:
+        time.sleep(0.05)
+    time.sleep(delay)
+    assert d.proc.poll() is None, "the driver finished before its kill"
+    d.kill()
+
+
 def test_a_change_stream_into_upserts_survives_kill_9_at_random_points(tmp_path):
     rng = random.Random(36)
     a = tf.create_table(str(tmp_path / "a"), schema())
@@ -63,13 +75,8 @@ def test_a_change_stream_into_upserts_survives_kill_9_at_random_points(tmp_path)
         # so a kill lands inside a batch, between a commit and Spark's checkpoint, or between batches
         start = tf.open_table(b.uri).version
         k = rng.randint(1, max(1, min(4, a.version - start - 1)))
-        end = time.time() + 600
-        while tf.open_table(b.uri).version < start + k and d.proc.poll() is None and time.time() < end:
-            time.sleep(0.05)
         delay = rng.uniform(0, 2.5)
-        time.sleep(delay)
-        assert d.proc.poll() is None, "the driver finished before its kill"
-        d.kill()
+        kill_after(d, b.uri, start, k, delay)
         killed_after.append((master, k, round(delay, 1), len(txn_commits(b.uri))))
     assert len(killed_after) == 3
     print("killed (master, after k of B's commits, + seconds, B's batches by then):", killed_after)
@@ -92,14 +99,8 @@ def test_a_change_feed_replica_survives_kill_9_mid_run_and_stays_exact(tmp_path)
     for _ in range(3):
         d = Driver(tmp_path, {**cfg, "pause": {"point": "mid-batch", "batch": "any"}})
         d.wait_signal()
-        start, k = tf.open_table(b.uri).version, rng.randint(1, 3)
-        end = time.time() + 600
-        while tf.open_table(b.uri).version < start + k and d.proc.poll() is None and time.time() < end:
-            time.sleep(0.05)
-        delay = rng.uniform(0, 2.0)
-        time.sleep(delay)
-        assert d.proc.poll() is None, "the driver finished before its kill"
-        d.kill()
+        k, delay = rng.randint(1, 3), rng.uniform(0, 2.0)
+        kill_after(d, b.uri, tf.open_table(b.uri).version, k, delay)
         killed_after.append((k, round(delay, 1), len(txn_commits(b.uri))))
     qid = Driver(tmp_path, cfg).finish()
     print("killed (after k of B's commits, + seconds, B's batches by then):", killed_after)
