@@ -116,7 +116,8 @@ def delta_model(ch: pa.Table, names: list) -> list:
     """Delta's change feed rows from changes(before_image=True), row by row."""
     out = []
     for r in ch.to_pylist():
-        meta = {"_commit_version": r["_version"], "_commit_timestamp": r["_timestamp"]}
+        meta = {"_commit_version": r["_version"], "_commit_timestamp": r["_timestamp"],
+                "_commit_order": r["_commit_order"]}
         after = {n: r[n] for n in names}
         before = {n: r["_before_" + n] for n in names}
         if r["_op"] == "insert":
