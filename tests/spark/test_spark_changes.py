@@ -136,7 +136,7 @@ def test_delta_columns_equal_a_model_of_changes(spark, history, mode):
     a = versions[2]
     df = feed(spark, t.uri, startingVersion=a + 1, mode=mode, changeFeedColumns="delta")
     names = [c.name for c in t.schema.columns]
-    assert df.columns == names + ["_change_type", "_commit_version", "_commit_timestamp"]
+    assert df.columns == names + ["_change_type", "_commit_version", "_commit_timestamp", "_commit_order"]
     want = pa.Table.from_pylist(delta_model(t.changes(a, mode=mode, before_image=True), names))
     got = df.toArrow()
     assert canon(got) == canon(want)
