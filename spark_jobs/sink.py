@@ -6,7 +6,8 @@
 
 Each micro-batch lands as ONE commit: rows inserted (`mode="insert"`), upserted (`"upsert"`), or
 each row's operation from an op column (`op_column`: insert, upsert, update, delete, ... in batch
-order), with the table's `sequence_column` honoured (specs/format.md §14). A batch of at most
+order; a change feed's batch, which carries `_commit_order` and its version, in that order:
+`sink_commit.feed_order`, specs/format.md §9.2), with the table's `sequence_column` honoured (§14). A batch of at most
 `local_rows` rows is planned on the driver (one Arrow batch); a larger one goes through the Spark
 merge (or insert) job, whose tasks write the files and whose driver commits them once. Either way
 the batch's history name is the sink's (`STREAM INSERT`, `STREAM UPSERT`, or `STREAM APPLY` with
