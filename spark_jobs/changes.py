@@ -22,9 +22,9 @@ HistoryExpiredError (typed through spark_jobs.errors.typed_errors).
 
 Our options: `mode` (all | net), `before_image`, `images` (full | changed), `skipped`.
 `changeFeedColumns` = "delta" gives Delta's columns instead: the table's columns, then
-`_change_type` (insert / update_preimage / update_postimage / delete), `_commit_version` and
-`_commit_timestamp`; an update is two rows, its before-image and its after-image, and a delete
-carries the row's last values, as Delta writes them. It needs full images and no skipped rows.
+`_change_type` (insert / update_preimage / update_postimage / delete), `_commit_version`,
+`_commit_timestamp` and our `_commit_order` (as Table.changes'); an update is two rows, its
+before-image and its after-image, and a delete carries the row's last values, as Delta writes them. It needs full images and no skipped rows.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ import tableformat as tf
 from .snapshots import spark_schema, storage_options_from
 
 COLUMNS = ("tableformat", "delta")
-DELTA_META = ("_change_type", "_commit_version", "_commit_timestamp")
+DELTA_META = ("_change_type", "_commit_version", "_commit_timestamp", "_commit_order")
 
 
 def wants_changes(options: dict) -> bool:
@@ -157,7 +157,7 @@ def arrow_schema(plan: tf.ChangePlan, columns: str) -> pa.Schema:
         return s
     data = [s.field(c.name) for c in plan.schema.columns]
     return pa.schema(data + [pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64()),
-                             s.field("_timestamp").with_name("_commit_timestamp")])
+                             s.field("_timestamp").with_name("_commit_timestamp"), s.field("_commit_order")])
 
 
 def struct_type(plan: tf.ChangePlan, columns: str):
@@ -175,7 +175,7 @@ def struct_type(plan: tf.ChangePlan, columns: str):
             typ = {"_op": StringType(), "_version": LongType(), "_timestamp": TimestampType(),
                    "_changed_columns": ArrayType(StringType(), True), "_reason": StringType(),
                    "_change_type": StringType(), "_commit_version": LongType(),
-                   "_commit_timestamp": TimestampType()}[f.name]
+                   "_commit_timestamp": TimestampType(), "_commit_order": LongType()}[f.name]
         fields.append(StructField(f.name, typ, True))
     return StructType(fields)
 
@@ -191,7 +191,7 @@ def delta_rows(t: pa.Table, plan: tf.ChangePlan) -> pa.Table:
         sel = t.filter(pc.equal(op, when))
         cols = [sel.column(("_before_" if before else "") + n) for n in names]
         cols += [pa.repeat(pa.scalar(label, pa.string()), sel.num_rows), sel.column("_version"),
-                 sel.column("_timestamp")]
+                 sel.column("_timestamp"), sel.column("_commit_order")]
         out.append(pa.Table.from_arrays(cols, names=names + list(DELTA_META)))
     return pa.concat_tables(out)
 

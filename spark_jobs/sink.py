@@ -6,7 +6,8 @@
 
 Each micro-batch lands as ONE commit: rows inserted (`mode="insert"`), upserted (`"upsert"`), or
 each row's operation from an op column (`op_column`: insert, upsert, update, delete, ... in batch
-order), with the table's `sequence_column` honoured (specs/format.md §14). A batch of at most
+order; a change feed's batch, which carries `_commit_order` and its version, in that order:
+`sink_commit.feed_order`, specs/format.md §9.2), with the table's `sequence_column` honoured (§14). A batch of at most
 `local_rows` rows is planned on the driver (one Arrow batch); a larger one goes through the Spark
 merge (or insert) job, whose tasks write the files and whose driver commits them once. Either way
 the batch's history name is the sink's (`STREAM INSERT`, `STREAM UPSERT`, or `STREAM APPLY` with
@@ -37,7 +38,7 @@ import tableformat as tf
 
 from .insert import partitioned_insert
 from .merge import OPS, mutation_merge
-from .sink_commit import MODES, BatchCommitter
+from .sink_commit import MODES, BatchCommitter, feed_order
 QUERY_ID = "sql.streaming.queryId"
 # Batches up to this many rows are planned on the driver: one Arrow batch, no Spark job.
 LOCAL_ROWS = 200_000
@@ -81,6 +82,9 @@ class UpsertSink(BatchCommitter):
     def _write_spark(self, df: Any, txn: tuple[str, int]) -> tf.WriteResult:
         """A large batch: the Spark insert or merge job, committing once with the txn."""
         spark = df.sparkSession
+        order = feed_order(df.columns, tf.open_table(self.uri, storage_options=self.storage_options).schema.names)
+        if order:           # a change feed: the merge keeps input order per key, so sort it first
+            df = df.orderBy(*order).drop(*order)
         kw = dict(storage_options=self.storage_options, max_restarts=self.max_restarts, txn=txn,
                   operation=self.operation)
         if self.mode == "insert":

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
+import pyarrow.compute as pc
+
 import tableformat as tf
 
 log = logging.getLogger(__name__)
@@ -18,6 +20,32 @@ MODES = ("upsert", "insert")
 # A micro-batch's name in the table's history, the same whether it is planned here or by a Spark
 # job (sink.py passes it to them): a history reader tells stream batches from other writes.
 STREAM_INSERT, STREAM_UPSERT, STREAM_APPLY = "STREAM INSERT", "STREAM UPSERT", "STREAM APPLY"
+# A change feed's order (Table.changes, specs/format.md §9.2): its commit version (Delta's name, or
+# ours) and `_commit_order`, the change's place in its commit.
+COMMIT_ORDER, FEED_VERSIONS = "_commit_order", ("_commit_version", "_version")
+
+
+def feed_order(names: Sequence[str], table_columns: Sequence[str]) -> list[str]:
+    """The columns a batch is applied in order of: a change feed's (version, `_commit_order`) when
+    the batch carries them (and the table has no such columns); [] for any other batch. A feed's
+    micro-batch gathers its parts (one per rowset) in no particular order, so one key's changes
+    (a delete, then the key inserted again) arrive out of version order and must be sorted back."""
+    if COMMIT_ORDER not in names or COMMIT_ORDER in table_columns:
+        return []
+    version = [c for c in FEED_VERSIONS if c in names and c not in table_columns]
+    if not version:
+        raise tf.MissingColumnError(f"the batch has a change feed's {COMMIT_ORDER!r} but not its version column "
+                                    f"({' or '.join(FEED_VERSIONS)}): keep both, they order a key's changes")
+    return [version[0], COMMIT_ORDER]
+
+
+def in_feed_order(data, table_columns: Sequence[str]):
+    """Arrow rows sorted by their change feed order (stable; `feed_order`), those columns dropped."""
+    cols = feed_order(data.column_names, table_columns)
+    if not cols:
+        return data
+    idx = pc.sort_indices(data.select(cols), sort_keys=[(c, "ascending") for c in cols])
+    return data.take(idx).drop(cols)
 
 
 class BatchCommitter:
@@ -75,6 +103,7 @@ class BatchCommitter:
         return STREAM_APPLY if self.op_column is not None else STREAM_UPSERT
 
     def plan(self, snap: tf.Snapshot, data) -> tf.WriteFragment:
+        data = in_feed_order(data, snap.schema.names)
         if self.mode == "insert":
             return snap.write_insert(data, "fail")
         if self.op_column is not None:

@@ -102,7 +102,9 @@ class Table:
         Columns: `_op` (insert / update / delete), `_version`, `_timestamp`, every
         column of the row's after-image (key only for a delete), `_changed_columns`
         (for updates: the columns whose value changed; with images="changed", which reads no
-        base data, the columns written) and, with before_image=True, `_before_<column>`.
+        base data, the columns written), `_commit_order` (0: a change to a row the commit found,
+        1: a row it inserted; (`_version`, `_commit_order`) orders one key's changes, specs/format.md
+        §9.2) and, with before_image=True, `_before_<column>`.
         mode="all" gives every change in commit order; mode="net" one net change
         per key. images="changed" fills only the key and the changed cells of an
         update, which needs no base data at all. skipped=True (mode="all") adds the

@@ -361,10 +361,17 @@ def int_keyed(path, composite: bool, partitioned: bool, props: dict):
     return t, rows
 
 
-def change_history(path, seed, steps=25, nkeys=40):
+HISTORY_STEPS = ("insert", "insert", "update", "delete", "upsert", "upsert", "apply", "compact", "compact", "alter",
+                 "range")
+# the steps a replica follows: no ALTER (the replica's table has its own, fixed columns)
+STREAM_STEPS = tuple(k for k in HISTORY_STEPS if k != "alter")
+
+
+def change_history(path, seed, steps=25, nkeys=40, kinds=HISTORY_STEPS):
     """A table with a random history for change reads: inserts, updates, deletes, upserts (some
-    with a stale sequence, so skipped rows), per-row ops, compactions, an added column and a range
-    partition dropped and added again (its keys move to new tablets with the same hash buckets).
+    with a stale sequence, so skipped rows), per-row ops (a key deleted and inserted again in one
+    commit among them), compactions, an added column and a range partition dropped and added again
+    (its keys move to new tablets with the same hash buckets); `kinds`: the steps drawn from.
     Returns (table, versions): the version after each step."""
     import random
     rng = random.Random(seed)
@@ -397,8 +404,7 @@ def change_history(path, seed, steps=25, nkeys=40):
     for _ in range(steps):
         keyspace = [k for k in range(nkeys) if ranges["high"] or k < half]
         ks = sorted(rng.sample(keyspace, min(len(keyspace), rng.randint(1, 8))))
-        op = rng.choice(["insert", "insert", "update", "delete", "upsert", "upsert", "apply", "compact",
-                         "compact", "alter", "range"])
+        op = rng.choice(kinds)
         if op == "insert":
             ks = [k for k in ks if k not in live]
             if not ks:

@@ -150,7 +150,8 @@ def _add_read_commands(cmd: Callable[..., argparse.ArgumentParser]) -> None:
 
     s = cmd("changes", commands.cmd_changes, "list the changes committed after --start up to --end",
             "\n\nColumns: _op (insert/update/delete), _version, _timestamp, the row's after-image,\n"
-            "_changed_columns (updates) and, with --before-image, _before_<column>.")
+            "_changed_columns (updates), _commit_order (0: a change to a row the commit found,\n"
+            "1: a row it inserted) and, with --before-image, _before_<column>.")
     s.add_argument("--start", required=True, metavar="V", help="changes after this version / ts:<micros> / time")
     s.add_argument("--end", metavar="V", help="up to this version (default: the latest)")
     s.add_argument("--mode", choices=["all", "net"], default="all",

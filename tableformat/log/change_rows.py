@@ -27,9 +27,17 @@ class ChangeOp(IntEnum):
     UPDATE = 2
 
 
+# A change's place in its commit (specs/format.md §9.2): 0 for a change to a row the commit found
+# (update, delete), 1 for a row it inserted. A commit changes a key at most once in each place (a
+# delete and a re-insert, §10.3), so (version, _commit_order) orders a key's changes.
+COMMIT_ORDER = "_commit_order"
+FOUND, INSERTED = 0, 1
+
+
 def output_schema(cols: list[Column], before_image: bool, skipped: bool) -> pa.Schema:
     fields = [pa.field("_op", pa.string()), pa.field("_version", pa.int64()), pa.field("_timestamp", TS_TYPE)] + \
-        [pa.field(c.name, c.arrow_type) for c in cols] + [pa.field("_changed_columns", pa.list_(pa.string()))] + \
+        [pa.field(c.name, c.arrow_type) for c in cols] + [pa.field("_changed_columns", pa.list_(pa.string())),
+                                                          pa.field(COMMIT_ORDER, pa.int64())] + \
         ([pa.field("_before_" + c.name, c.arrow_type) for c in cols] if before_image else []) + \
         ([pa.field("_reason", pa.string())] if skipped else [])
     return pa.schema(fields)
@@ -54,7 +62,7 @@ def finish(t: pa.Table | None, changed: np.ndarray, cols: list[Column], key_name
     non_key = np.array([c.name not in key_names for c in cols])
     lists = _changed_lists(changed & non_key[None, :], names, op == ChangeOp.UPDATE)
     arrays = [pa.array(_LABELS[op]), t.column("_version"), t.column("_timestamp").cast(pa.int64()).cast(ts_type)]
-    arrays += [t.column(n) for n in names] + [lists]
+    arrays += [t.column(n) for n in names] + [lists, t.column(COMMIT_ORDER)]
     if before_image:
         arrays += [t.column("_before_" + n) for n in names]
     return pa.Table.from_arrays(arrays, schema=schema)

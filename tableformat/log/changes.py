@@ -27,7 +27,7 @@ from ..format.storage import Storage
 from ..format import arguments as arg
 from . import mvcc
 from ..format.errors import HistoryExpiredError, InvalidOptionError
-from .change_rows import TS_TYPE, ChangeOp, finish, output_schema, skipped_files, with_skipped
+from .change_rows import COMMIT_ORDER, FOUND, INSERTED, TS_TYPE, ChangeOp, finish, output_schema, skipped_files, with_skipped
 from .handle import TableHandle
 
 _SPARSE_ROWS = 16384   # touched rows are read in slices of this many rowids
@@ -79,7 +79,8 @@ class _Records:
         ts = np.concatenate([p["ts"] for p in self.parts])
         order_key = np.concatenate([p["order"] for p in self.parts])
         changed = np.concatenate([p["changed"] for p in self.parts])
-        cols = {"_op": op, "_version": version, "_timestamp": ts}
+        cols = {"_op": op, "_version": version, "_timestamp": ts,
+                COMMIT_ORDER: np.where(op == ChangeOp.INSERT, INSERTED, FOUND).astype(np.int64)}
         for c in self.cols:
             cols[c.name] = pa.concat_arrays([_arr(p["image"][c.id]) for p in self.parts])
         if self.before:
@@ -192,9 +193,10 @@ def _plan_parts(start: TableState, commits: list[Commit], net: bool, skipped: bo
                 # else a compaction's file: not a change, but part of the rowset's state that later
                 # changes replay over (a merge's remapped concurrent REDOs; others repeat records)
     touched = [(metas[rid], tuple(history[rid]), paths) for rid, paths in in_range.items()]
-    if not net:
-        parts = [ChangePart((i,), ()) for i in added] + [ChangePart((), (r,)) for r in touched] + \
-            [ChangePart((), (), (), (d,)) for d in dropped]
+    if not net:     # a commit's changes to rows it found before the rows it inserted (§9.2): a stream
+        # that cuts a version between parts never hands over a key's re-insert before its delete
+        parts = [ChangePart((), (r,)) for r in touched] + [ChangePart((), (), (), (d,)) for d in dropped] + \
+            [ChangePart((i,), ()) for i in added]
     else:
         parts = _net_groups(added, touched, dropped)
     files = skipped_files(commits, start.schema) if skipped else ()

@@ -130,3 +130,25 @@ def test_counts_are_keys_as_changes_shows_them(tmp_path):
                 shown[{"insert": "inserted", "update": "updated", "delete": "deleted"}[r["_op"]]] += 1
             assert {k: t.history()[-1].counts[k] for k in got} == got
         assert got == shown, (keys, got, shown)
+
+
+def test_commit_order_orders_a_keys_delete_before_its_reinsert_in_one_commit(kv):
+    kv.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    v = kv.apply(pa.table({"key": ["a", "a", "b"], "val": [1, 5, 3], "op": ["delete", "insert", "update"]})).version
+    kv.delete(pa.table({"key": ["a"]}))
+    kv.insert(pa.table({"key": ["a"], "val": [7]}))
+    rows = [(c["_op"], c["key"], c["_version"], c["_commit_order"]) for c in kv.changes(v - 1).to_pylist()]
+    assert rows == [("delete", "a", v, 0), ("update", "b", v, 0), ("insert", "a", v, 1),
+                    ("delete", "a", v + 1, 0), ("insert", "a", v + 2, 1)]
+    net = kv.changes(v - 1, mode="net").to_pylist()
+    assert [(c["_op"], c["key"], c["_commit_order"]) for c in net] == [("update", "b", 0), ("update", "a", 1)]
+
+
+def test_a_commits_parts_hold_its_changes_to_found_rows_before_its_inserts(kv):
+    """A stream that cuts a version between parts (maxRowsPerTrigger) hands them over in this order."""
+    kv.insert(pa.table({"key": ["a", "b"], "val": [1, 2]}))
+    v = kv.apply(pa.table({"key": ["a", "a"], "val": [1, 5], "op": ["delete", "insert"]})).version
+    plan = kv.change_plan(v - 1, v)
+    got = [tf.compute_changes(tf.Storage(kv.uri), plan, p).to_pylist() for p in plan.parts]
+    assert [[(c["_op"], c["key"], c["_commit_order"]) for c in rows] for rows in got] == \
+        [[("delete", "a", 0)], [("insert", "a", 1)]]

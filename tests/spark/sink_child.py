@@ -12,7 +12,8 @@ kill -9 it there:
   wrapped here, in the test's driver, not in the sink);
 - "after-commit": the commit landed; Spark has not yet recorded the batch in its checkpoint.
 The source is either a directory of Parquet files, one per micro-batch ("files"), or a table's change
-stream turned into upserts and deletes of a projection ("changes", the end-to-end test).
+stream turned into upserts and deletes of a projection ("changes", the end-to-end test), or
+README's change feed pattern, each change a delete or an upsert kept in the feed's order ("feed").
 """
 import json
 import os
@@ -46,6 +47,13 @@ def source(spark, cfg):
         return (spark.readStream.schema("k long, v string, seq long, op string")
                 .option("maxFilesPerTrigger", 1).parquet(cfg["input"]))
     from pyspark.sql import functions as F
+    if cfg["source"] == "feed":     # README's pattern: each change an op, in the feed's order
+        feed = (spark.readStream.format("tableformat").option("readChangeFeed", "true")
+                .option("startingVersion", 1).option("changeFeedColumns", "delta")
+                .options(**cfg.get("limit", {})).load(cfg["input"]))
+        return (feed.where(F.col("_change_type") != "update_preimage")
+                .withColumn("op", F.when(F.col("_change_type") == "delete", "delete").otherwise("upsert"))
+                .drop("_change_type", "_commit_timestamp"))
     changes = (spark.readStream.format("tableformat").option("readChangeFeed", "true")
                .option("startingVersion", 1).option("maxVersionsPerTrigger", cfg.get("versions_per_batch", 1))
                .option("changeFeedColumns", "delta").load(cfg["input"]))

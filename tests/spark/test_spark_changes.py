@@ -116,7 +116,8 @@ def delta_model(ch: pa.Table, names: list) -> list:
     """Delta's change feed rows from changes(before_image=True), row by row."""
     out = []
     for r in ch.to_pylist():
-        meta = {"_commit_version": r["_version"], "_commit_timestamp": r["_timestamp"]}
+        meta = {"_commit_version": r["_version"], "_commit_timestamp": r["_timestamp"],
+                "_commit_order": r["_commit_order"]}
         after = {n: r[n] for n in names}
         before = {n: r["_before_" + n] for n in names}
         if r["_op"] == "insert":
@@ -135,7 +136,7 @@ def test_delta_columns_equal_a_model_of_changes(spark, history, mode):
     a = versions[2]
     df = feed(spark, t.uri, startingVersion=a + 1, mode=mode, changeFeedColumns="delta")
     names = [c.name for c in t.schema.columns]
-    assert df.columns == names + ["_change_type", "_commit_version", "_commit_timestamp"]
+    assert df.columns == names + ["_change_type", "_commit_version", "_commit_timestamp", "_commit_order"]
     want = pa.Table.from_pylist(delta_model(t.changes(a, mode=mode, before_image=True), names))
     got = df.toArrow()
     assert canon(got) == canon(want)
