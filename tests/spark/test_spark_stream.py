@@ -309,7 +309,7 @@ def test_a_running_stream_keeps_its_columns_across_alters_and_a_restart_takes_th
             .trigger(availableNow=True).start().awaitTermination()
     got = pa.concat_tables(sink.since(0)).filter(pc.field("_version") > v)
     assert got.column_names == ["_op", "_version", "_timestamp", "k", "a", "b", "_changed_columns",
-                                "_before_k", "_before_a", "_before_b"]
+                                "_commit_order", "_before_k", "_before_a", "_before_b"]
     assert got.select(["_op", "k", "a", "b", "_before_a", "_before_b"]).to_pylist() == [
         {"_op": "update", "k": 2, "a": 7, "b": None, "_before_a": -1, "_before_b": None},
         {"_op": "update", "k": 3, "a": 8, "b": None, "_before_a": -1, "_before_b": None}]
