@@ -37,6 +37,7 @@ from typing import Any, Iterable, Sequence
 import tableformat as tf
 
 from .changes import feed_columns, struct_type
+from .connect import default_parallelism
 from .jvm_paths import configure_s3a, jvm_path, jvm_unreadable, s3a_ready
 from .read_filters import column, quoted, spark_filter
 from .read_join import MAX_JOIN_ROWS, native_parts, reads_byte_stream_split
@@ -244,7 +245,7 @@ def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = 
              .option("startingVersion", str(plan.start + 1)).option("endingVersion", str(plan.end))
              .option("mode", mode).option("before_image", str(before_image).lower()).option("images", images)
              .option("skipped", str(skipped).lower()).option("changeFeedColumns", columns)
-             .option("numPartitions", str(num_partitions or 2 * spark.sparkContext.defaultParallelism)))
+             .option("numPartitions", str(num_partitions or 2 * default_parallelism(spark))))
         if storage_options:
             r = r.option("storage_options", json.dumps(storage_options))
         return r.load(uri)

@@ -22,6 +22,8 @@ from typing import Any
 import tableformat as tf
 from tableformat import Storage
 
+from .connect import default_parallelism
+
 METADATA = "_spark_metadata"
 CHECKPOINT = "_checkpoint"
 
@@ -44,7 +46,7 @@ def stream_export(spark: Any, uri: str, output: str, checkpoint: str | None = No
     from .errors import typed_errors
     register(spark)
     r = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("changeFeedColumns", columns)
-         .option("numPartitions", str(num_partitions or 2 * spark.sparkContext.defaultParallelism)))
+         .option("numPartitions", str(num_partitions or 2 * default_parallelism(spark))))
     if starting_version is not None:
         r = r.option("startingVersion", str(starting_version))
     elif starting_timestamp is not None:
