@@ -52,6 +52,20 @@ def format_read(spark, cfg):
     return spark.read.format("tableformat").load(cfg["src"]).toArrow()
 
 
+def register(spark, cfg):
+    """spark_jobs.register on a Connect session get_spark did not build (a new session of the server):
+    format("tableformat") is unknown before it, and reads after it."""
+    import spark_jobs
+    other = spark.newSession()
+    try:
+        other.read.format("tableformat").load(cfg["src"]).count()
+        before = "ok"
+    except Exception as e:  # noqa: BLE001 - the test asserts on it
+        before = f"{type(e).__name__}: {e}"
+    spark_jobs.register(other)
+    return {"before": before, "rows": other.read.format("tableformat").load(cfg["src"]).toArrow().to_pylist()}
+
+
 def catalog(spark, cfg):
     spark.conf.set("spark.sql.catalog.lake", "tableformat.catalog.TableFormatCatalog")
     spark.conf.set("spark.sql.catalog.lake.warehouse", os.path.dirname(cfg["src"]))
@@ -120,7 +134,8 @@ def change_export(spark, cfg):
     return change_export(spark, cfg["src"], os.path.join(cfg["out"], "exported"))
 
 
-STEPS = {"session": session, "read_table": read_table, "format_read": format_read, "catalog": catalog,
+STEPS = {"session": session, "read_table": read_table, "format_read": format_read, "register": register,
+         "catalog": catalog,
          "insert": insert, "merge": merge, "format_write": format_write, "stream_source": stream_source,
          "sink": sink, "upsert_sink": upsert_sink, "upsert_sink_query_id": upsert_sink_query_id,
          "read_changes": read_changes, "compact": compact, "change_export": change_export}

@@ -123,6 +123,12 @@ def test_reads_equal_the_engine(connect_run, step):
     assert got.num_rows > 0 and canon(got) == canon(engine(connect_run[0]["src"]))
 
 
+def test_spark_jobs_register_makes_the_format_known_on_a_connect_session(connect_run):
+    got = result(connect_run, "register")
+    assert "DATA_SOURCE_NOT_FOUND" in got["before"]
+    assert canon(pa.Table.from_pylist(got["rows"])) == canon(engine(connect_run[0]["src"]))
+
+
 @pytest.mark.parametrize("step", ["insert", "format_write"])
 def test_inserts_land_the_rows(connect_run, step):
     result(connect_run, step)
