@@ -214,9 +214,7 @@ def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPla
     """Just these rowsets of the same version through the `tableformat` data source."""
     import json
     from .datasource import NAME, register
-    register(spark)
-    # the data source's reader defines pushFilters, which Spark refuses unless this is on
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    register(spark)         # and Python filter pushdown on: the reader defines pushFilters
     r = (spark.read.format(NAME).schema(spark_schema(plan.schema, names))
          .option("as_of", str(plan.version)).option("rowsets", ",".join(rowset_ids)))
     if storage_options:
