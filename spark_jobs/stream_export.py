@@ -59,10 +59,11 @@ def stream_export(spark: Any, uri: str, output: str, checkpoint: str | None = No
         q = _start(spark, r.load(uri).writeStream.format("parquet").option("path", output)
                    .option("checkpointLocation", checkpoint).trigger(availableNow=True))
         q.awaitTermination()
-    progress = [p for p in q.recentProgress if p.get("numInputRows") is not None]
-    ends = [p["sources"][0].get("endOffset") for p in progress if p.get("sources")]
+    # the progress objects' attributes: on Spark Connect their dict keys are not the JSON's names
+    progress = [p for p in q.recentProgress if p.numInputRows is not None]
+    ends = [p.sources[0].endOffset for p in progress if p.sources]
     end = json.loads(ends[-1]) if ends and ends[-1] else None
-    return {"batches": len(progress), "rows": sum(int(p["numInputRows"]) for p in progress),
+    return {"batches": len(progress), "rows": sum(int(p.numInputRows) for p in progress),
             "end": end, "output": output, "checkpoint": checkpoint}
 
 

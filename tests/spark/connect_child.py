@@ -134,11 +134,32 @@ def change_export(spark, cfg):
     return change_export(spark, cfg["src"], os.path.join(cfg["out"], "exported"))
 
 
+def stream_export(spark, cfg):
+    from spark_jobs.stream_export import stream_export
+    out = os.path.join(cfg["out"], "stream_exported")
+    res = stream_export(spark, cfg["src"], out, starting_version=1)
+    return {"result": res, "rows": spark.read.parquet(out).count()}
+
+
+def backfill(spark, cfg):
+    from spark_jobs.backfill import time_travel_backfill
+    time_travel_backfill(spark, cfg["src"], 1, os.path.join(cfg["out"], "backfilled"),
+                         sql="SELECT k, a FROM source WHERE a >= 0")
+    return pq.read_table(os.path.join(cfg["out"], "backfilled"))
+
+
+def metadata_views(spark, cfg):
+    from spark_jobs.metadata_tables import register_metadata_views
+    register_metadata_views(spark, "src", cfg["src"])
+    return spark.sql("SELECT version FROM src__history").toArrow()
+
+
 STEPS = {"session": session, "read_table": read_table, "format_read": format_read, "register": register,
          "catalog": catalog,
          "insert": insert, "merge": merge, "format_write": format_write, "stream_source": stream_source,
          "sink": sink, "upsert_sink": upsert_sink, "upsert_sink_query_id": upsert_sink_query_id,
-         "read_changes": read_changes, "compact": compact, "change_export": change_export}
+         "read_changes": read_changes, "compact": compact, "change_export": change_export,
+         "stream_export": stream_export, "backfill": backfill, "metadata_views": metadata_views}
 
 
 if __name__ == "__main__":

@@ -180,3 +180,17 @@ def test_change_export_over_connect(connect_run):
     assert res["start"] == 0 and res["end"] == src.version and res["rows"] == src.changes(0).num_rows
     exported = pq.read_table(os.path.join(cfg["out"], "exported"))
     assert exported.num_rows == res["rows"]
+
+
+def test_stream_export_over_connect(connect_run):
+    got = result(connect_run, "stream_export")
+    n = tf.open_table(connect_run[0]["src"]).changes(0).num_rows
+    assert got["result"]["rows"] == got["rows"] == n
+
+
+def test_backfill_and_metadata_views_over_connect(connect_run):
+    src = tf.open_table(connect_run[0]["src"])
+    v1 = src.scan(as_of=1).to_arrow()
+    assert canon(result(connect_run, "backfill")) == canon(v1)
+    assert sorted(result(connect_run, "metadata_views")["version"].to_pylist()) == \
+        [h.version for h in sorted(src.history(), key=lambda h: h.version)]
