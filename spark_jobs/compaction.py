@@ -18,6 +18,7 @@ from typing import Any
 
 import tableformat as tf
 
+from .connect import run_payloads
 from .session import get_spark
 
 
@@ -46,8 +47,9 @@ def compact_table(spark: Any, uri: str, budget_bytes: int = 256 * 1024 * 1024,
     results: list[dict] = []
     if groups:
         payload = [json.dumps(g) for g in groups.values()]
-        rdd = spark.sparkContext.parallelize(payload, len(payload))
-        results = rdd.flatMap(lambda g: _run_group(uri, storage_options, json.loads(g))).collect()
+        done = run_payloads(spark, payload, lambda g: [json.dumps(r) for r in
+                                                       _run_group(uri, storage_options, json.loads(g))])
+        results = [json.loads(r) for r in done]
     return {"plan": str(plan), "explain": plan.explain(), "actions": len(plan.actions),
             "committed": sum(1 for r in results if r["version"] is not None),
             "bytes_written": sum(r["bytes_written"] for r in results), "results": results}

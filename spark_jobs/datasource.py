@@ -237,9 +237,16 @@ class TableFormatDataSource(DataSource):
 _registered: "weakref.WeakSet" = weakref.WeakSet()
 
 
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark: Any) -> None:
     """Register the data source on a SparkSession, once: registering again made Spark log
-    `DataSourceManager: ... replaced a previously registered data source` on every fallback read."""
+    `DataSourceManager: ... replaced a previously registered data source` on every fallback read.
+    Python filter pushdown goes on with it: with it off Spark refuses every read of a source that
+    pushes filters (DATA_SOURCE_PUSHDOWN_DISABLED)."""
+    if spark.conf.get(PUSHDOWN, "false") != "true":
+        spark.conf.set(PUSHDOWN, "true")
     if spark in _registered:
         return
     spark.dataSource.register(TableFormatDataSource)

@@ -44,6 +44,8 @@ import pyarrow.parquet as pq
 import tableformat as tf
 from tableformat import Storage
 
+from .connect import run_payloads
+
 WATERMARK = "_tableformat_watermark.json"
 
 
@@ -76,8 +78,9 @@ def change_export(spark: Any, uri: str, output: str, storage_options: dict | Non
     if end <= start:
         return {"start": start, "end": start, "rows": 0}
     versions = list(range(start + 1, end + 1))
-    rdd = spark.sparkContext.parallelize(versions, min(len(versions), 64))
-    rows = rdd.map(lambda v: export_version(uri, storage_options, output, output_options, v)).sum()
+    counts = run_payloads(spark, [str(v) for v in versions],
+                          lambda v: [str(export_version(uri, storage_options, output, output_options, int(v)))])
+    rows = sum(int(c) for c in counts)
     Storage(output, output_options).write(WATERMARK, json.dumps({"version": end, "table": uri}).encode())
     return {"start": start, "end": end, "rows": int(rows)}
 

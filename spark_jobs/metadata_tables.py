@@ -25,11 +25,13 @@ def register_metadata_views(spark: Any, name: str, uri: str, storage_options: di
     bad = [k for k in kinds if k not in KINDS]
     if bad:
         raise tf.InvalidOptionError(f"unknown metadata table(s) {bad}; kinds are {', '.join(KINDS)}")
+    from pyspark.sql.pandas.types import from_arrow_schema
     t = tf.open_table(uri, storage_options=storage_options)
     views = []
     for kind in kinds:
         data = t.inspect(kind, as_of=as_of)
         view = f"{name}__{kind}"
-        spark.createDataFrame(data).createOrReplaceTempView(view)
+        # the schema given: Spark Connect cannot infer one from an empty table (no tags yet)
+        spark.createDataFrame(data, from_arrow_schema(data.schema)).createOrReplaceTempView(view)
         views.append(view)
     return views

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Sequence
 import tableformat as tf
 
 from .changes import feed_columns, struct_type
+from .connect import default_parallelism
 from .jvm_paths import configure_s3a, jvm_path, jvm_unreadable, s3a_ready
 from .read_filters import column, quoted, spark_filter
 from .read_join import MAX_JOIN_ROWS, native_parts, reads_byte_stream_split
@@ -217,9 +218,7 @@ def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPla
     """Just these rowsets of the same version through the `tableformat` data source."""
     import json
     from .datasource import NAME, register
-    register(spark)
-    # the data source's reader defines pushFilters, which Spark refuses unless this is on
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    register(spark)         # and Python filter pushdown on: the reader defines pushFilters
     r = (spark.read.format(NAME).schema(spark_schema(plan.schema, names))
          .option("as_of", str(plan.version)).option("rowsets", ",".join(rowset_ids)))
     if storage_options:
@@ -248,7 +247,7 @@ def read_changes(spark: Any, uri: str, start: Any, end: Any = None, mode: str = 
              .option("startingVersion", str(plan.start + 1)).option("endingVersion", str(plan.end))
              .option("mode", mode).option("before_image", str(before_image).lower()).option("images", images)
              .option("skipped", str(skipped).lower()).option("changeFeedColumns", columns)
-             .option("numPartitions", str(num_partitions or 2 * spark.sparkContext.defaultParallelism)))
+             .option("numPartitions", str(num_partitions or 2 * default_parallelism(spark))))
         if storage_options:
             r = r.option("storage_options", json.dumps(storage_options))
         return r.load(uri)

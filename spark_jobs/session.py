@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -186,52 +187,69 @@ def delta_available() -> bool:
 
 def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterable[str] = (),
               packages: Iterable[str] = (), connector: bool = True, delta: bool = False,
-              conf: dict | None = None):
+              conf: dict | None = None, remote: str | None = None):
     """A SparkSession with the data source registered, Python filter pushdown on, and (with
     `connector`; TABLEFORMAT_CONNECTOR=0 turns it off) the JVM connector's jar. `jars` /
     `packages` add to the composed lists; `delta` adds delta-spark's jars, SQL extension and
-    catalog; `conf`: extra settings."""
+    catalog; `conf`: extra settings. `remote`: a Spark Connect session instead (README "Spark
+    Connect"): "local[2]" starts a Connect server in this process with the jars; with "sc://..."
+    the server's own jars and Python are what it was started with."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
     b = SparkSession.builder.appName(app)
-    if master or not os.environ.get("SPARK_MASTER_URL_SET"):
+    if remote:
+        b = b.remote(remote)
+    elif master or not os.environ.get("SPARK_MASTER_URL_SET"):
         b = b.master(master or os.environ.get("TABLEFORMAT_SPARK_MASTER", "local[2]"))
+    settings, resolving_s3a = dict(conf or {}), False
+    if not (remote or "").startswith("sc://"):       # static settings: only for a JVM started here
+        settings, resolving_s3a = _jvm_settings(connector, jars, packages, delta, settings)
+    for k, v in settings.items():
+        b = b.config(k, v)
+    b = (b.config("spark.sql.python.filterPushdown.enabled", "true")
+         .config("spark.sql.shuffle.partitions", os.environ.get("TABLEFORMAT_SHUFFLE_PARTITIONS", "8"))
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    with warnings.catch_warnings():     # a local Connect server took the static settings at start
+        warnings.filterwarnings("ignore", message=r"Failed to set spark\.", category=UserWarning)
+        spark = b.getOrCreate()
+    if resolving_s3a:
+        mark_s3a_resolved()
+    register(spark)
+    return spark
+
+
+def _jvm_settings(connector: bool, jars: Iterable[str], packages: Iterable[str], delta: bool,
+                  conf: dict) -> tuple[dict[str, str], bool]:
+    """`conf` with the settings a JVM must start with: `spark.jars` (the connector's, the cached s3a
+    jars and `jars`), `spark.jars.packages`, `spark.jars.excludes`, Delta's SQL extension and catalog,
+    no UI; and whether this start resolves the s3a jars into their cache."""
     connector = connector and os.environ.get("TABLEFORMAT_CONNECTOR", "1") != "0"
     s3a = os.environ.get("TABLEFORMAT_S3A") == "1"
     packages = list(packages)
     all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *(s3a_jars() if s3a else []), *jars]))
     all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
-    settings = dict(conf or {})
-    resolving_s3a = s3a and not s3a_jars() and not (delta or packages or "spark.jars.ivySettings" in settings)
+    conf = dict(conf)
+    resolving_s3a = s3a and not s3a_jars() and not (delta or packages or "spark.jars.ivySettings" in conf)
     if resolving_s3a:
-        settings.update(s3a_ivy_conf())
-    excludes = [e for e in settings.get("spark.jars.excludes", "").split(",") if e]
+        conf.update(s3a_ivy_conf())
+    excludes = [e for e in conf.get("spark.jars.excludes", "").split(",") if e]
+    out: dict[str, str] = {}
+    if all_jars:
+        out["spark.jars"] = ",".join(all_jars)
+    if all_packages or delta:
+        out["spark.jars.packages"] = ",".join(dict.fromkeys(
+            [*all_packages, *([delta_package()] if delta else [])]))
+    out.update(conf)
     if delta:
-        all_packages.append(delta_package())
-        settings.update(DELTA_SQL_CONF)
+        out.update(DELTA_SQL_CONF)
         excludes += DELTA_EXCLUDES
     if any(p.startswith("software.amazon.awssdk:s3:") for p in all_packages):
         excludes += S3A_EXCLUDES      # the S3 modules stand in for the bundle; hadoop-aws alone needs it
     if excludes:
-        settings["spark.jars.excludes"] = ",".join(dict.fromkeys(excludes))
-    if all_jars:
-        b = b.config("spark.jars", ",".join(all_jars))
-    if all_packages:
-        b = b.config("spark.jars.packages", ",".join(dict.fromkeys(all_packages)))
-    for k, v in settings.items():
-        b = b.config(k, v)
-    spark = (b.config("spark.sql.python.filterPushdown.enabled", "true")
-             .config("spark.sql.shuffle.partitions", os.environ.get("TABLEFORMAT_SHUFFLE_PARTITIONS", "8"))
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .getOrCreate())
-    if resolving_s3a:
-        mark_s3a_resolved()
-    register(spark)
-    return spark
+        out["spark.jars.excludes"] = ",".join(dict.fromkeys(excludes))
+    return {**out, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}, resolving_s3a
 
 
 def has_delta(spark) -> bool:

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 
 import tableformat as tf
 
+from .connect import is_connect
 from .insert import partitioned_insert
 from .merge import OPS, mutation_merge
 from .sink_commit import MODES, BatchCommitter, feed_order
@@ -74,6 +75,10 @@ class UpsertSink(BatchCommitter):
         """`app_id`, or the streaming query's id (the same across restarts from its checkpoint)."""
         if self.app_id is not None:
             return self.app_id
+        if is_connect(df.sparkSession):     # foreachBatch on Spark Connect: no SparkContext to ask
+            raise tf.InvalidOptionError("on a Spark Connect session UpsertSink cannot read the streaming query's "
+                                        "id: give it an app_id (a name of its own per checkpoint, as Delta's "
+                                        "txnAppId), or use writeStream.format('tableformat') with txnAppId")
         qid = df.sparkSession.sparkContext.getLocalProperty(QUERY_ID)
         if not qid:
             raise tf.InvalidOptionError("no streaming query id in this batch's context: give UpsertSink an app_id")

@@ -26,6 +26,8 @@ from typing import Any
 import tableformat as tf
 from tableformat import Storage
 
+from .connect import default_parallelism
+
 METADATA = "_spark_metadata"
 CHECKPOINT = "_checkpoint"
 
@@ -48,7 +50,7 @@ def stream_export(spark: Any, uri: str, output: str, checkpoint: str | None = No
     from .errors import typed_errors
     register(spark)
     r = (spark.readStream.format(NAME).option("readChangeFeed", "true").option("changeFeedColumns", columns)
-         .option("numPartitions", str(num_partitions or 2 * spark.sparkContext.defaultParallelism)))
+         .option("numPartitions", str(num_partitions or 2 * default_parallelism(spark))))
     if starting_version is not None:
         r = r.option("startingVersion", str(starting_version))
     elif starting_timestamp is not None:
@@ -61,10 +63,11 @@ def stream_export(spark: Any, uri: str, output: str, checkpoint: str | None = No
         q = _start(spark, r.load(uri).writeStream.format("parquet").option("path", output)
                    .option("checkpointLocation", checkpoint).trigger(availableNow=True))
         q.awaitTermination()
-    progress = [p for p in q.recentProgress if p.get("numInputRows") is not None]
-    ends = [p["sources"][0].get("endOffset") for p in progress if p.get("sources")]
+    # the progress objects' attributes: on Spark Connect their dict keys are not the JSON's names
+    progress = [p for p in q.recentProgress if p.numInputRows is not None]
+    ends = [p.sources[0].endOffset for p in progress if p.sources]
     end = json.loads(ends[-1]) if ends and ends[-1] else None
-    return {"batches": len(progress), "rows": sum(int(p["numInputRows"]) for p in progress),
+    return {"batches": len(progress), "rows": sum(int(p.numInputRows) for p in progress),
             "end": end, "output": output, "checkpoint": checkpoint}
 
 

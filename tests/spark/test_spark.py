@@ -56,6 +56,20 @@ def test_read_matches_the_engine(spark, loaded):
     same(flt, t.scan(filter=[("host", "=", "h003"), ("metric", "=", "mem"), ("value", ">", 0.0)]).to_arrow())
 
 
+def test_register_is_the_one_call_a_session_needs(spark, loaded):
+    """spark_jobs.register (README "Spark Connect") on a session with Python filter pushdown off,
+    which would refuse every read of the source (DATA_SOURCE_PUSHDOWN_DISABLED): it turns it on."""
+    import spark_jobs
+    uri, t = loaded
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        spark_jobs.register(spark)
+        df = spark.read.format("tableformat").load(uri).filter("metric = 'mem'")
+        same(df, t.scan(filter=[("metric", "=", "mem")]).to_arrow())
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+
+
 def test_pushed_filters_prune_partitions(loaded):
     from pyspark.sql.datasource import EqualTo, GreaterThan, StringStartsWith
     from spark_jobs.common import spark_schema
