@@ -6,7 +6,9 @@ import datetime
 import os
 import re
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import tableformat as tf
@@ -170,6 +172,57 @@ def test_pruned_sql_reads_equal_the_engine(spark, tmp_path, where, flt):
     if flt is None:
         flt = [("k", "in", [5, 905])]
     same(spark.sql(f"SELECT * FROM {c}.ns.t WHERE {where}"), t.scan(filter=flt).to_arrow())
+
+
+def pushed_to_parquet(df) -> list[str]:
+    """The filters the scan pushes into its Parquet reads, as its description lists them."""
+    text = plan_text(df)
+    if "PushedToParquet: [" not in text:
+        return []
+    return text.split("PushedToParquet: [", 1)[1].split("]", 1)[0].split(", ")
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """A table of 100,000 rows in 16,384-row row groups (the default `row_group_rows`): every
+    predicate below matches rows in row groups that `k`'s own bounds would skip."""
+    wh = tmp_path_factory.mktemp("wh")
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64"), tf.Column("b", "int64"),
+                        tf.Column("s", "string"), tf.Column("x", "float64"), tf.Column("f", "float64"),
+                        tf.Column("i", "int64", nullable=True)], primary_key="k")
+    t = tf.create_table(str(wh / "ns" / "t"), schema)
+    k = np.arange(100_000)
+    t.insert(pa.table({"k": k, "a": k % 7, "b": np.full(k.size, 3), "s": np.where(k % 5 == 0, "abc", "xyz"),
+                       "x": (k % 3).astype("float64"), "f": np.ones(k.size),
+                       "i": pa.array(np.where(k % 4 == 1, 0, k), mask=k % 4 == 0)}))
+    return t, wh
+
+
+@pytest.mark.parametrize("where, expr", [
+    ("a > b OR k = 1", (pc.field("a") > pc.field("b")) | (pc.field("k") == 1)),
+    ("k < 5 OR b = a", (pc.field("k") < 5) | (pc.field("b") == pc.field("a"))),
+    ("upper(s) = 'ABC' OR k = 3", (pc.utf8_upper(pc.field("s")) == "ABC") | (pc.field("k") == 3)),
+    ("x = f OR k = 0", (pc.field("x") == pc.field("f")) | (pc.field("k") == 0)),
+    ("coalesce(i, 0) = 0 OR k < 3", (pc.coalesce(pc.field("i"), 0) == 0) | (pc.field("k") < 3)),
+    ("NOT (a > b OR k = 1)", ~((pc.field("a") > pc.field("b")) | (pc.field("k") == 1))),
+])
+def test_an_or_with_a_side_parquet_cannot_say_pushes_nothing_to_parquet(spark, wide, where, expr):
+    """Issue #44 items 3/4 review: one side of an OR alone (`k = 1`) must never reach the Parquet
+    pushdown, which would skip the row groups where only the other side matches."""
+    t, wh = wide
+    expect = t.scan().to_arrow().filter(expr)
+    df = spark.sql(f"SELECT * FROM {catalog(spark, wh)}.ns.t WHERE {where}")
+    assert np.unique(expect["k"].to_numpy() // 16_384).size == 7      # matches in every row group
+    same(df, expect)
+    assert all(f.startswith("IsNotNull(") for f in pushed_to_parquet(df))     # Spark's inferred ones
+
+
+def test_conjuncts_parquet_can_say_are_still_pushed(spark, wide):
+    t, wh = wide
+    expect = t.scan().to_arrow().filter((pc.field("a") > pc.field("b")) & (pc.field("k") < 20_000))
+    df = spark.sql(f"SELECT * FROM {catalog(spark, wh)}.ns.t WHERE a > b AND k < 20000 AND upper(s) <> 'Q'")
+    assert "LessThan(k,20000)" in pushed_to_parquet(df)
+    same(df, expect)
 
 
 def test_the_scan_reports_the_exact_row_count_with_pending_deletes(spark, tmp_path):

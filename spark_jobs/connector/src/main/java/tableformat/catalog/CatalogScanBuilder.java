@@ -8,7 +8,6 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
-import org.apache.spark.sql.internal.connector.PredicateUtils;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import tableformat.connector.TableFormatScanBuilder;
@@ -22,8 +21,9 @@ import tableformat.plan.Schema;
  * scan builder (Parquet pushdown, the columnar reader). Every filter is also handed back to Spark,
  * which evaluates it above the scan: pruning only ever drops rowsets that hold no match. Filters
  * come as DSv2 predicates, whose literals are Catalyst's own values (dates as day numbers,
- * timestamps as UTC micros: {@link SparkFilters}); the connector's Parquet pushdown takes the
- * ones Spark's V1 form says exactly (integers, strings).
+ * timestamps as UTC micros: {@link SparkFilters}); the connector's Parquet pushdown gets only the
+ * ones a V1 filter says exactly ({@link ExactFilters}: comparisons of a column with a literal of its
+ * own integer or string type; an OR or NOT only when the whole of it converts).
  */
 final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownV2Filters {
   private final String uri;
@@ -68,7 +68,7 @@ final class CatalogScanBuilder implements ScanBuilder, SupportsPushDownRequiredC
       plan = Snapshots.plan(uri, state, cols, null);
     }
     TableFormatScanBuilder b = new TableFormatScanBuilder(plan.connector());
-    b.pushFilters(PredicateUtils.toV1(filters));
+    b.pushFilters(ExactFilters.of(tableSchema, filters));
     return new CatalogScan(b.build(), plan.log());
   }
 }

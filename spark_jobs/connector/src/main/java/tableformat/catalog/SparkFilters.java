@@ -46,7 +46,7 @@ final class SparkFilters {
 
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
   /** A comparison with its literal on the left, turned round. */
-  private static final Map<String, String> FLIP = Map.of("=", "=", "<=>", "<=>", "<", ">", "<=", ">=",
+  static final Map<String, String> FLIP = Map.of("=", "=", "<=>", "<=>", "<", ">", "<=", ">=",
       ">", "<", ">=", "<=");
 
   /** The terms of the predicates that translate; the others are left out (the scan reads more, never less). */
@@ -62,8 +62,9 @@ final class SparkFilters {
     if (p instanceof And a) {
       add(schema, a.left(), out);
       add(schema, a.right(), out);
-    } else if ((op.equals("IS_NULL") || op.equals("IS_NOT_NULL")) && column(schema, c[0]) != null) {
-      out.add(F.arrayNode().add(column(schema, c[0]).name()).add(op.equals("IS_NULL") ? "is null" : "is not null"));
+    } else if (op.equals("IS_NULL") || op.equals("IS_NOT_NULL")) {
+      Column col = column(schema, c[0]);
+      if (col != null) out.add(F.arrayNode().add(col.name()).add(op.equals("IS_NULL") ? "is null" : "is not null"));
     } else if (op.equals("IN") && c.length > 1) {
       in(schema, c, out);
     } else if (FLIP.containsKey(op) && c.length == 2) {
