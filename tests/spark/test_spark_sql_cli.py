@@ -139,14 +139,17 @@ REFUSED = {"INSERT INTO tf.ns.t VALUES (5000, 1.0, 'x')": "INSERT is refused. In
            "CREATE NAMESPACE tf.other": "CREATE NAMESPACE is refused. A namespace is a directory"}
 
 
-def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path):
+@pytest.mark.parametrize("message_format", ["PRETTY", "STANDARD"])
+def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path, message_format):
     """A refused statement, and an engine error (a time before the table), is one short message,
-    printed once: no ERROR log line and no Java stack trace; the table is unchanged."""
+    printed once: no ERROR log line and no Java stack trace; the table is unchanged. In Spark's
+    JSON error format too (spark.sql.error.messageFormat), the text is there."""
     t = range_keyed(tmp_path / "wh" / "ns" / "t", ranges=2)
     before = t.version
     early = "SELECT count(*) FROM tf.ns.t TIMESTAMP AS OF '2001-01-01 00:00:00'"
     proc = run_spark_sql(jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh"),
-                                         "spark.sql.session.timeZone": "UTC"},
+                                         "spark.sql.session.timeZone": "UTC",
+                                         "spark.sql.error.messageFormat": message_format},
                          [s + ";" for s in [*REFUSED, early]], "--hiveconf", "hive.cli.errors.ignore=true")
     out = proc.stdout + proc.stderr
     for statement, message in REFUSED.items():
@@ -154,7 +157,7 @@ def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path)
         assert out.count(full) == 1, (statement, out[-3000:])
     created = tf.Timestamp(t.history()[0].timestamp).iso()
     assert out.count(f"timestamp 2001-01-01T00:00:00Z is before the table was created ({created})") == 1, out[-3000:]
-    assert "ERROR SparkSQLDriver" not in out and not [ln for ln in out.splitlines() if ln.startswith("\tat ")]
+    assert "INTERNAL_ERROR" not in out and "ERROR SparkSQLDriver" not in out and not [ln for ln in out.splitlines() if ln.startswith("\tat ")]
     assert tf.open_table(t.uri).version == before and not (tmp_path / "wh" / "ns" / "new").exists()
     assert not (tmp_path / "wh" / "other").exists()
 
