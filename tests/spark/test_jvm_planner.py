@@ -718,10 +718,11 @@ def test_a_key_interval_between_a_rowsets_keys_is_pruned_by_the_pk_index_seek(jv
 
 def test_as_of_refusals_show_times_as_iso_8601_as_the_engine_does(jvm, tmp_path):
     """A refused time reads as a date-time, never as raw microseconds, in the JVM's message and the
-    engine's alike: the asked time and the commit's time it is compared with."""
+    engine's alike: the asked time and the commit's time it is compared with, at any int64."""
     t = _table(tmp_path)
     first, last = t.history()[0].timestamp, t.history()[-1].timestamp
-    for asked, shown in [(last + 1, last), (1, first)]:
+    for asked, shown in [(last + 1, last), (1, first), (10**18, last), (-2**63, first),
+                         (-46_388_678_400_000_000, first)]:                # year 500: "0500-…" on both sides
         got = jvm.ask(request(t.uri, {"as_of": f"ts:{asked}"}))
         with pytest.raises(tf.VersionNotFoundError) as e:
             tf.open_table(t.uri).snapshot(f"ts:{asked}")
