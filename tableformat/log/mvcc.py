@@ -255,7 +255,7 @@ def state_at(latest: TableState, history: Sequence[CommitInfo], v: int,
     h = load(horizon)
     return replace(h, version=v, timestamp=st.timestamp, name=st.name, schema=st.schema,
                    partitioning=st.partitioning, properties=st.properties, txns=st.txns,
-                   read_ts=st.timestamp)
+                   read_ts=st.timestamp, log_format=st.log_format)
 
 
 def history_horizon(latest: TableState, history: Sequence[CommitInfo], wanted: int,

@@ -12,7 +12,7 @@ import pytest
 import tableformat as tf
 from tableformat.format.metadata import WRITE_FORMAT_FLOOR
 
-from helpers import assert_same_rows, int_keyed, range_keyed as ranged, spark_catalog as catalog
+from helpers import assert_same_rows, int_keyed, range_keyed as ranged, spark_catalog as catalog, txn_behind_the_horizon
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -126,6 +126,7 @@ def test_writes_through_the_catalog_are_refused_naming_the_job(spark, tmp_path, 
     with pytest.raises(Exception, match="read-only") as e:
         spark.sql(sql.format(t=f"{c}.ns.t", c=c)).collect()
     assert job in str(e.value) and "(or the" not in str(e.value)
+    assert e.value.getMessage().startswith("tableformat's Spark catalog is read-only: ") and job in e.value.getMessage()
     assert tf.open_table(t.uri).version == before and os.path.isdir(t.uri)
     assert not (tmp_path / "wh" / "ns" / "new").exists()
 
@@ -257,6 +258,34 @@ def test_describe_shows_the_log_format_a_txn_raised(spark, tmp_path):
     props = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {c}.ns.t").collect()}["Table Properties"]
     assert f"created_format_version={WRITE_FORMAT_FLOOR}" in props, props
     assert f"min_reader_format_version={FORMAT_VERSION}" in props, props
+
+
+def test_an_engine_error_keeps_its_message_through_pysparks_structured_error(spark, tmp_path):
+    """An engine error raised while planning (a time before the table) reaches PySpark's
+    getMessage() with its text, not Spark's INTERNAL_ERROR for an unregistered condition."""
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)
+    c = catalog(spark, tmp_path / "wh")
+    with pytest.raises(Exception, match="before the table was created") as e:
+        spark.sql(f"SELECT count(*) FROM {c}.ns.t TIMESTAMP AS OF '2001-01-01 00:00:00'").collect()
+    err = e.value.java_exception                     # PySpark leaves it a Py4JJavaError: ask as its getMessage() does
+    helper = getattr(spark.sparkContext._jvm, "org.apache.spark.SparkThrowableHelper")
+    assert "before the table was created" in helper.getMessage(err.getCondition(), err.getMessageParameters())
+    assert t.history()
+
+
+def test_min_reader_format_version_as_of_a_version_behind_the_vacuum_horizon_equals_the_engines(spark, tmp_path):
+    """Time travel behind the horizon (specs/format.md §8.3): each version's log format, in the
+    catalog's table properties (loadTable(ident, version)) as in the engine's describe."""
+    from tableformat.cli.describe import describe
+    t = txn_behind_the_horizon(tmp_path / "wh" / "ns" / "t")
+    cat = spark._jsparkSession.sessionState().catalogManager().catalog(catalog(spark, tmp_path / "wh"))
+    jvm = spark.sparkContext._jvm
+    ns = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
+    ns[0] = "ns"
+    ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(ns, "t")
+    for v in range(t.version + 1):
+        props = cat.loadTable(ident, str(v)).properties()
+        assert int(props["min_reader_format_version"]) == describe(t, t.snapshot(as_of=v))["min_reader_format_version"]
 
 
 def test_storage_options_map_to_s3a_settings_as_the_spark_jobs_do(spark):
