@@ -87,12 +87,23 @@ def s3a_cache() -> Path:
 
 
 def s3a_jars() -> list[str]:
-    """The s3a jars resolved by an earlier session (`s3a_ivy_conf`), or [] before the first."""
+    """The s3a jars resolved by an earlier session (`s3a_ivy_conf`), or [] before the first, or
+    when a jar is missing or hadoop-aws is not among them (then the next session resolves again)."""
     d = s3a_cache()
     if not (d / "resolved").exists():
         return []
     jars = [d / "jars" / n for n in (d / "resolved").read_text().split()]
-    return [str(j) for j in jars] if all(j.exists() for j in jars) else []     # a jar removed: resolve again
+    if not any("hadoop-aws-" in j.name for j in jars) or not all(j.exists() for j in jars):
+        return []
+    return [str(j) for j in jars]
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Another process (a second first session, or a JVM reading ivysettings.xml) sees the old
+    file or the new one, never a part: a temporary file of this process's own, then os.replace."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def s3a_ivy_conf() -> dict[str, str]:
@@ -100,17 +111,18 @@ def s3a_ivy_conf() -> dict[str, str]:
     Central alone; `mark_s3a_resolved` then records the jars for the sessions that follow."""
     d = s3a_cache()
     d.mkdir(parents=True, exist_ok=True)
-    (d / "ivysettings.xml").write_text(IVY_SETTINGS)
+    if not (d / "ivysettings.xml").exists() or (d / "ivysettings.xml").read_text() != IVY_SETTINGS:
+        _write_atomically(d / "ivysettings.xml", IVY_SETTINGS)
     return {"spark.jars.ivy": str(d), "spark.jars.ivySettings": str(d / "ivysettings.xml")}
 
 
 def mark_s3a_resolved() -> None:
-    """Record the jars the first session's Ivy retrieved (all of `s3a_cache()/jars`)."""
+    """Record the jars the first session's Ivy retrieved (all of `s3a_cache()/jars`: get_spark
+    resolves there only when that Ivy resolves the s3a packages alone), if hadoop-aws is among them."""
     d = s3a_cache()
     names = sorted(p.name for p in (d / "jars").glob("*.jar"))
-    if names:
-        (d / "resolved.tmp").write_text("\n".join(names) + "\n")
-        os.replace(d / "resolved.tmp", d / "resolved")
+    if any("hadoop-aws-" in n for n in names):
+        _write_atomically(d / "resolved", "\n".join(names) + "\n")
 
 
 def s3a_settings(bucket: str, storage_options: dict | None) -> dict[str, str]:
@@ -204,7 +216,10 @@ def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterabl
     all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *(s3a_jars() if s3a else []), *jars]))
     all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
     settings = dict(conf or {})
-    resolving_s3a = s3a and not s3a_jars() and not (delta or packages or "spark.jars.ivySettings" in settings)
+    # conf's packages add to the composed list (they used to replace it, s3a's packages too)
+    all_packages += [p for p in settings.pop("spark.jars.packages", "").split(",") if p]
+    resolving_s3a = s3a and not s3a_jars() and all_packages == s3a_packages() and not (
+        delta or "spark.jars.excludes" in settings or "spark.jars.ivySettings" in settings)
     if resolving_s3a:
         settings.update(s3a_ivy_conf())
     excludes = [e for e in settings.get("spark.jars.excludes", "").split(",") if e]
