@@ -116,12 +116,12 @@ def test_spark_sql_reads_the_engines_rows_without_python(jar, tmp_path):
 def test_spark_sql_reads_from_s3_through_s3a_without_python(jar, s3_table_root, tmp_path):
     """The catalog takes the table's own storage options (`storage.<key>`), as the engine does: no
     fs.s3a.* setting by hand."""
-    from spark_jobs.session import S3A_EXCLUDES, s3a_packages
+    from spark_jobs.session import S3A_EXCLUDES, flat_storage_options, s3a_packages
     root, opts = s3_table_root
     t = range_keyed(f"{root}/wh/ns/t", ranges=3, storage_options=opts)
     v1 = history(t)
     bucket = root[len("s3://"):]
-    conf = {f"spark.sql.catalog.tf.storage.{k}": v for k, v in opts.items()}
+    conf = {f"spark.sql.catalog.tf.storage.{k}": v for k, v in flat_storage_options(opts).items()}
     conf["spark.sql.catalog.tf.warehouse"] = f"s3a://{bucket}/wh"
     conf["spark.jars.packages"] = ",".join(s3a_packages())
     conf["spark.jars.excludes"] = ",".join(S3A_EXCLUDES)
