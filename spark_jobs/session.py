@@ -88,12 +88,23 @@ def s3a_cache() -> Path:
 
 
 def s3a_jars() -> list[str]:
-    """The s3a jars resolved by an earlier session (`s3a_ivy_conf`), or [] before the first."""
+    """The s3a jars resolved by an earlier session (`s3a_ivy_conf`), or [] before the first, or
+    when a jar is missing or hadoop-aws is not among them (then the next session resolves again)."""
     d = s3a_cache()
     if not (d / "resolved").exists():
         return []
     jars = [d / "jars" / n for n in (d / "resolved").read_text().split()]
-    return [str(j) for j in jars] if all(j.exists() for j in jars) else []     # a jar removed: resolve again
+    if not any("hadoop-aws-" in j.name for j in jars) or not all(j.exists() for j in jars):
+        return []
+    return [str(j) for j in jars]
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Another process (a second first session, or a JVM reading ivysettings.xml) sees the old
+    file or the new one, never a part: a temporary file of this process's own, then os.replace."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def s3a_ivy_conf() -> dict[str, str]:
@@ -101,49 +112,70 @@ def s3a_ivy_conf() -> dict[str, str]:
     Central alone; `mark_s3a_resolved` then records the jars for the sessions that follow."""
     d = s3a_cache()
     d.mkdir(parents=True, exist_ok=True)
-    (d / "ivysettings.xml").write_text(IVY_SETTINGS)
+    if not (d / "ivysettings.xml").exists() or (d / "ivysettings.xml").read_text() != IVY_SETTINGS:
+        _write_atomically(d / "ivysettings.xml", IVY_SETTINGS)
     return {"spark.jars.ivy": str(d), "spark.jars.ivySettings": str(d / "ivysettings.xml")}
 
 
 def mark_s3a_resolved() -> None:
-    """Record the jars the first session's Ivy retrieved (all of `s3a_cache()/jars`)."""
+    """Record the jars the first session's Ivy retrieved (all of `s3a_cache()/jars`: get_spark
+    resolves there only when that Ivy resolves the s3a packages alone), if hadoop-aws is among them."""
     d = s3a_cache()
     names = sorted(p.name for p in (d / "jars").glob("*.jar"))
-    if names:
-        (d / "resolved.tmp").write_text("\n".join(names) + "\n")
-        os.replace(d / "resolved.tmp", d / "resolved")
+    if any("hadoop-aws-" in n for n in names):
+        _write_atomically(d / "resolved", "\n".join(names) + "\n")
+
+
+# Each s3a setting from the first of these storage options present: s3fs's own names, a nested
+# one dotted (client_kwargs.region_name), as the catalog's `storage.<key>` options write them
+# (tableformat.catalog.StorageOptions holds the same table).
+S3A_OPTIONS = {"endpoint": ("endpoint_url", "client_kwargs.endpoint_url"),
+               "key": ("key", "access.key", "aws_access_key_id", "client_kwargs.aws_access_key_id"),
+               "secret": ("secret", "aws_secret_access_key", "client_kwargs.aws_secret_access_key"),
+               "token": ("token", "client_kwargs.aws_session_token"),
+               "anon": ("anon",),
+               "region": ("client_kwargs.region_name",),
+               "addressing_style": ("config_kwargs.s3.addressing_style",)}
+
+
+def flat_storage_options(o: dict | None, prefix: str = "") -> dict[str, str]:
+    """Storage options as the catalog's `storage.<key>` strings: nested dicts dotted, booleans
+    `true`/`false`, and `key` as `access.key`, a name Spark's spark.redaction.regex hides in SET
+    and the UI (it hides secret and token, not `key`)."""
+    out: dict[str, str] = {}
+    for k, v in (o or {}).items():
+        if isinstance(v, dict):
+            out.update(flat_storage_options(v, f"{prefix}{k}."))
+        elif v is not None:
+            out["access.key" if prefix + k == "key" else prefix + k] = str(v).lower() if isinstance(v, bool) else str(v)
+    return out
 
 
 def s3a_settings(bucket: str, storage_options: dict | None) -> dict[str, str]:
-    """fsspec/s3fs storage options as Hadoop s3a settings for one bucket."""
-    o = dict(storage_options or {})
-    client = dict(o.get("client_kwargs") or {})
+    """fsspec/s3fs storage options as Hadoop s3a settings for one bucket; `anon` is true for True,
+    "true" or "1" (any case), as the catalog reads it."""
+    flat = flat_storage_options(storage_options)
+    o = {name: next((flat[k] for k in keys if flat.get(k)), None) for name, keys in S3A_OPTIONS.items()}
     pre = f"fs.s3a.bucket.{bucket}."
     out: dict[str, str] = {}
-    endpoint = o.get("endpoint_url") or client.get("endpoint_url")
-    if endpoint:
-        out[pre + "endpoint"] = endpoint
+    if o["endpoint"]:
+        out[pre + "endpoint"] = o["endpoint"]
         out[pre + "path.style.access"] = "true"
-        out[pre + "connection.ssl.enabled"] = str(endpoint.startswith("https")).lower()
-    key = o.get("key") or o.get("aws_access_key_id") or client.get("aws_access_key_id")
-    secret = o.get("secret") or o.get("aws_secret_access_key") or client.get("aws_secret_access_key")
-    token = o.get("token") or client.get("aws_session_token")
-    if key and secret:
-        out[pre + "access.key"] = key
-        out[pre + "secret.key"] = secret
+        out[pre + "connection.ssl.enabled"] = str(o["endpoint"].startswith("https")).lower()
+    if o["key"] and o["secret"]:
+        out[pre + "access.key"] = o["key"]
+        out[pre + "secret.key"] = o["secret"]
         out[pre + "aws.credentials.provider"] = (
-            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider" if token
+            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider" if o["token"]
             else "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider")
-        if token:
-            out[pre + "session.token"] = token
-    elif o.get("anon"):
+        if o["token"]:
+            out[pre + "session.token"] = o["token"]
+    elif (o["anon"] or "").strip().lower() in ("true", "1"):
         out[pre + "aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
-    region = o.get("region") or client.get("region_name")
-    if region or endpoint:
-        out[pre + "endpoint.region"] = region or "us-east-1"
-    style = (o.get("config_kwargs") or {}).get("s3", {}).get("addressing_style")
-    if style:
-        out[pre + "path.style.access"] = str(style == "path").lower()
+    if o["region"] or o["endpoint"]:
+        out[pre + "endpoint.region"] = o["region"] or "us-east-1"
+    if o["addressing_style"]:
+        out[pre + "path.style.access"] = str(o["addressing_style"] == "path").lower()
     return out
 
 
@@ -231,7 +263,10 @@ def _jvm_settings(connector: bool, jars: Iterable[str], packages: Iterable[str],
     all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *(s3a_jars() if s3a else []), *jars]))
     all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
     conf = dict(conf)
-    resolving_s3a = s3a and not s3a_jars() and not (delta or packages or "spark.jars.ivySettings" in conf)
+    # conf's packages add to the composed list (they used to replace it, s3a's packages too)
+    all_packages += [p for p in conf.pop("spark.jars.packages", "").split(",") if p]
+    resolving_s3a = s3a and not s3a_jars() and all_packages == s3a_packages() and not (
+        delta or "spark.jars.excludes" in conf or "spark.jars.ivySettings" in conf)
     if resolving_s3a:
         conf.update(s3a_ivy_conf())
     excludes = [e for e in conf.get("spark.jars.excludes", "").split(",") if e]

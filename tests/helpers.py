@@ -504,3 +504,18 @@ def delete_unplanned_base_files(t, flt) -> int:
             if b.path not in keep:
                 os.remove(os.path.join(t.uri, b.path))
     return len(plan.rowsets)
+
+
+def txn_behind_the_horizon(path):
+    """Versions 0 and 1 in the created format, 2 a txn commit that raises the log's format to 6,
+    then inserts, a merge and a vacuum that moves the history horizon past all three: they are
+    read from the horizon's files (specs/format.md §8.3)."""
+    t = kv(path)
+    t.insert(pa.table({"key": ["a"], "val": [1]}))
+    t.commit_fragments([t.snapshot().write_mutation(pa.table({"key": ["b"], "val": [2]}), "upsert")], txn=("q", 5))
+    for k in "cde":
+        t.insert(pa.table({"key": [k], "val": [3]}))
+    merge_all(t)
+    vacuum0(t)
+    assert tf.open_table(t.uri).state.history_horizon > 2
+    return t

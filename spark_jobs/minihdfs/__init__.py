@@ -15,9 +15,11 @@ import getpass
 import hashlib
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -70,20 +72,34 @@ class MiniHdfs:
                 ["java", "-Xmx768m", "-XX:+UseSerialGC", "-cp", classpath(), "MiniHdfs", str(base / "dfs"),
                  str(datanodes)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 start_new_session=True)       # stdin: the cluster ends when this process does
-        deadline = time.time() + timeout
-        info = None
-        while info is None:
-            line = self.proc.stdout.readline().decode()
-            if line.startswith("MINIHDFS "):
-                info = json.loads(line[len("MINIHDFS "):])
-            elif not line or time.time() > deadline:
-                self.stop()
-                raise MiniHdfsUnavailable(f"the MiniDFSCluster did not start; its log: {self.log_path}")
+        try:
+            info = self._wait_for_start(timeout)
+        except BaseException:             # Ctrl-C (KeyboardInterrupt) while it starts, too
+            self.stop()
+            raise
         self.pid = self.proc.pid
         self.rpc_port, self.http_port = info["rpc_port"], info["http_port"]
         self.uri = info["uri"]
         self.user = getpass.getuser()     # the NameNode's superuser: the JVM's user
         self.storage_options = {"namenode_http_address": f"127.0.0.1:{self.http_port}", "user": self.user}
+
+    def _wait_for_start(self, timeout: float) -> dict:
+        """The JVM's MINIHDFS line, read by a thread of its own so that the wait ends at `timeout`
+        and Ctrl-C interrupts it, even while the JVM prints nothing."""
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(ln) for ln in iter(self.proc.stdout.readline, b"")] + [lines.put(b"")],
+                         daemon=True).start()
+        deadline = time.time() + timeout
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.time())).decode()
+            except queue.Empty:
+                line = ""
+            if line.startswith("MINIHDFS "):
+                return json.loads(line[len("MINIHDFS "):])
+            if not line:
+                raise MiniHdfsUnavailable(f"the MiniDFSCluster did not start within {timeout:.0f} s; its log: "
+                                          f"{self.log_path}")
 
     def settings(self) -> dict[str, str]:
         """Environment variables for a shell (README's HDFS block reads them)."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import sys
 import tempfile
@@ -21,16 +22,35 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.datanodes < 1:
         p.error(f"--datanodes must be 1 or more, got {args.datanodes}")
+    base = args.dir or tempfile.mkdtemp(prefix="minihdfs-")
+    try:
+        return run(base, args.datanodes)
+    finally:
+        if not args.dir:                  # a directory of its own: removed with the cluster
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def run(base: str, datanodes: int) -> int:
+    """Start the cluster in `base` (Ctrl-C while it starts stops it: KeyboardInterrupt), then
+    serve until SIGINT or SIGTERM."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        cluster = MiniHdfs(base, datanodes=datanodes)
+    except MiniHdfsUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("# stopped before it was up", file=sys.stderr)
+        return 130
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        cluster = MiniHdfs(args.dir or tempfile.mkdtemp(prefix="minihdfs-"), datanodes=args.datanodes)
-    except MiniHdfsUnavailable as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    try:
-        print(f"# a MiniDFSCluster is up: {cluster.uri} (a NameNode and {args.datanodes} DataNode(s); "
+        print(f"# a MiniDFSCluster is up: {cluster.uri} (a NameNode and {datanodes} DataNode(s); "
               f"log {cluster.log_path}). Ctrl-C stops it.")
         for k, v in cluster.settings().items():
             print(f"export {k}={v}")

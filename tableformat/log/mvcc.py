@@ -46,9 +46,26 @@ class Timestamp(int):
 
     def iso(self) -> str:
         """ISO-8601 UTC, as error messages show times (microseconds only when there are some): a
-        form `as_of` takes back, where raw microseconds say nothing to a reader."""
-        d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(self))
-        return d.strftime("%Y-%m-%dT%H:%M:%S") + (f".{d.microsecond:06d}Z" if d.microsecond else "Z")
+        form `as_of` takes back, where raw microseconds say nothing to a reader.
+        Any int64, even outside datetime's years 1..9999 (an error must not become OverflowError):
+        the year as java.time's `uuuu` prints it (AsOf.iso), 4 digits, `+` above 9999, `-` below 0."""
+        days, us = divmod(int(self), 86_400_000_000)
+        y, mo, d = _civil_from_days(days)
+        year = f"{y:04d}" if 0 <= y <= 9999 else (f"+{y}" if y > 9999 else f"-{-y:04d}")
+        sec, frac = divmod(us, 1_000_000)
+        hms = f"{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"
+        return f"{year}-{mo:02d}-{d:02d}T{hms}" + (f".{frac:06d}Z" if frac else "Z")
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of the proleptic Gregorian calendar, `days` after 1970-01-01 (H. Hinnant's
+    days_from_civil inverse), with no bound on the year."""
+    era, doe = divmod(days + 719468, 146097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, doy - (153 * mp + 2) // 5 + 1
 
 
 _TAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
@@ -239,7 +256,7 @@ def state_at(latest: TableState, history: Sequence[CommitInfo], v: int,
     h = load(horizon)
     return replace(h, version=v, timestamp=st.timestamp, name=st.name, schema=st.schema,
                    partitioning=st.partitioning, properties=st.properties, txns=st.txns,
-                   read_ts=st.timestamp)
+                   read_ts=st.timestamp, log_format=st.log_format)
 
 
 def history_horizon(latest: TableState, history: Sequence[CommitInfo], wanted: int,

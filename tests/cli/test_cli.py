@@ -26,6 +26,7 @@ from helpers import (
     run,
     run_many,
     sort_rows,
+    txn_behind_the_horizon,
 )
 
 import tableformat as tf
@@ -526,3 +527,13 @@ def test_describe_shows_the_created_and_the_log_format_versions_and_no_history_o
     info = json.loads(run("describe", t.uri, "--json").stdout)
     assert (info["created_format_version"], info["min_reader_format_version"]) == (WRITE_FORMAT_FLOOR, FORMAT_VERSION)
     assert f"its log needs a reader of format version {FORMAT_VERSION} or later" in run("describe", t.uri).stdout
+
+
+def test_describe_at_a_version_behind_the_vacuum_horizon_shows_that_versions_log_format(tmp_path):
+    """A version read from the horizon's files (specs/format.md §8.3) keeps its own log format:
+    versions before a txn commit need the created format, not the horizon's."""
+    from tableformat.cli.describe import describe
+    from tableformat.format.metadata import FORMAT_VERSION, WRITE_FORMAT_FLOOR
+    t = txn_behind_the_horizon(tmp_path / "t")
+    got = [describe(t, t.snapshot(as_of=v))["min_reader_format_version"] for v in range(4)]
+    assert got == [WRITE_FORMAT_FLOOR, WRITE_FORMAT_FLOOR, FORMAT_VERSION, FORMAT_VERSION]

@@ -73,3 +73,31 @@ def test_bad_arguments_are_refused_before_anything_starts(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "spark_jobs.minihdfs", "--datanodes", "0"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--datanodes must be 1 or more, got 0" in proc.stderr
+
+
+def test_ctrl_c_while_it_starts_stops_it_and_its_own_temporary_directory_goes(tmp_path):
+    """SIGINT before the cluster is up stops the command and its JVM at once (it never reports
+    itself up); without --dir the data directory it made is removed, after a start-up cut short
+    and after a cluster that ran."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cmd = [sys.executable, "-m", "spark_jobs.minihdfs", "--datanodes", "1"]
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 300
+    while not java_children(proc.pid) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    jvms = java_children(proc.pid)
+    assert jvms and list(tmp.glob("minihdfs-*")), proc.stderr.read() if proc.poll() is not None else "no JVM"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "is up" not in out and "stopped before it was up" in err, out + err[-2000:]
+    assert all(gone(p) for p in jvms) and not list(tmp.glob("minihdfs-*"))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        exports(proc)
+        assert list(tmp.glob("minihdfs-*"))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and not list(tmp.glob("minihdfs-*")), err[-2000:]

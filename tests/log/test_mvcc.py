@@ -57,6 +57,23 @@ def test_as_of_outside_the_grammar_is_invalid(value):
         tf.parse_as_of(value)
 
 
+@pytest.mark.parametrize("micros, shown", [
+    (10**18, "+33658-09-27T01:46:40Z"), (-2**63, "-290308-12-21T19:59:05.224192Z"),
+    (-46_388_678_400_000_000, "0500-01-01T00:00:00Z"), (-1, "1969-12-31T23:59:59.999999Z")])
+def test_a_time_outside_datetimes_years_is_refused_with_the_typed_error_and_shown_as_java_does(tmp_path, micros,
+                                                                                                shown):
+    """Timestamp.iso formats any int64 (no OverflowError in an error message), years as java.time's
+    `uuuu` (AsOf.iso): 4 digits, `+` above 9999; a year below 1000 reads back through as_of."""
+    t = kv(tmp_path / "t")
+    t.insert(pa.table({"key": [1], "val": [1]}))
+    assert tf.Timestamp(micros).iso() == shown
+    err = tf.TimestampAfterLatestError if micros > 0 else tf.VersionNotFoundError
+    with pytest.raises(err, match=re.escape(f"timestamp {shown} is ")):
+        t.scan(as_of=tf.Timestamp(micros)).count()
+    if shown.startswith("0500"):
+        assert tf.parse_as_of(shown) == tf.Timestamp(micros)
+
+
 def test_a_timestamp_after_the_newest_commit_is_refused_with_its_timestamp(tmp_path):
     t = kv(tmp_path / "t")
     r = t.insert(pa.table({"key": [1], "val": [1]}))

@@ -816,13 +816,15 @@ def test_a_damaged_log_opens_the_same_state_or_error_in_both_readers(jvm, pristi
 
 def test_as_of_refusals_show_times_as_iso_8601_as_the_engine_does(jvm, tmp_path):
     """A refused time reads as a date-time, never as raw microseconds, in the JVM's message and the
-    engine's alike: the asked time and the commit's time it is compared with."""
+    engine's alike: the asked time and the commit's time it is compared with, at any int64."""
     t = _table(tmp_path)
     first, last = t.history()[0].timestamp, t.history()[-1].timestamp
-    for asked, shown in [(last + 1, last), (1, first)]:
-        got = jvm.ask(request(t.uri, {"as_of": f"ts:{asked}"}))
+    for asked, shown in [(last + 1, last), (1, first), (10**18, last),
+                         (-46_388_678_400_000_000, first)]:                # year 500: "0500-…" on both sides
+        as_of = f"ts:{asked}" if asked >= 0 else tf.Timestamp(asked).iso()  # the ISO form shown reads back
+        got = jvm.ask(request(t.uri, {"as_of": as_of}))
         with pytest.raises(tf.VersionNotFoundError) as e:
-            tf.open_table(t.uri).snapshot(f"ts:{asked}")
+            tf.open_table(t.uri).snapshot(as_of)
         for message in (got["message"], str(e.value)):
             assert f"timestamp {tf.Timestamp(asked).iso()} is " in message, message
             assert f"{tf.Timestamp(shown).iso()})" in message and str(shown) not in message, message

@@ -14,7 +14,7 @@ import pytest
 import tableformat as tf
 from tableformat.format.metadata import WRITE_FORMAT_FLOOR
 
-from helpers import assert_same_rows, int_keyed, range_keyed as ranged, spark_catalog as catalog
+from helpers import assert_same_rows, int_keyed, range_keyed as ranged, spark_catalog as catalog, txn_behind_the_horizon
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -128,6 +128,7 @@ def test_writes_through_the_catalog_are_refused_naming_the_job(spark, tmp_path, 
     with pytest.raises(Exception, match="read-only") as e:
         spark.sql(sql.format(t=f"{c}.ns.t", c=c)).collect()
     assert job in str(e.value) and "(or the" not in str(e.value)
+    assert e.value.getMessage().startswith("tableformat's Spark catalog is read-only: ") and job in e.value.getMessage()
     assert tf.open_table(t.uri).version == before and os.path.isdir(t.uri)
     assert not (tmp_path / "wh" / "ns" / "new").exists()
 
@@ -338,30 +339,84 @@ def test_describe_shows_the_log_format_a_txn_raised(spark, tmp_path):
     assert f"min_reader_format_version={FORMAT_VERSION}" in props, props
 
 
+def test_an_engine_error_keeps_its_message_through_pysparks_structured_error(spark, tmp_path):
+    """An engine error raised while planning (a time before the table) reaches PySpark's
+    getMessage() with its text, not Spark's INTERNAL_ERROR for an unregistered condition."""
+    t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)
+    c = catalog(spark, tmp_path / "wh")
+    with pytest.raises(Exception, match="before the table was created") as e:
+        spark.sql(f"SELECT count(*) FROM {c}.ns.t TIMESTAMP AS OF '2001-01-01 00:00:00'").collect()
+    err = e.value.java_exception                     # PySpark leaves it a Py4JJavaError: ask as its getMessage() does
+    helper = getattr(spark.sparkContext._jvm, "org.apache.spark.SparkThrowableHelper")
+    assert "before the table was created" in helper.getMessage(err.getCondition(), err.getMessageParameters())
+    assert t.history()
+
+
+def test_min_reader_format_version_as_of_a_version_behind_the_vacuum_horizon_equals_the_engines(spark, tmp_path):
+    """Time travel behind the horizon (specs/format.md §8.3): each version's log format, in the
+    catalog's table properties (loadTable(ident, version)) as in the engine's describe."""
+    from tableformat.cli.describe import describe
+    t = txn_behind_the_horizon(tmp_path / "wh" / "ns" / "t")
+    cat = spark._jsparkSession.sessionState().catalogManager().catalog(catalog(spark, tmp_path / "wh"))
+    jvm = spark.sparkContext._jvm
+    ns = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
+    ns[0] = "ns"
+    ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(ns, "t")
+    for v in range(t.version + 1):
+        props = cat.loadTable(ident, str(v)).properties()
+        assert int(props["min_reader_format_version"]) == describe(t, t.snapshot(as_of=v))["min_reader_format_version"]
+
+
 def test_storage_options_map_to_s3a_settings_as_the_spark_jobs_do(spark):
-    """The catalog's `storage.<key>` options become the same bucket-scoped s3a settings as
-    spark_jobs.session.s3a_settings makes of a table's storage_options."""
-    from spark_jobs.session import s3a_settings
+    """The catalog's `storage.<key>` options (a table's storage_options as flat_storage_options
+    writes them: nested keys dotted) become the same bucket-scoped s3a settings as
+    spark_jobs.session.s3a_settings makes of the engine's options; one truthiness for anon."""
+    from spark_jobs.session import flat_storage_options, s3a_settings
     jvm = spark.sparkContext._jvm
     for opts in [{"endpoint_url": "http://127.0.0.1:5000", "key": "k", "secret": "s"},
-                 {"endpoint_url": "https://s3.example", "key": "k", "secret": "s", "token": "t", "region": "eu-west-1"},
-                 {"anon": "true"}, {"region": "us-west-2", "addressing_style": "virtual"}, {}]:
-        got = dict(jvm.tableformat.catalog.StorageOptions.s3a("b", opts))
-        py = {k: v for k, v in opts.items() if k != "addressing_style"}
-        if opts.get("anon"):
-            py["anon"] = True
-        if "addressing_style" in opts:
-            py["config_kwargs"] = {"s3": {"addressing_style": opts["addressing_style"]}}
-        assert got == s3a_settings("b", py), opts
+                 {"endpoint_url": "https://s3.example", "key": "k", "secret": "s", "token": "t",
+                  "client_kwargs": {"region_name": "eu-west-1"}},
+                 {"client_kwargs": {"endpoint_url": "http://h:1", "aws_access_key_id": "k",
+                                    "aws_secret_access_key": "s", "aws_session_token": "t"}},
+                 {"anon": True}, {"anon": "true"}, {"anon": "1"}, {"anon": "TRUE"}, {"anon": "false"}, {"anon": "0"},
+                 {"anon": False}, {"config_kwargs": {"s3": {"addressing_style": "virtual"}},
+                                   "client_kwargs": {"region_name": "us-west-2"}}, {}]:
+        got = dict(jvm.tableformat.catalog.StorageOptions.s3a("b", flat_storage_options(opts)))
+        assert got == s3a_settings("b", opts), opts
+    anonymous = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
+    assert [s3a_settings("b", {"anon": a}).get("fs.s3a.bucket.b.aws.credentials.provider")
+            for a in (True, "1", "false", "0", False)] == [anonymous, anonymous, None, None, None]
+    assert s3a_settings("b", {"client_kwargs": {"region_name": "eu-west-1"}})["fs.s3a.bucket.b.endpoint.region"] \
+        == "eu-west-1"
+
+
+def test_the_access_key_id_set_as_storage_access_key_is_redacted_and_used(spark):
+    """`storage.access.key` (what flat_storage_options writes for `key`) matches Spark's
+    spark.redaction.regex, so SET shows neither credential; the catalog maps it as `key`."""
+    from spark_jobs.session import flat_storage_options
+    opts = flat_storage_options({"endpoint_url": "http://127.0.0.1:1", "key": "AKIDEXAMPLE7", "secret": "s3cr3tvalue"})
+    c = catalog(spark, "s3a://b/wh")
+    for k, v in opts.items():
+        spark.conf.set(f"spark.sql.catalog.{c}.storage.{k}", v)
+    shown = {r[0]: r[1] for r in spark.sql("SET").collect() if r[0].startswith(f"spark.sql.catalog.{c}.")}
+    assert f"spark.sql.catalog.{c}.storage.access.key" in shown
+    assert not any("AKIDEXAMPLE7" in v or "s3cr3tvalue" in v for v in shown.values()), shown
+    got = dict(spark.sparkContext._jvm.tableformat.catalog.StorageOptions.s3a("b", opts))
+    assert got["fs.s3a.bucket.b.access.key"] == "AKIDEXAMPLE7"
 
 
 @pytest.mark.parametrize("key, warehouse, message", [
     ("endpiont_url", "s3a://b/wh", "spark.sql.catalog.{c}.storage.endpiont_url is not a storage option"),
     ("endpoint_url", "{tmp}/wh", "storage.* options apply to an s3a:// warehouse"),
+    ("region_name", "s3a://b/wh", "storage.region_name is not a storage option"),   # s3fs: client_kwargs.region_name
+    ("endpoint_url", None, "no warehouse is set: set spark.sql.catalog.{c}.warehouse to s3a://"),
 ])
 def test_a_storage_option_the_catalog_cannot_use_is_refused_by_name(spark, tmp_path, key, warehouse, message):
     c = catalog(spark, tmp_path / "unused")
-    spark.conf.set(f"spark.sql.catalog.{c}.warehouse", warehouse.format(tmp=tmp_path))
+    if warehouse is None:
+        spark.conf.unset(f"spark.sql.catalog.{c}.warehouse")
+    else:
+        spark.conf.set(f"spark.sql.catalog.{c}.warehouse", warehouse.format(tmp=tmp_path))
     spark.conf.set(f"spark.sql.catalog.{c}.storage.{key}", "http://127.0.0.1:1")
     with pytest.raises(Exception, match=re.escape(message.format(c=c))):
         spark.sql(f"SHOW TABLES IN {c}").collect()

@@ -116,12 +116,12 @@ def test_spark_sql_reads_the_engines_rows_without_python(jar, tmp_path):
 def test_spark_sql_reads_from_s3_through_s3a_without_python(jar, s3_table_root, tmp_path):
     """The catalog takes the table's own storage options (`storage.<key>`), as the engine does: no
     fs.s3a.* setting by hand."""
-    from spark_jobs.session import S3A_EXCLUDES, s3a_packages
+    from spark_jobs.session import S3A_EXCLUDES, flat_storage_options, s3a_packages
     root, opts = s3_table_root
     t = range_keyed(f"{root}/wh/ns/t", ranges=3, storage_options=opts)
     v1 = history(t)
     bucket = root[len("s3://"):]
-    conf = {f"spark.sql.catalog.tf.storage.{k}": v for k, v in opts.items()}
+    conf = {f"spark.sql.catalog.tf.storage.{k}": v for k, v in flat_storage_options(opts).items()}
     conf["spark.sql.catalog.tf.warehouse"] = f"s3a://{bucket}/wh"
     conf["spark.jars.packages"] = ",".join(s3a_packages())
     conf["spark.jars.excludes"] = ",".join(S3A_EXCLUDES)
@@ -139,14 +139,17 @@ REFUSED = {"INSERT INTO tf.ns.t VALUES (5000, 1.0, 'x')": "INSERT is refused. In
            "CREATE NAMESPACE tf.other": "CREATE NAMESPACE is refused. A namespace is a directory"}
 
 
-def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path):
+@pytest.mark.parametrize("message_format", ["PRETTY", "STANDARD"])
+def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path, message_format):
     """A refused statement, and an engine error (a time before the table), is one short message,
-    printed once: no ERROR log line and no Java stack trace; the table is unchanged."""
+    printed once: no ERROR log line and no Java stack trace; the table is unchanged. In Spark's
+    JSON error format too (spark.sql.error.messageFormat), the text is there."""
     t = range_keyed(tmp_path / "wh" / "ns" / "t", ranges=2)
     before = t.version
     early = "SELECT count(*) FROM tf.ns.t TIMESTAMP AS OF '2001-01-01 00:00:00'"
     proc = run_spark_sql(jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh"),
-                                         "spark.sql.session.timeZone": "UTC"},
+                                         "spark.sql.session.timeZone": "UTC",
+                                         "spark.sql.error.messageFormat": message_format},
                          [s + ";" for s in [*REFUSED, early]], "--hiveconf", "hive.cli.errors.ignore=true")
     out = proc.stdout + proc.stderr
     for statement, message in REFUSED.items():
@@ -154,7 +157,7 @@ def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path)
         assert out.count(full) == 1, (statement, out[-3000:])
     created = tf.Timestamp(t.history()[0].timestamp).iso()
     assert out.count(f"timestamp 2001-01-01T00:00:00Z is before the table was created ({created})") == 1, out[-3000:]
-    assert "ERROR SparkSQLDriver" not in out and not [ln for ln in out.splitlines() if ln.startswith("\tat ")]
+    assert "INTERNAL_ERROR" not in out and "ERROR SparkSQLDriver" not in out and not [ln for ln in out.splitlines() if ln.startswith("\tat ")]
     assert tf.open_table(t.uri).version == before and not (tmp_path / "wh" / "ns" / "new").exists()
     assert not (tmp_path / "wh" / "other").exists()
 

@@ -1,13 +1,13 @@
 package tableformat.catalog;
 
-import org.apache.spark.SparkThrowable;
+import tableformat.log.PlainSparkError;
 
 /**
  * What the catalog refuses until a JVM writer exists, with what does it instead. A
- * {@link SparkThrowable}, so that {@code spark-sql} prints its one-line message once, without the
+ * {@link PlainSparkError}, so that {@code spark-sql} prints its one-line message once, without the
  * stack trace it prints (and logs) for an exception Spark does not know.
  */
-public final class ReadOnly extends UnsupportedOperationException implements SparkThrowable {
+public final class ReadOnly extends UnsupportedOperationException implements PlainSparkError {
   /** SQLSTATE 0A000: feature not supported. */
   public static final String SQL_STATE = "0A000";
 
@@ -32,17 +32,7 @@ public final class ReadOnly extends UnsupportedOperationException implements Spa
       + "directory with tableformat.create_table, and the namespace exists.";
 
   @Override
-  public String getCondition() {
-    return "TABLEFORMAT_READ_ONLY_CATALOG";
-  }
-
-  @Override
   public String getSqlState() {
     return SQL_STATE;
-  }
-
-  @Override
-  public boolean isInternalError() {
-    return false;
   }
 }

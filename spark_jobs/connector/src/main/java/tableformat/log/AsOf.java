@@ -95,10 +95,10 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
   }
 
   /** A timestamp in microseconds as error messages show it: ISO-8601 UTC, with microseconds only
-   *  when there are some (the engine's display.iso), a form as_of accepts back. */
+   *  when there are some, the year as `uuuu` (4 digits, + above 9999): the engine's Timestamp.iso. */
   public static String iso(long micros) {
     java.time.Instant t = java.time.Instant.EPOCH.plus(micros, java.time.temporal.ChronoUnit.MICROS);
-    String s = java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss").withZone(ZoneOffset.UTC).format(t);
+    String s = java.time.format.DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss").withZone(ZoneOffset.UTC).format(t);
     long frac = Math.floorMod(micros, 1_000_000L);
     return s + (frac == 0 ? "Z" : String.format(".%06dZ", frac));
   }

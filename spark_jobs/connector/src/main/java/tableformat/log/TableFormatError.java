@@ -1,14 +1,12 @@
 package tableformat.log;
 
-import org.apache.spark.SparkThrowable;
-
 /**
  * An error of the engine, named as the engine names it ({@code tableformat/errors.py}): the JVM
  * reader raises the same kinds the Python engine does (specs/format.md §8, §9.1, §12). A
- * {@link SparkThrowable}, so that {@code spark-sql} prints its message once, without the stack
+ * {@link PlainSparkError}, so that {@code spark-sql} prints its message once, without the stack
  * trace it prints (and logs) for an exception Spark does not know.
  */
-public class TableFormatError extends RuntimeException implements SparkThrowable {
+public class TableFormatError extends RuntimeException implements PlainSparkError {
   public TableFormatError(String message) {
     super(message);
   }
@@ -18,19 +16,9 @@ public class TableFormatError extends RuntimeException implements SparkThrowable
     return getClass().getSimpleName();
   }
 
-  @Override
-  public String getCondition() {
-    return "TABLEFORMAT_" + errorName();
-  }
-
   /** No SQLSTATE of Spark's list fits every engine error; Spark shows none. */
   @Override
   public String getSqlState() {
     return null;
-  }
-
-  @Override
-  public boolean isInternalError() {
-    return false;
   }
 }
