@@ -328,3 +328,61 @@ def test_a_starting_timestamp_before_the_table_was_created_reads_every_change(sp
     sink = Collector()
     run(spark, t.uri, tmp_path / "c", sink, startingTimestamp="2020-01-01T00:00:00")
     assert canon(sink.all()) == canon(t.changes(0))
+
+
+def reader(uri, **opts):
+    """A stream reader on the driver alone (the query's schema: change_schema, as load() gives it)."""
+    from spark_jobs.changes import change_schema
+    from spark_jobs.stream import ChangeStreamReader
+    o = {"path": uri, "readChangeFeed": "true", **{k: str(v) for k, v in opts.items()}}
+    return ChangeStreamReader(o, change_schema(o))
+
+
+def drain(r, start, limit=None) -> tuple[list, dict]:
+    """Every micro-batch from `start` as Spark would plan them (latestOffset, partitions, read): the
+    rows of each batch and the last offset."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    batches = []
+    while (end := r.latestOffset(start, limit or ReadAllAvailable())) != start:
+        got = [b for p in r.partitions(start, end) for b in r.read(p)]
+        batches.append(pa.Table.from_batches(got).to_pylist() if got else [])
+        start = end
+    return batches, start
+
+
+def test_a_running_stream_matches_a_batch_by_column_id_even_when_its_names_and_types_are_the_streams():
+    """Review of #44: a batch whose columns had the stream's names and types (drop a, rename b to a,
+    add b) was taken as is, by name: id 2's update went to `a`; by ID it is the stream's `b`."""
+    import tempfile
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True),
+                     tf.Column("b", "int64", nullable=True)], primary_key="k")
+    t = tf.create_table(tempfile.mkdtemp() + "/t", sch)
+    t.insert(ints(k=[1], a=[10], b=[20]))
+    r = reader(t.uri, startingVersion=1)
+    _, off = drain(r, r.initialOffset())
+    with t.alter() as a:
+        a.drop_column("a")
+    with t.alter() as a:
+        a.rename_column("b", "a")
+    with t.alter() as a:
+        a.add_column("b", "int64", nullable=True)
+    t.update(ints(k=[1], a=[21]), columns=["a"])                 # id 2: the stream's b
+    (got,), _ = drain(r, off)
+    assert [(x["a"], x["b"], x["_changed_columns"]) for x in got] == [(None, 21, ["b"])]
+
+
+def test_a_column_dropped_and_added_again_with_its_name_and_type_is_null_in_a_running_stream():
+    """The re-added column is another column (another ID): NULL in the stream, as a dropped one."""
+    import tempfile
+    t = tf.create_table(tempfile.mkdtemp() + "/t", tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1], a=[10]))
+    r = reader(t.uri, startingVersion=1)
+    _, off = drain(r, r.initialOffset())
+    with t.alter() as a:
+        a.drop_column("a")
+    with t.alter() as a:
+        a.add_column("a", "int64", nullable=True)
+    t.insert(ints(k=[2], a=[22]))
+    (got,), _ = drain(r, off)
+    assert [(x["k"], x["a"]) for x in got] == [(2, None)]
