@@ -42,8 +42,8 @@ from pyspark.sql.types import StructType
 
 import tableformat as tf
 
-from .changes import (ChangePartition, lower_keys, num_partitions, pack, read_part, row_options, timestamp_option,
-                      version_option)
+from .changes import (ChangePartition, lower_keys, num_partitions, pack, read_part, row_options, struct_type,
+                      timestamp_option, version_option)
 from .snapshots import storage_options_from
 from .stream_columns import StreamColumns
 
@@ -71,6 +71,11 @@ def _last_before(t: tf.Table, ts: int) -> int:
 
 def _offset(version: int, index: int = 0) -> dict:
     return {"version": int(version), "index": int(index)}
+
+
+def _fields(schema: StructType) -> list:
+    """A Spark schema's names and types, the part a query fixes (nullability aside)."""
+    return [(f.name, f.dataType) for f in schema.fields]
 
 
 def _pos(offset: dict) -> tuple[int, int]:
@@ -105,29 +110,35 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_versions = _limit(o, "maxVersionsPerTrigger")
         self.max_rows = _limit(o, "maxRowsPerTrigger")
         self.num_partitions = num_partitions(o)
-        self.stream_columns = self._stream_columns([f.name for f in schema.fields])
+        self.stream_columns = self._stream_columns(schema)
         self.target: int | None = None          # Trigger.AvailableNow: the last version to read
 
     def _table(self) -> tf.Table:
         return tf.open_table(self.uri, storage_options=self.storage_options)
 
-    def _stream_columns(self, names: list[str]) -> StreamColumns:
-        """The stream's columns: those the query's schema names (change_schema: the latest version's
-        when the query was defined), by ID. That is the latest's, unless ALTERs came since the query
-        was defined (one started again from the same DataFrame): then the schema before the latest
-        ALTER that names them, so such a query reads on too."""
+    def _stream_columns(self, schema: StructType) -> StreamColumns:
+        """The stream's columns: those the query's schema names and types (change_schema: the latest
+        version's when the query was defined), by ID. That is the latest's, unless ALTERs came since
+        the query was defined (one started again from the same DataFrame): then the newest schema
+        before them that has its names and types, so such a query reads on too. ALTERs are found by
+        the versions' schemas, not by their commits' operation labels (a writer names its own)."""
+        want = _fields(schema)
         t = self._table()
-        versions = [t.version] + [h.version - 1 for h in reversed(t.history()) if h.operation == "ALTER TABLE"]
-        for v in versions:
+        horizon, seen = t.snapshot().history_horizon, None
+        for v in range(t.version, max(horizon, 0) - 1, -1):
             try:
-                cols = StreamColumns(self._plan(t, v, v).header(), self.columns)
+                head = self._plan(t, v, v).header()
             except tf.HistoryExpiredError:
                 break
-            if cols.target.names == names:
-                return cols
-        raise tf.SchemaChangedError(f"the query's columns {names} are none of the table's columns since its history "
-                             "horizon: define the query again (spark.readStream...load()) and start it; it "
-                             "reads on from its checkpoint")
+            if head.schema == seen:
+                continue                        # no schema change at v: tried already
+            seen = head.schema
+            if _fields(struct_type(head, self.columns)) == want:
+                return StreamColumns(head, self.columns)
+        raise tf.SchemaChangedError(
+            f"the query's columns {schema.simpleString()} are none of the table's columns since its history "
+            "horizon: define the query again (spark.readStream...load()) and start it; it reads on from its "
+            "checkpoint")
 
     def _plan(self, t: tf.Table, start: int, end: int) -> tf.ChangePlan:
         return t.change_plan(start, end, self.mode, self.before_image, self.images, self.skipped)

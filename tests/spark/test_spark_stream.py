@@ -386,3 +386,47 @@ def test_a_column_dropped_and_added_again_with_its_name_and_type_is_null_in_a_ru
     t.insert(ints(k=[2], a=[22]))
     (got,), _ = drain(r, off)
     assert [(x["k"], x["a"]) for x in got] == [(2, None)]
+
+
+def test_a_query_defined_before_a_column_came_back_with_another_type_reads_on_in_its_types():
+    """Review of #44: the lookback matched the query by names alone, so `a` dropped and added again as
+    a string kept the latest (string) schema under a bigint query: Spark's untyped
+    DATA_SOURCE_RETURN_SCHEMA_MISMATCH. The query's own schema (version 1's) is found by names and
+    types; its `a` is another column ID, NULL."""
+    import tempfile
+    from spark_jobs.changes import change_schema
+    from spark_jobs.stream import ChangeStreamReader
+    t = tf.create_table(tempfile.mkdtemp() + "/t", tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1], a=[10]))
+    o = {"path": t.uri, "readChangeFeed": "true", "startingVersion": "1"}
+    query = change_schema(o)                               # defined now: a bigint
+    with t.alter() as a:
+        a.drop_column("a")
+    with t.alter() as a:
+        a.add_column("a", "string", nullable=True)
+    t.insert(pa.table({"k": pa.array([2], pa.int64()), "a": ["x"]}))
+    r = ChangeStreamReader(o, query)
+    assert r.stream_columns.target.field("a").type == pa.int64()
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+    batches, _ = drain(r, r.initialOffset(), ReadMaxFiles(1))       # one version a batch
+    assert [(x["k"], x["a"]) for b in batches for x in b] == [(1, 10), (2, None)]
+
+
+def test_the_lookback_finds_an_alter_by_its_schema_whatever_its_commits_operation_label():
+    """Review of #44: a rename committed as "SCHEMA MIGRATION" (commit_fragments names its operation)
+    was not taken for an ALTER: a false SchemaChangedError for a query defined before it."""
+    import tempfile
+    from spark_jobs.changes import change_schema
+    from spark_jobs.stream import ChangeStreamReader
+    t = tf.create_table(tempfile.mkdtemp() + "/t", tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1], a=[10]))
+    o = {"path": t.uri, "readChangeFeed": "true", "startingVersion": "1"}
+    query = change_schema(o)
+    alter = t.alter()
+    alter.rename_column("a", "b")
+    t.commit_fragments([t.snapshot().write_alter(alter)], "SCHEMA MIGRATION")
+    t.update(ints(k=[1], b=[11]))
+    batches, _ = drain(ChangeStreamReader(o, query), {"version": 0, "index": 0})
+    assert sorted((x["_version"], x["k"], x["a"]) for b in batches for x in b) == [(1, 1, 10), (3, 1, 11)]
