@@ -12,7 +12,11 @@ it); with neither, the changes committed after the latest version when the query
 snapshot with spark.read for that).
 
 Offsets are log positions `{"version": v, "index": i}`: every change of the versions up to `v`,
-and the first `i` parts (Table.change_plan of version v + 1 alone) of the next version. Rate
+and the first `i` parts (Table.change_plan of version v + 1 alone) of the next version; a
+mid-version offset (i > 0) has `"order": 2`, the part order it counts in (found rows' changes
+before inserts). One cut inside a version by an older release, without it, is refused with
+UnsupportedFormatVersionError (resuming it would lose and repeat changes); whole-version offsets
+of any release read on. Rate
 limits: `maxVersionsPerTrigger` (commits per micro-batch) and `maxRowsPerTrigger` (change records
 counted from the log, ChangePart.records; a batch takes at least one part), which may cut inside a
 version at a part boundary, as Delta's offsets cut between the files of a version. In mode "net"
@@ -69,17 +73,34 @@ def _last_before(t: tf.Table, ts: int) -> int:
         return 0
 
 
+# The order of a version's parts a mid-version offset counts in (Table.change_plan's: changes to
+# found rows before inserts, since the change feed's _commit_order). An offset cut inside a version
+# by an older release counted another order: it cannot be resumed exactly (`_pos`).
+PART_ORDER = 2
+
+
 def _offset(version: int, index: int = 0) -> dict:
+    if index:
+        return {"version": int(version), "index": int(index), "order": PART_ORDER}
     return {"version": int(version), "index": int(index)}
+
+
+def _pos(offset: dict) -> tuple[int, int]:
+    """An offset's (version, part index); a mid-version one of an older part order is refused."""
+    v, i = int(offset["version"]), int(offset.get("index", 0))
+    if i and offset.get("order") != PART_ORDER:
+        raise tf.UnsupportedFormatVersionError(
+            f"the stream's checkpoint holds offset {json.dumps(offset)}, cut inside version {v + 1} by an older "
+            f"release, which ordered a version's parts otherwise: resuming it would lose some of version "
+            f"{v + 1}'s changes and repeat others. Finish that version with the older release (a run without "
+            f"maxRowsPerTrigger ends on whole versions), or start a new checkpoint with startingVersion "
+            f"{v + 1} (version {v + 1}'s changes are delivered again: fine for an upsert sink)")
+    return v, i
 
 
 def _fields(schema: StructType) -> list:
     """A Spark schema's names and types, the part a query fixes (nullability aside)."""
     return [(f.name, f.dataType) for f in schema.fields]
-
-
-def _pos(offset: dict) -> tuple[int, int]:
-    return int(offset["version"]), int(offset.get("index", 0))
 
 
 class StreamPartition(ChangePartition):

@@ -430,3 +430,27 @@ def test_the_lookback_finds_an_alter_by_its_schema_whatever_its_commits_operatio
     t.update(ints(k=[1], b=[11]))
     batches, _ = drain(ChangeStreamReader(o, query), {"version": 0, "index": 0})
     assert sorted((x["_version"], x["k"], x["a"]) for b in batches for x in b) == [(1, 1, 10), (3, 1, 11)]
+
+
+def test_a_mid_version_offset_of_the_older_part_order_is_refused_and_new_ones_resume_exactly(tmp_path):
+    """Review of #44: a version's parts are now ordered found rows' changes first, so an offset an
+    older release cut inside a version ("first i parts", no order marker) would resume into another
+    list: one change lost, one repeated. It is refused; whole-version offsets and new ones read on."""
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("v", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1, 2], v=[1, 2]))
+    t.apply(pa.table({"k": pa.array([1, 3], pa.int64()), "v": pa.array([None, 3], pa.int64()),
+                      "op": ["delete", "insert"]}), op_column="op")      # v2: a found row's part, an insert's
+    r = reader(t.uri, startingVersion=2, maxRowsPerTrigger=1)
+    with pytest.raises(tf.UnsupportedFormatVersionError, match="startingVersion 2"):
+        r.latestOffset({"version": 1, "index": 1}, ReadMaxRows(1))
+    with pytest.raises(tf.UnsupportedFormatVersionError, match="inside version 2"):
+        r.partitions({"version": 1, "index": 0}, {"version": 1, "index": 1})
+    batches, end = drain(r, {"version": 1, "index": 0}, ReadMaxRows(1))   # a whole-version offset
+    assert [[(x["_op"], x["k"]) for x in b] for b in batches] == [[("delete", 1)], [("insert", 3)]]
+    assert end == {"version": 2, "index": 0}
+    mid = r.latestOffset({"version": 1, "index": 0}, ReadMaxRows(1))
+    assert mid == {"version": 1, "index": 1, "order": 2}
+    rest, _ = drain(r, mid)                                               # resumed from it
+    assert [(x["_op"], x["k"]) for b in rest for x in b] == [("insert", 3)]
