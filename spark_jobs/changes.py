@@ -150,12 +150,21 @@ class ChangeOptions:
         return plan
 
 
+DELTA_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
 def arrow_schema(plan: tf.ChangePlan, columns: str) -> pa.Schema:
-    """The Arrow schema every batch of the read has."""
+    """The Arrow schema every batch of the read has; a data column named as one of Delta's change
+    columns is a SchemaError, as the engine's own names are (Table.change_plan)."""
     s = plan.arrow_schema()
     if columns != "delta":
         return s
     data = [s.field(c.name) for c in plan.schema.columns]
+    clash = sorted({f.name for f in data} & set(DELTA_COLUMNS))
+    if clash:
+        raise tf.SchemaError(f"the table's column(s) {clash} have the names of Delta's change columns: the change "
+                             "rows could not tell them apart. Rename them (Table.alter().rename_column), or read "
+                             "with changeFeedColumns=\"tableformat\"")
     return pa.schema(data + [pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64()),
                              s.field("_timestamp").with_name("_commit_timestamp"), s.field("_commit_order")])
 

@@ -89,7 +89,7 @@ class UpsertSink(BatchCommitter):
         spark = df.sparkSession
         order = feed_order(df.columns, tf.open_table(self.uri, storage_options=self.storage_options).schema.names)
         if order:           # a change feed: the merge keeps input order per key, so sort it first
-            df = df.orderBy(*order).drop(*order)
+            df = df.orderBy(*[df[c].asc_nulls_last() for c in order]).drop(*order)   # as in_feed_order
         kw = dict(storage_options=self.storage_options, max_restarts=self.max_restarts, txn=txn,
                   operation=self.operation)
         if self.mode == "insert":

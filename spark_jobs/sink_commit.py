@@ -27,15 +27,20 @@ COMMIT_ORDER, FEED_VERSIONS = "_commit_order", ("_commit_version", "_version")
 
 def feed_order(names: Sequence[str], table_columns: Sequence[str]) -> list[str]:
     """The columns a batch is applied in order of: a change feed's (version, `_commit_order`) when
-    the batch carries them (and the table has no such columns); [] for any other batch. A feed's
-    micro-batch gathers its parts (one per rowset) in no particular order, so one key's changes
-    (a delete, then the key inserted again) arrive out of version order and must be sorted back."""
+    the batch carries them as feed columns, not the table's own; [] for any other batch, and for a
+    table with a `_commit_order` column (the batch's is then data). A feed's micro-batch gathers
+    its parts (one per rowset) in no particular order, so one key's changes (a delete, then the key
+    inserted again) arrive out of version order and must be sorted back."""
     if COMMIT_ORDER not in names or COMMIT_ORDER in table_columns:
         return []
     version = [c for c in FEED_VERSIONS if c in names and c not in table_columns]
     if not version:
+        taken = [c for c in FEED_VERSIONS if c in names]
+        why = (f": the table's own column(s) {taken} take the batch's as data; read the feed with "
+               "changeFeedColumns=\"delta\" (_commit_version) or rename the table's column") if taken else \
+            ": keep both, they order a key's changes"
         raise tf.MissingColumnError(f"the batch has a change feed's {COMMIT_ORDER!r} but not its version column "
-                                    f"({' or '.join(FEED_VERSIONS)}): keep both, they order a key's changes")
+                                    f"({' or '.join(FEED_VERSIONS)}){why}")
     return [version[0], COMMIT_ORDER]
 
 

@@ -12,7 +12,11 @@ it); with neither, the changes committed after the latest version when the query
 snapshot with spark.read for that).
 
 Offsets are log positions `{"version": v, "index": i}`: every change of the versions up to `v`,
-and the first `i` parts (Table.change_plan of version v + 1 alone) of the next version. Rate
+and the first `i` parts (Table.change_plan of version v + 1 alone) of the next version; a
+mid-version offset (i > 0) has `"order": 2`, the part order it counts in (found rows' changes
+before inserts). One cut inside a version by an older release, without it, is refused with
+UnsupportedFormatVersionError (resuming it would lose and repeat changes); whole-version offsets
+of any release read on. Rate
 limits: `maxVersionsPerTrigger` (commits per micro-batch) and `maxRowsPerTrigger` (change records
 counted from the log, ChangePart.records; a batch takes at least one part), which may cut inside a
 version at a part boundary, as Delta's offsets cut between the files of a version. In mode "net"
@@ -42,8 +46,8 @@ from pyspark.sql.types import StructType
 
 import tableformat as tf
 
-from .changes import (ChangePartition, lower_keys, num_partitions, pack, read_part, row_options, timestamp_option,
-                      version_option)
+from .changes import (ChangePartition, lower_keys, num_partitions, pack, read_part, row_options, struct_type,
+                      timestamp_option, version_option)
 from .snapshots import storage_options_from
 from .stream_columns import StreamColumns
 
@@ -69,12 +73,34 @@ def _last_before(t: tf.Table, ts: int) -> int:
         return 0
 
 
+# The order of a version's parts a mid-version offset counts in (Table.change_plan's: changes to
+# found rows before inserts, since the change feed's _commit_order). An offset cut inside a version
+# by an older release counted another order: it cannot be resumed exactly (`_pos`).
+PART_ORDER = 2
+
+
 def _offset(version: int, index: int = 0) -> dict:
+    if index:
+        return {"version": int(version), "index": int(index), "order": PART_ORDER}
     return {"version": int(version), "index": int(index)}
 
 
 def _pos(offset: dict) -> tuple[int, int]:
-    return int(offset["version"]), int(offset.get("index", 0))
+    """An offset's (version, part index); a mid-version one of an older part order is refused."""
+    v, i = int(offset["version"]), int(offset.get("index", 0))
+    if i and offset.get("order") != PART_ORDER:
+        raise tf.UnsupportedFormatVersionError(
+            f"the stream's checkpoint holds offset {json.dumps(offset)}, cut inside version {v + 1} by an older "
+            f"release, which ordered a version's parts otherwise: resuming it would lose some of version "
+            f"{v + 1}'s changes and repeat others. Finish that version with the older release (a run without "
+            f"maxRowsPerTrigger ends on whole versions), or start a new checkpoint with startingVersion "
+            f"{v + 1} (version {v + 1}'s changes are delivered again: fine for an upsert sink)")
+    return v, i
+
+
+def _fields(schema: StructType) -> list:
+    """A Spark schema's names and types, the part a query fixes (nullability aside)."""
+    return [(f.name, f.dataType) for f in schema.fields]
 
 
 class StreamPartition(ChangePartition):
@@ -105,29 +131,35 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_versions = _limit(o, "maxVersionsPerTrigger")
         self.max_rows = _limit(o, "maxRowsPerTrigger")
         self.num_partitions = num_partitions(o)
-        self.stream_columns = self._stream_columns([f.name for f in schema.fields])
+        self.stream_columns = self._stream_columns(schema)
         self.target: int | None = None          # Trigger.AvailableNow: the last version to read
 
     def _table(self) -> tf.Table:
         return tf.open_table(self.uri, storage_options=self.storage_options)
 
-    def _stream_columns(self, names: list[str]) -> StreamColumns:
-        """The stream's columns: those the query's schema names (change_schema: the latest version's
-        when the query was defined), by ID. That is the latest's, unless ALTERs came since the query
-        was defined (one started again from the same DataFrame): then the schema before the latest
-        ALTER that names them, so such a query reads on too."""
+    def _stream_columns(self, schema: StructType) -> StreamColumns:
+        """The stream's columns: those the query's schema names and types (change_schema: the latest
+        version's when the query was defined), by ID. That is the latest's, unless ALTERs came since
+        the query was defined (one started again from the same DataFrame): then the newest schema
+        before them that has its names and types, so such a query reads on too. ALTERs are found by
+        the versions' schemas, not by their commits' operation labels (a writer names its own)."""
+        want = _fields(schema)
         t = self._table()
-        versions = [t.version] + [h.version - 1 for h in reversed(t.history()) if h.operation == "ALTER TABLE"]
-        for v in versions:
+        horizon, seen = t.snapshot().history_horizon, None
+        for v in range(t.version, max(horizon, 0) - 1, -1):
             try:
-                cols = StreamColumns(self._plan(t, v, v).header(), self.columns)
+                head = self._plan(t, v, v).header()
             except tf.HistoryExpiredError:
                 break
-            if cols.target.names == names:
-                return cols
-        raise tf.SchemaChangedError(f"the query's columns {names} are none of the table's columns since its history "
-                             "horizon: define the query again (spark.readStream...load()) and start it; it "
-                             "reads on from its checkpoint")
+            if head.schema == seen:
+                continue                        # no schema change at v: tried already
+            seen = head.schema
+            if _fields(struct_type(head, self.columns)) == want:
+                return StreamColumns(head, self.columns)
+        raise tf.SchemaChangedError(
+            f"the query's columns {schema.simpleString()} are none of the table's columns since its history "
+            "horizon: define the query again (spark.readStream...load()) and start it; it reads on from its "
+            "checkpoint")
 
     def _plan(self, t: tf.Table, start: int, end: int) -> tf.ChangePlan:
         return t.change_plan(start, end, self.mode, self.before_image, self.images, self.skipped)

@@ -80,11 +80,12 @@ class StreamColumns:
 
     def projection(self, head: tf.ChangePlan) -> Projection | None:
         """How a piece planned with `head` (its end version's columns) becomes the stream's rows;
-        None when it already has them."""
+        None when it already has them: the same fields and the same column IDs (names alike after a
+        drop and a rename are other columns)."""
         source = arrow_schema(head, self.columns)
-        if source.equals(self.target):
-            return None
         piece = {c.id: c.name for c in head.schema.columns}
+        if source.equals(self.target) and {n: i for i, n in piece.items()} == self.ids:
+            return None
         names = {piece[i]: n for n, i in self.ids.items() if i in piece}
         by_stream = {n: p for p, n in names.items()}
         sources = []

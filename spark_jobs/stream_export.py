@@ -15,6 +15,9 @@ one file per version and a watermark file, readable by any Parquet reader, but o
 Across an ALTER: a run's files are in the table's columns when it started, a batch from before
 the ALTER given in them by column ID (spark_jobs/stream_columns.py), so no ALTER stops the export,
 and files of runs on either side of one differ in columns (read with mergeSchema, or by name).
+mergeSchema lines up columns by name only: a column added is NULL in older files,
+but a rename gives two half-NULL columns (the old name in older files, the new one in newer), and
+a column dropped and added again with another type cannot merge; join those by hand.
 """
 from __future__ import annotations
 

@@ -51,7 +51,9 @@ yet exported, exactly once across kills and re-runs; read it through the sink's
 log (spark.read.parquet, or stream_export.committed_files). ALTERs never stop it:
 each run writes in the table's columns when it starts (a batch before an ALTER
 matched by column ID, spark_jobs/stream_columns.py), so read across them with
-mergeSchema.
+mergeSchema. That lines columns up by name only: enough for an added or dropped
+column, not for a rename (two half-NULL columns, old name and new) nor for a
+column dropped and added again with another type (it cannot merge): combine those.
 """
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .actions import Commit
+from ..format.errors import SchemaError
 from ..format.schema import Column, Schema
 from ..format.storage import Storage
 
@@ -35,12 +36,28 @@ FOUND, INSERTED = 0, 1
 
 
 def output_schema(cols: list[Column], before_image: bool, skipped: bool) -> pa.Schema:
+    """The change rows' fields (§9.2); a data column named as one of the feed's own fields is a
+    SchemaError (the rows could not tell them apart)."""
     fields = [pa.field("_op", pa.string()), pa.field("_version", pa.int64()), pa.field("_timestamp", TS_TYPE)] + \
         [pa.field(c.name, c.arrow_type) for c in cols] + [pa.field("_changed_columns", pa.list_(pa.string())),
                                                           pa.field(COMMIT_ORDER, pa.int64())] + \
         ([pa.field("_before_" + c.name, c.arrow_type) for c in cols] if before_image else []) + \
         ([pa.field("_reason", pa.string())] if skipped else [])
+    check_feed_names([f.name for f in fields])
     return pa.schema(fields)
+
+
+def check_feed_names(fields: Sequence[str], what: str = "change feed") -> None:
+    """A change feed whose data columns share a name with its own fields (`_op`, `_version`,
+    `_commit_order`, `_before_<column>`, ...) is refused: a typed error naming them, never two
+    fields of one name."""
+    seen, clash = set(), set()
+    for n in fields:
+        (clash if n in seen else seen).add(n)
+    if clash:
+        raise SchemaError(
+            f"the table's column(s) {sorted(clash)} have the names of the {what}'s own fields: its change rows "
+            "could not tell them apart. Rename them (Table.alter().rename_column) to read its changes")
 
 
 # `_op` labels, indexed by the ChangeOp codes of the finished table

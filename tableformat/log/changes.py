@@ -427,6 +427,7 @@ def plan_changes(handle: TableHandle, start, end=None, mode: str = "all", before
     end_state, start_state = handle.state_at(e), handle.state_at(s)
     commits = [handle.log.read_commit(v) for v in range(s + 1, e + 1)]
     parts = _plan_parts(start_state, commits, mode == "net" and not by_rowset, skipped, handle.state_at)
+    output_schema(list(end_state.schema.columns), before_image, skipped)     # its names checked
     return ChangePlan(s, e, mode, before_image, images, skipped, end_state.schema, parts)
 
 

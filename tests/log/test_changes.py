@@ -152,3 +152,19 @@ def test_a_commits_parts_hold_its_changes_to_found_rows_before_its_inserts(kv):
     got = [tf.compute_changes(tf.Storage(kv.uri), plan, p).to_pylist() for p in plan.parts]
     assert [[(c["_op"], c["key"], c["_commit_order"]) for c in rows] for rows in got] == \
         [[("delete", "a", 0)], [("insert", "a", 1)]]
+
+
+@pytest.mark.parametrize("name, before_image", [("_commit_order", False), ("_op", False), ("_version", False),
+                                                ("_before_k", True)])
+def test_a_data_column_named_as_a_change_feed_field_is_a_typed_error_naming_it(tmp_path, name, before_image):
+    """Review of #44: a `_commit_order` data column gave two fields of one name (and a sink that
+    could not order the feed); the change read is refused with the clash named, a rename the remedy."""
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema([tf.Column("k", "int64"),
+                                                        tf.Column(name, "int64", nullable=True)], primary_key="k"))
+    t.insert(pa.table({"k": pa.array([1], pa.int64()), name: pa.array([42], pa.int64())}))
+    for read in (t.changes, t.change_plan):
+        with pytest.raises(tf.SchemaError, match=f"{name}.*rename_column"):
+            read(0, before_image=before_image)
+    with t.alter() as a:
+        a.rename_column(name, "x")
+    assert t.changes(0, before_image=before_image).column("x").to_pylist() == [42]

@@ -180,3 +180,17 @@ def test_bad_options_are_typed_errors(spark, tmp_path, history):
     with pytest.raises(tf.HistoryExpiredError, match="no longer kept"):
         read_changes(spark, s.uri, 0)
     assert feed(spark, s.uri, startingVersion=s.state.history_horizon + 1).count() == 0
+
+
+def test_a_data_column_named_as_a_delta_change_column_is_a_typed_error_for_the_delta_columns(tmp_path):
+    """Review of #44: changeFeedColumns=delta over a table with such a column failed with an untyped
+    KeyError; it is a SchemaError naming the column, and the tableformat columns still read."""
+    from spark_jobs.changes import change_schema
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema([tf.Column("k", "int64"),
+                                                        tf.Column("_change_type", "string", nullable=True)],
+                                                       primary_key="k"))
+    t.insert(pa.table({"k": pa.array([1], pa.int64()), "_change_type": ["x"]}))
+    o = {"path": t.uri, "readChangeFeed": "true", "startingVersion": "0"}
+    with pytest.raises(tf.SchemaError, match="_change_type.*changeFeedColumns"):
+        change_schema({**o, "changeFeedColumns": "delta"})
+    assert "_change_type" in change_schema(o).fieldNames()

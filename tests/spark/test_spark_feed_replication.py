@@ -107,3 +107,37 @@ def test_a_commit_order_without_its_version_is_a_typed_error(tmp_path):
     with pytest.raises(tf.MissingColumnError, match="_commit_version or _version"):
         sink.write_arrow(reinsert_batch("_commit_version").drop(["_commit_version"]), 0)
     assert tf.open_table(b.uri).version == 0
+
+
+def test_a_target_with_its_own_feed_columns_takes_them_as_data_or_names_the_clash(tmp_path):
+    """Review of #44: a target with a `_commit_order` column takes the batch's as data (no feed
+    sort); one with a `_version` column leaves a tableformat-columns feed without its version: the
+    error says the target took it and how to read the feed instead."""
+    cols = [tf.Column("k", "int64"), tf.Column("v", "string", nullable=True)]
+    mine = tf.create_table(str(tmp_path / "o"), tf.Schema(cols + [tf.Column("_commit_order", "int64", nullable=True)],
+                                                          primary_key="k"))
+    BatchCommitter(mine.uri, op_column="op", app_id="feed").write_arrow(
+        reinsert_batch("_commit_version").drop(["_commit_version"]).slice(0, 1), 0)
+    assert tf.open_table(mine.uri).to_arrow().column("_commit_order").to_pylist() == \
+        reinsert_batch("_commit_version").column("_commit_order").to_pylist()[:1]
+    versioned = tf.create_table(str(tmp_path / "v"), tf.Schema(cols + [tf.Column("_version", "int64", nullable=True)],
+                                                               primary_key="k"))
+    with pytest.raises(tf.MissingColumnError, match="table's own column.*_version.*changeFeedColumns"):
+        BatchCommitter(versioned.uri, op_column="op", app_id="feed").write_arrow(reinsert_batch("_version"), 0)
+    assert tf.open_table(versioned.uri).version == 0
+
+
+def test_a_null_commit_order_sorts_last_in_the_local_and_the_spark_path_alike(spark, tmp_path):
+    """Review of #44: a skipped row's NULL `_commit_order` sorted last in the local (pyarrow) path
+    but first in the Spark path (orderBy asc): the same batch ended in another row."""
+    batch = pa.table({"k": pa.array([1, 1], pa.int64()), "v": ["null order", "order 0"],
+                      "_version": pa.array([5, 5], pa.int64()), "_commit_order": pa.array([None, 0], pa.int64()),
+                      "op": ["upsert", "upsert"]})
+    got = []
+    for name, local_rows in (("local", 100), ("spark", 0)):
+        t = tf.create_table(str(tmp_path / name), tf.Schema(
+            [tf.Column("k", "int64"), tf.Column("v", "string", nullable=True)], primary_key="k"))
+        UpsertSink(t.uri, op_column="op", app_id=name, local_rows=local_rows)(
+            spark.createDataFrame(batch.to_pandas()), 0)
+        got.append(tf.open_table(t.uri).to_arrow().to_pylist())
+    assert got == [[{"k": 1, "v": "null order"}]] * 2

@@ -328,3 +328,129 @@ def test_a_starting_timestamp_before_the_table_was_created_reads_every_change(sp
     sink = Collector()
     run(spark, t.uri, tmp_path / "c", sink, startingTimestamp="2020-01-01T00:00:00")
     assert canon(sink.all()) == canon(t.changes(0))
+
+
+def reader(uri, **opts):
+    """A stream reader on the driver alone (the query's schema: change_schema, as load() gives it)."""
+    from spark_jobs.changes import change_schema
+    from spark_jobs.stream import ChangeStreamReader
+    o = {"path": uri, "readChangeFeed": "true", **{k: str(v) for k, v in opts.items()}}
+    return ChangeStreamReader(o, change_schema(o))
+
+
+def drain(r, start, limit=None) -> tuple[list, dict]:
+    """Every micro-batch from `start` as Spark would plan them (latestOffset, partitions, read): the
+    rows of each batch and the last offset."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    batches = []
+    while (end := r.latestOffset(start, limit or ReadAllAvailable())) != start:
+        got = [b for p in r.partitions(start, end) for b in r.read(p)]
+        batches.append(pa.Table.from_batches(got).to_pylist() if got else [])
+        start = end
+    return batches, start
+
+
+def test_a_running_stream_matches_a_batch_by_column_id_even_when_its_names_and_types_are_the_streams():
+    """Review of #44: a batch whose columns had the stream's names and types (drop a, rename b to a,
+    add b) was taken as is, by name: id 2's update went to `a`; by ID it is the stream's `b`."""
+    import tempfile
+    sch = tf.Schema([tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True),
+                     tf.Column("b", "int64", nullable=True)], primary_key="k")
+    t = tf.create_table(tempfile.mkdtemp() + "/t", sch)
+    t.insert(ints(k=[1], a=[10], b=[20]))
+    r = reader(t.uri, startingVersion=1)
+    _, off = drain(r, r.initialOffset())
+    with t.alter() as a:
+        a.drop_column("a")
+    with t.alter() as a:
+        a.rename_column("b", "a")
+    with t.alter() as a:
+        a.add_column("b", "int64", nullable=True)
+    t.update(ints(k=[1], a=[21]), columns=["a"])                 # id 2: the stream's b
+    (got,), _ = drain(r, off)
+    assert [(x["a"], x["b"], x["_changed_columns"]) for x in got] == [(None, 21, ["b"])]
+
+
+def test_a_column_dropped_and_added_again_with_its_name_and_type_is_null_in_a_running_stream():
+    """The re-added column is another column (another ID): NULL in the stream, as a dropped one."""
+    import tempfile
+    t = tf.create_table(tempfile.mkdtemp() + "/t", tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1], a=[10]))
+    r = reader(t.uri, startingVersion=1)
+    _, off = drain(r, r.initialOffset())
+    with t.alter() as a:
+        a.drop_column("a")
+    with t.alter() as a:
+        a.add_column("a", "int64", nullable=True)
+    t.insert(ints(k=[2], a=[22]))
+    (got,), _ = drain(r, off)
+    assert [(x["k"], x["a"]) for x in got] == [(2, None)]
+
+
+def test_a_query_defined_before_a_column_came_back_with_another_type_reads_on_in_its_types():
+    """Review of #44: the lookback matched the query by names alone, so `a` dropped and added again as
+    a string kept the latest (string) schema under a bigint query: Spark's untyped
+    DATA_SOURCE_RETURN_SCHEMA_MISMATCH. The query's own schema (version 1's) is found by names and
+    types; its `a` is another column ID, NULL."""
+    import tempfile
+    from spark_jobs.changes import change_schema
+    from spark_jobs.stream import ChangeStreamReader
+    t = tf.create_table(tempfile.mkdtemp() + "/t", tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1], a=[10]))
+    o = {"path": t.uri, "readChangeFeed": "true", "startingVersion": "1"}
+    query = change_schema(o)                               # defined now: a bigint
+    with t.alter() as a:
+        a.drop_column("a")
+    with t.alter() as a:
+        a.add_column("a", "string", nullable=True)
+    t.insert(pa.table({"k": pa.array([2], pa.int64()), "a": ["x"]}))
+    r = ChangeStreamReader(o, query)
+    assert r.stream_columns.target.field("a").type == pa.int64()
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+    batches, _ = drain(r, r.initialOffset(), ReadMaxFiles(1))       # one version a batch
+    assert [(x["k"], x["a"]) for b in batches for x in b] == [(1, 10), (2, None)]
+
+
+def test_the_lookback_finds_an_alter_by_its_schema_whatever_its_commits_operation_label():
+    """Review of #44: a rename committed as "SCHEMA MIGRATION" (commit_fragments names its operation)
+    was not taken for an ALTER: a false SchemaChangedError for a query defined before it."""
+    import tempfile
+    from spark_jobs.changes import change_schema
+    from spark_jobs.stream import ChangeStreamReader
+    t = tf.create_table(tempfile.mkdtemp() + "/t", tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("a", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1], a=[10]))
+    o = {"path": t.uri, "readChangeFeed": "true", "startingVersion": "1"}
+    query = change_schema(o)
+    alter = t.alter()
+    alter.rename_column("a", "b")
+    t.commit_fragments([t.snapshot().write_alter(alter)], "SCHEMA MIGRATION")
+    t.update(ints(k=[1], b=[11]))
+    batches, _ = drain(ChangeStreamReader(o, query), {"version": 0, "index": 0})
+    assert sorted((x["_version"], x["k"], x["a"]) for b in batches for x in b) == [(1, 1, 10), (3, 1, 11)]
+
+
+def test_a_mid_version_offset_of_the_older_part_order_is_refused_and_new_ones_resume_exactly(tmp_path):
+    """Review of #44: a version's parts are now ordered found rows' changes first, so an offset an
+    older release cut inside a version ("first i parts", no order marker) would resume into another
+    list: one change lost, one repeated. It is refused; whole-version offsets and new ones read on."""
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+    t = tf.create_table(str(tmp_path / "t"), tf.Schema(
+        [tf.Column("k", "int64"), tf.Column("v", "int64", nullable=True)], primary_key="k"))
+    t.insert(ints(k=[1, 2], v=[1, 2]))
+    t.apply(pa.table({"k": pa.array([1, 3], pa.int64()), "v": pa.array([None, 3], pa.int64()),
+                      "op": ["delete", "insert"]}), op_column="op")      # v2: a found row's part, an insert's
+    r = reader(t.uri, startingVersion=2, maxRowsPerTrigger=1)
+    with pytest.raises(tf.UnsupportedFormatVersionError, match="startingVersion 2"):
+        r.latestOffset({"version": 1, "index": 1}, ReadMaxRows(1))
+    with pytest.raises(tf.UnsupportedFormatVersionError, match="inside version 2"):
+        r.partitions({"version": 1, "index": 0}, {"version": 1, "index": 1})
+    batches, end = drain(r, {"version": 1, "index": 0}, ReadMaxRows(1))   # a whole-version offset
+    assert [[(x["_op"], x["k"]) for x in b] for b in batches] == [[("delete", 1)], [("insert", 3)]]
+    assert end == {"version": 2, "index": 0}
+    mid = r.latestOffset({"version": 1, "index": 0}, ReadMaxRows(1))
+    assert mid == {"version": 1, "index": 1, "order": 2}
+    rest, _ = drain(r, mid)                                               # resumed from it
+    assert [(x["_op"], x["k"]) for b in rest for x in b] == [("insert", 3)]
