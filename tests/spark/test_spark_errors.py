@@ -341,3 +341,16 @@ def test_typed_error_of_an_exception_whose_jvm_is_gone_is_none():
     exc = RuntimeError("An error occurred while calling o38.sql")
     exc.java_exception = GoneJavaObject()
     assert typed_error(exc) is None
+
+
+def test_a_python_read_of_a_table_replaced_since_the_dataframe_is_table_replaced(spark, tmp_path):
+    """It read 0 rows: the plan's rowset ids were applied to the new table at the path."""
+    import shutil
+    from spark_jobs.read import read_table
+    t = _table(tmp_path)
+    read, unread = read_table(spark, t.uri, path="python"), read_table(spark, t.uri, path="python")
+    assert read.count() == 2                          # its scan is planned; `unread`'s is not yet
+    shutil.rmtree(tmp_path / "t")
+    _table(tmp_path)                                  # another table (table_id) at the path, at the same version
+    for df in (unread, read):                         # 0 rows; CorruptFileError (a file gone)
+        _typed(tf.TableReplacedError, r"was replaced after the DataFrame was defined .* read it again", df.collect)
