@@ -105,6 +105,8 @@ def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Ti
         s = value.strip()
         if _DIGITS.fullmatch(s.removeprefix("-")):      # "-1" is a version no log holds (resolve refuses it)
             n = int(_digits(s.removeprefix("-"), what, "version", VersionNotFoundError))
+            if s[0] == "-" and n == 0:                  # "-0" named version 0; AsOf.java refuses it alike
+                raise VersionNotFoundError(f"version {s} does not exist; versions start at 0")
             return -n if s[0] == "-" else n
         if s[:3].lower() == "ts:" and _DIGITS.fullmatch(s[3:].strip()):
             return Timestamp(int(_digits(s[3:].strip(), what, "timestamp", TimestampAfterLatestError)))

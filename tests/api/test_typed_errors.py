@@ -335,3 +335,10 @@ def test_a_missing_commit_zero_is_named_not_taken_for_no_table(t, tmp_path):
         tf.open_table(t.uri)
     with pytest.raises(tf.TableNotFoundError, match=r"no table at .* \(no _log/ commits\)"):
         tf.open_table(str(tmp_path / "none"))
+
+
+@pytest.mark.parametrize("text", ["-0", " -000 "])
+def test_minus_zero_is_version_not_found_not_version_0(text):
+    """'-0' read version 0; any leading '-' is a version no log holds (AsOf.java refuses it alike)."""
+    with pytest.raises(tf.VersionNotFoundError, match=rf"^version {text.strip()} does not exist; versions start at 0$"):
+        tf.parse_as_of(text)

@@ -39,7 +39,12 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
     String s = text.strip();
     if (DIGITS.matcher(s).matches()) return version(clamped(s));
     // "-1" is a version no log holds: the resolver refuses it (VersionNotFoundError), as the engine does
-    if (s.startsWith("-") && DIGITS.matcher(s.substring(1)).matches()) return version(-clamped(s.substring(1)));
+    if (s.startsWith("-") && DIGITS.matcher(s.substring(1)).matches()) {
+      long n = clamped(s.substring(1));
+      // "-0" named version 0: refused as the engine refuses it (mvcc.parse_as_of)
+      if (n == 0) throw new VersionNotFoundError("version " + s + " does not exist; versions start at 0");
+      return version(-n);
+    }
     if (s.length() > 3 && s.substring(0, 3).equalsIgnoreCase("ts:")) {
       String m = s.substring(3).strip();
       if (DIGITS.matcher(m).matches()) return timestamp(clamped(m));

@@ -17,6 +17,10 @@ class ErrorClassesTest {
   @Test
   void aNegativeVersionIsAVersionNotFoundErrorNotATagName() throws Exception {
     assertEquals(AsOf.version(-1), AsOf.parse("-1"));
+    for (String zero : new String[] {"-0", " -000 "}) {   // version 0 before: the engine refuses it alike
+      VersionNotFoundError z = assertThrows(VersionNotFoundError.class, () -> AsOf.parse(zero));
+      assertEquals("version " + zero.strip() + " does not exist; versions start at 0", z.getMessage());
+    }
     assertEquals(AsOf.version(-Long.MAX_VALUE), AsOf.parse("-99999999999999999999"));
     LogReader r = TestLog.standard(dir).reader();
     VersionNotFoundError e = assertThrows(VersionNotFoundError.class, () -> Mvcc.stateAt(r, AsOf.parse("-1")));
