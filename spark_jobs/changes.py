@@ -152,8 +152,15 @@ class ChangeOptions:
     def plan(self, uri: str, storage_options: dict | None) -> tf.ChangePlan:
         """The change read planned from the log (on the driver: no data is read)."""
         t = tf.open_table(uri, storage_options=storage_options)
-        plan = t.change_plan(self.start, self.end, self.mode, self.before_image, self.images, self.skipped)
-        if self.starting_version is not None and self.starting_version > plan.end:
+        sv, start = self.starting_version, self.start
+        if sv is not None and sv > t.version + 1:        # the stream's check and wording (stream.py)
+            raise tf.VersionNotFoundError(
+                f"startingVersion {sv} does not exist; versions are 0..{t.version} (a change read may also "
+                f"start at {t.version + 1}, the next commit: it reads no rows)")
+        if sv is not None and sv == t.version + 1:       # the next commit, as the stream accepts it: no rows
+            start = t.version
+        plan = t.change_plan(start, self.end, self.mode, self.before_image, self.images, self.skipped)
+        if sv is not None and sv > plan.end + (sv == t.version + 1):
             raise tf.InvalidOptionError(f"startingVersion {self.starting_version} is after the last version "
                                         f"read, {plan.end}")
         return plan
