@@ -150,7 +150,9 @@ class ChangeOptions:
         return cls(start, end, starting_version, *row_options(o))
 
     def plan(self, uri: str, storage_options: dict | None) -> tf.ChangePlan:
-        """The change read planned from the log (on the driver: no data is read)."""
+        """The change read planned from the log (on the driver: no data is read). startingVersion
+        is checked as the stream checks it: past the next commit is VersionNotFoundError; the next
+        commit itself reads no rows (it has none yet), as a stream started there does."""
         t = tf.open_table(uri, storage_options=storage_options)
         sv, start = self.starting_version, self.start
         if sv is not None and sv > t.version + 1:        # the stream's check and wording (stream.py)
