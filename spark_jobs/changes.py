@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -67,12 +68,20 @@ def _bool(raw: Any, name: str) -> bool:
 
 
 def version_option(raw: Any, name: str) -> int:
+    """ASCII digits only, as as_of reads them (specs/format.md §9.1): str.isdigit took '٣' as 3 and
+    let '²' or 5000 digits through to a bare ValueError of int()."""
     s = str(raw).strip()
-    if s[:1] == "-" and s[1:].isdigit():        # a version no log holds: the class as_of=-1 gets
-        raise tf.VersionNotFoundError(f"option {name!r}: version {s} does not exist; versions start at 0")
-    if not s.isdigit():
-        raise tf.InvalidOptionError(f"option {name!r} must be a version number (0 or more), got {raw!r}")
-    return int(s)
+    if s[:1] == "-" and _ASCII_DIGITS.fullmatch(s[1:]):      # a version no log holds: the class as_of=-1 gets
+        raise tf.VersionNotFoundError(f"option {name!r}: version {s[:40]} does not exist; versions start at 0")
+    if not _ASCII_DIGITS.fullmatch(s):
+        raise tf.InvalidOptionError(f"option {name!r} must be a version number (0 or more), got {raw!r:.80}")
+    n = s.lstrip("0") or "0"
+    if len(n) > 40:                                           # far past any int64 version; int() refuses 4300+
+        raise tf.VersionNotFoundError(f"option {name!r}: version {n[:20]}... ({len(n)} digits) does not exist")
+    return int(n)
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
 
 
 def timestamp_option(raw: Any, name: str) -> tf.Timestamp:
@@ -141,10 +150,19 @@ class ChangeOptions:
         return cls(start, end, starting_version, *row_options(o))
 
     def plan(self, uri: str, storage_options: dict | None) -> tf.ChangePlan:
-        """The change read planned from the log (on the driver: no data is read)."""
+        """The change read planned from the log (on the driver: no data is read). startingVersion
+        is checked as the stream checks it: past the next commit is VersionNotFoundError; the next
+        commit itself reads no rows (it has none yet), as a stream started there does."""
         t = tf.open_table(uri, storage_options=storage_options)
-        plan = t.change_plan(self.start, self.end, self.mode, self.before_image, self.images, self.skipped)
-        if self.starting_version is not None and self.starting_version > plan.end:
+        sv, start = self.starting_version, self.start
+        if sv is not None and sv > t.version + 1:        # the stream's check and wording (stream.py)
+            raise tf.VersionNotFoundError(
+                f"startingVersion {sv} does not exist; versions are 0..{t.version} (a change read may also "
+                f"start at {t.version + 1}, the next commit: it reads no rows)")
+        if sv is not None and sv == t.version + 1:       # the next commit, as the stream accepts it: no rows
+            start = t.version
+        plan = t.change_plan(start, self.end, self.mode, self.before_image, self.images, self.skipped)
+        if sv is not None and sv > plan.end + (sv == t.version + 1):
             raise tf.InvalidOptionError(f"startingVersion {self.starting_version} is after the last version "
                                         f"read, {plan.end}")
         return plan

@@ -113,6 +113,11 @@ def _to_predicate(f, snap):
     return term
 
 
+def _replaced(uri: str, planned: str, now: str) -> tf.TableReplacedError:
+    return tf.TableReplacedError(f"the table at {uri!r} was replaced after the DataFrame was defined (it was "
+                                 f"table {planned}, it is now {now}); read it again")
+
+
 class TableFormatReader(DataSourceReader):
     def __init__(self, options: dict, schema: StructType):
         self.uri = options["path"]
@@ -126,6 +131,9 @@ class TableFormatReader(DataSourceReader):
         snap = open_snapshot(self.uri, self.storage_options, self.as_of)
         self.version = snap.version
         self.table_id = snap.table_id
+        planned = options.get("table_id")       # read_table's plan was made on this table (§9.5)
+        if planned and planned != snap.table_id:
+            raise _replaced(self.uri, planned, snap.table_id)
 
     def pushFilters(self, filters):
         for f in filters:
@@ -148,9 +156,18 @@ class TableFormatReader(DataSourceReader):
     def read(self, partition: ScanPartition) -> Iterator[pa.RecordBatch]:
         if not partition.rowset:
             return
-        snap = open_snapshot(partition.uri, json.loads(partition.options), partition.version, partition.table_id)
+        options = json.loads(partition.options)
+        snap = open_snapshot(partition.uri, options, partition.version, partition.table_id)
         scanner = snap.scan(self.columns, self.filters or None)
-        yield from scanner.read_task(scanner.task(partition.rowset, partition.start, partition.stop)).to_batches()
+        try:
+            batches = scanner.read_task(scanner.task(partition.rowset, partition.start, partition.stop)).to_batches()
+        except tf.CorruptFileError:
+            # a file gone since planning: the table re-created at the path is TableReplacedError (§9.5)
+            now = tf.open_table(partition.uri, storage_options=options).table_id
+            if now != partition.table_id:
+                raise _replaced(partition.uri, partition.table_id, now) from None
+            raise
+        yield from batches
 
 
 @dataclass

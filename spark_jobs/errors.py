@@ -25,7 +25,9 @@ from typing import Any
 
 import tableformat as tf
 
-_NAMED = re.compile(r"tableformat\.(?:format\.)?errors\.(\w+): (.*)")   # the error's module: tableformat.format.errors
+# the error's module in a traceback's text: tableformat.format.errors (a Python worker), tableformat.log (the
+# JVM's class, in a stream's or Spark Connect's text: "tableformat.log.X: msg", "(tableformat.log.X) msg")
+_NAMED = re.compile(r"\(?tableformat\.(?:(?:format\.)?errors|log)\.(\w+)(?::|\)) (.*)")
 _COUNT = re.compile(r"^(\d+) key\(s\)")
 _JVM_BASE = "tableformat.log.TableFormatError"     # the JVM reader's base class (TableFormatError.java)
 _MAX_CHAIN = 32                                    # causes followed, far past any Spark wrapping
@@ -36,23 +38,29 @@ def typed_error(exc: BaseException) -> tf.TableFormatError | None:
     the same message; None when it carries none."""
     if isinstance(exc, tf.TableFormatError):
         return exc
+    from py4j.protocol import Py4JError
     for e in _python_chain(exc):
         java = getattr(e, "java_exception", None)          # py4j's Py4JJavaError
         found = _jvm_error(java) if java is not None else None
         if found is not None:
             return found
-    return _named_in_message(str(exc))
+    try:
+        text = str(exc)                        # a captured exception's text asks the JVM for its stack trace
+    except (Py4JError, OSError):               # the JVM is gone: py4j's error, or the refused connection
+        return None
+    return _named_in_message(text)
 
 
 def _python_chain(exc: BaseException) -> Iterator[BaseException]:
-    """exc, then what it was raised from or while handling (pyspark raises its converted exception
-    `from None` while handling Py4J's: the `__context__` holds the Java exception)."""
+    """exc, then what it was raised from, or the exception pyspark converted (it raises its own
+    `from None` while handling Py4J's: `__context__` with `__suppress_context__`). Never an
+    exception that was merely being handled when another error was raised: that one is unrelated."""
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen and len(seen) < _MAX_CHAIN:
         seen.add(id(e))
         yield e
-        e = e.__cause__ or e.__context__
+        e = e.__cause__ or (e.__context__ if e.__suppress_context__ else None)
 
 
 def _jvm_error(java: Any) -> tf.TableFormatError | None:
@@ -67,7 +75,7 @@ def _jvm_error(java: Any) -> tf.TableFormatError | None:
             if name is not None:
                 return _engine_error(name, str(t.getMessage() or ""))
             t = t.getCause()
-    except Py4JError:                         # the JVM is gone (a stopped session): nothing left to ask
+    except (Py4JError, OSError):              # the JVM is gone (a stopped session): nothing left to ask
         return None
     return None
 

@@ -143,7 +143,8 @@ def _python_planned(spark, uri: str, storage_options: dict | None, snap, filter:
         log.warning("read_table %s version %d: %d of %d rowsets read through the Python data source (%s)",
                     storage, plan.version, len(fallback), len(plan.rowsets),
                     "; ".join(f"{n}: {r}" for r, n in reasons.items()))
-        parts.append(_python_part(spark, uri, storage_options, plan, [r.id for r in fallback], read_names))
+        parts.append(_python_part(spark, uri, storage_options, plan, [r.id for r in fallback], read_names,
+                                  snap.table_id))
     return _union(spark, parts, snap.schema, read_names)
 
 
@@ -214,13 +215,15 @@ def _union(spark, parts: list, schema: tf.Schema, read_names: list[str]):
 
 
 def _python_part(spark, uri: str, storage_options: dict | None, plan: tf.ReadPlan, rowset_ids: list,
-                 names: list):
-    """Just these rowsets of the same version through the `tableformat` data source."""
+                 names: list, table_id: str):
+    """Just these rowsets of the same version of the same table (`table_id`: a table re-created at
+    the path since is TableReplacedError, specs/format.md §9.5) through the `tableformat` data source."""
     import json
     from .datasource import NAME, register
     register(spark)         # and Python filter pushdown on: the reader defines pushFilters
     r = (spark.read.format(NAME).schema(spark_schema(plan.schema, names))
-         .option("as_of", str(plan.version)).option("rowsets", ",".join(rowset_ids)))
+         .option("as_of", str(plan.version)).option("rowsets", ",".join(rowset_ids))
+         .option("table_id", table_id))
     if storage_options:
         r = r.option("storage_options", json.dumps(storage_options))
     return r.load(uri)

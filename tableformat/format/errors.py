@@ -26,7 +26,8 @@ class InvalidIdentifierError(SchemaError):
 
 class SchemaChangedError(SchemaError):
     """A DataFrame, view or stream planned on one schema reads a version whose columns differ (a
-    column dropped, renamed or re-typed since: columns match by ID, specs/format.md §11). Define
+    column dropped, renamed or re-typed since; for a stream, one added too: columns match by ID,
+    specs/format.md §11). Define
     the DataFrame or view again, or restart the query. The JVM reader raises the same class."""
 
 

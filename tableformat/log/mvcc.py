@@ -121,7 +121,9 @@ def parse_as_of(value: Any, what: str = "as_of", tags: bool = False) -> int | Ti
     if isinstance(value, str):
         s = value.strip()
         if _DIGITS.fullmatch(s.removeprefix("-")):      # "-1" is a version no log holds (resolve refuses it)
-            n = int(_digits(s.removeprefix("-"), what, "version", VersionNotFoundError))
+            n = int(_digits(s, what, "version", VersionNotFoundError))
+            if s[0] == "-" and n == 0:                  # "-0" named version 0; AsOf.java refuses it alike
+                raise VersionNotFoundError(f"version {s} does not exist; versions start at 0")
             return -n if s[0] == "-" else n
         if s[:3].lower() == "ts:" and _DIGITS.fullmatch(s[3:].strip()):
             return Timestamp(int(_digits(s[3:].strip(), what, "timestamp", TimestampAfterLatestError)))
@@ -170,9 +172,10 @@ _MAX_DIGITS = 40      # far past any int64 version or timestamp, far below Pytho
 def _digits(s: str, what: str, name: str, error: type) -> str:
     """A number too long for Python's int() (a bare ValueError past 4300 digits) names no version
     or time of any table: refused as one the log does not have (specs/format.md §9.1)."""
-    n = s.lstrip("0") or "0"
+    sign = "-" if s.startswith("-") else ""                 # "-" and 45 nines lost its sign
+    n = s.removeprefix("-").lstrip("0") or "0"
     if len(n) > _MAX_DIGITS:
-        raise error(f"{what}: {name} {n[:20]}... ({len(n)} digits) does not exist")
+        raise error(f"{what}: {name} {sign}{n[:20]}... ({len(n)} digits) does not exist")
     return n
 
 

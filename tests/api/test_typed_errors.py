@@ -335,3 +335,18 @@ def test_a_missing_commit_zero_is_named_not_taken_for_no_table(t, tmp_path):
         tf.open_table(t.uri)
     with pytest.raises(tf.TableNotFoundError, match=r"no table at .* \(no _log/ commits\)"):
         tf.open_table(str(tmp_path / "none"))
+
+
+@pytest.mark.parametrize("text", ["-0", " -000 "])
+def test_minus_zero_is_version_not_found_not_version_0(text):
+    """'-0' read version 0; any leading '-' is a version no log holds (AsOf.java refuses it alike)."""
+    with pytest.raises(tf.VersionNotFoundError, match=rf"^version {text.strip()} does not exist; versions start at 0$"):
+        tf.parse_as_of(text)
+
+
+def test_a_negative_version_too_long_for_any_log_keeps_its_sign():
+    with pytest.raises(tf.VersionNotFoundError, match=r"^as_of: version -99999999999999999999\.\.\. \(45 digits\) "
+                                                      r"does not exist$"):
+        tf.parse_as_of("-" + "9" * 45)
+    with pytest.raises(tf.VersionNotFoundError, match=r"^as_of: version 99999999999999999999\.\.\. \(45 digits\)"):
+        tf.parse_as_of("000" + "9" * 45)

@@ -154,12 +154,27 @@ def metadata_views(spark, cfg):
     return spark.sql("SELECT version FROM src__history").toArrow()
 
 
+def typed_jvm_error(spark, cfg):
+    """The catalog's TagNotFoundError over Connect (an UnknownException naming the JVM's class in its
+    text) given back by typed_error: it gave None."""
+    from spark_jobs.errors import typed_error
+    spark.conf.set("spark.sql.catalog.lake", "tableformat.catalog.TableFormatCatalog")
+    spark.conf.set("spark.sql.catalog.lake.warehouse", os.path.dirname(cfg["src"]))
+    try:
+        spark.sql(f"SELECT * FROM lake.{os.path.basename(cfg['src'])} VERSION AS OF 'nope'").collect()
+    except Exception as e:  # noqa: BLE001 - typed below, the test asserts on it
+        got = typed_error(e)
+        return {"raised": type(e).__name__, "type": type(got).__name__, "message": str(got)}
+    return {"raised": None}
+
+
 STEPS = {"session": session, "read_table": read_table, "format_read": format_read, "register": register,
          "catalog": catalog,
          "insert": insert, "merge": merge, "format_write": format_write, "stream_source": stream_source,
          "sink": sink, "upsert_sink": upsert_sink, "upsert_sink_query_id": upsert_sink_query_id,
          "read_changes": read_changes, "compact": compact, "change_export": change_export,
-         "stream_export": stream_export, "backfill": backfill, "metadata_views": metadata_views}
+         "stream_export": stream_export, "backfill": backfill, "metadata_views": metadata_views,
+         "typed_jvm_error": typed_jvm_error}
 
 
 if __name__ == "__main__":

@@ -194,3 +194,10 @@ def test_backfill_and_metadata_views_over_connect(connect_run):
     assert canon(result(connect_run, "backfill")) == canon(v1)
     assert sorted(result(connect_run, "metadata_views")["version"].to_pylist()) == \
         [h.version for h in sorted(src.history(), key=lambda h: h.version)]
+
+
+def test_a_jvm_error_over_connect_is_typed(connect_run):
+    """typed_error of the catalog's error on a Connect session: the text names tableformat.log.X."""
+    got = result(connect_run, "typed_jvm_error")
+    assert got["type"] == "TagNotFoundError", got
+    assert got["message"].startswith("no tag 'nope' in this table"), got

@@ -330,14 +330,112 @@ def test_a_schema_changed_since_a_dataframe_or_view_is_schema_changed(spark, tmp
 
 
 def test_typed_error_of_an_exception_whose_jvm_is_gone_is_none():
-    """A Java exception object outlives its JVM (a stopped session): asking it anything fails with
-    Py4J's own error, which typed_error must not raise in place of the one it was given."""
+    """A Java exception object outlives its JVM (a stopped session, its gateway shut down): asking it
+    anything raises py4j's error, or ConnectionRefusedError (an OSError) once the gateway is shut
+    down, and so does a captured exception's str(); typed_error raised that in place of the error
+    it was given."""
     from py4j.protocol import Py4JNetworkError
 
-    class GoneJavaObject:
-        def __getattr__(self, name):
-            raise Py4JNetworkError("Answer from Java side is empty")
+    for gone in (Py4JNetworkError("Answer from Java side is empty"), ConnectionRefusedError(111, "refused")):
+        class GoneJavaObject:
+            def __getattr__(self, name, gone=gone):
+                raise gone
 
-    exc = RuntimeError("An error occurred while calling o38.sql")
-    exc.java_exception = GoneJavaObject()
-    assert typed_error(exc) is None
+        class Captured(Exception):
+            def __str__(self, gone=gone):            # pyspark's asks the JVM for the stack trace
+                raise gone
+
+        for exc in (RuntimeError("An error occurred while calling o38.sql"), Captured()):
+            exc.java_exception = GoneJavaObject()
+            assert typed_error(exc) is None
+
+
+
+
+def test_a_python_read_of_a_table_replaced_since_the_dataframe_is_table_replaced(spark, tmp_path):
+    """It read 0 rows: the plan's rowset ids were applied to the new table at the path."""
+    import shutil
+    from spark_jobs.read import read_table
+    t = _table(tmp_path)
+    read, unread = read_table(spark, t.uri, path="python"), read_table(spark, t.uri, path="python")
+    assert read.count() == 2                          # its scan is planned; `unread`'s is not yet
+    shutil.rmtree(tmp_path / "t")
+    _table(tmp_path)                                  # another table (table_id) at the path, at the same version
+    for df in (unread, read):                         # 0 rows; CorruptFileError (a file gone)
+        _typed(tf.TableReplacedError, r"was replaced after the DataFrame was defined .* read it again", df.collect)
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_typed_error_never_takes_an_error_that_was_being_handled(spark, tmp_path):
+    """An error raised while handling a tableformat error is not that error: typed_error gave back
+    the TagNotFoundError in place of the handler's own AnalysisException or KeyError."""
+    from helpers import spark_catalog
+    _versions(tmp_path)
+    c = spark_catalog(spark, tmp_path / "wh")
+
+    def masked(handler):
+        try:
+            spark.sql(f"SELECT * FROM {c}.ns.t VERSION AS OF 'nope'").collect()
+        except Exception:  # noqa: BLE001 - the handler's own error is the one raised
+            handler()
+
+    def missing():
+        spark.sql("SELECT * FROM no_such_table").collect()
+
+    def bug():
+        raise KeyError("bug in handler")
+
+    for handler, raised in ((missing, r"TABLE_OR_VIEW_NOT_FOUND"), (bug, r"bug in handler")):
+        with pytest.raises(Exception, match=raised) as info:
+            with typed_errors():
+                masked(handler)
+        assert not isinstance(info.value, tf.TableFormatError)
+        assert typed_error(info.value) is None
+
+
+@pytest.mark.usefixtures("jvm_connector")
+def test_a_jvm_error_inside_a_streaming_query_is_typed(spark, tmp_path):
+    """foreachBatch reading tableformat-jvm: the StreamingQueryException (and q.exception()) hold the
+    JVM's error only as text, `tableformat.log.TagNotFoundError: ...`, which typed_error missed."""
+    t = _versions(tmp_path)
+
+    def batch(df, _id):
+        _jvm(spark, t.uri, as_of="tag:nope")
+
+    q = (spark.readStream.format("rate").option("rowsPerSecond", 1).load().writeStream.foreachBatch(batch)
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(once=True).start())
+    match = r"^no tag 'nope' in this table"
+    got = _typed(tf.TagNotFoundError, match, q.awaitTermination)
+    assert str(got) == str(typed_error(q.exception()))
+
+
+def test_a_starting_version_is_ascii_digits_with_typed_errors():
+    """str.isdigit took '٣' as 3, and '²' or 5000 digits reached int()'s bare ValueError."""
+    from spark_jobs.changes import version_option
+    assert version_option(" 0042 ", "startingVersion") == 42
+    for raw in ("٣", "²", "-٣", "3.0", ""):
+        with pytest.raises(tf.InvalidOptionError, match=r"^option 'startingVersion' must be a version number"):
+            version_option(raw, "startingVersion")
+    with pytest.raises(tf.VersionNotFoundError, match=r"^option 'startingVersion': version 55555555555555555555\.\.\. "
+                                                      r"\(5000 digits\) does not exist$"):
+        version_option("5" * 5000, "startingVersion")
+    with pytest.raises(tf.VersionNotFoundError, match=r"version -0 does not exist"):
+        version_option("-0", "startingVersion")
+
+
+def test_a_batch_change_read_checks_its_start_as_the_stream_does(spark, tmp_path):
+    """startingVersion 7 of a table at version 3 said "version 6 does not exist"; 4 (the next commit,
+    which the stream accepts) was an InvalidOptionError."""
+    from spark_jobs.datasource import NAME, register
+    register(spark)
+    t = _versions(tmp_path)
+    t.insert(pa.table({"id": pa.array([4], pa.int64()), "v": [4.0]}))
+
+    def read(start):
+        return (spark.read.format(NAME).option("readChangeFeed", "true").option("startingVersion", start)
+                .load(t.uri).collect())
+
+    _typed(tf.VersionNotFoundError, r"^startingVersion 7 does not exist; versions are 0\.\.3 \(a change read may "
+                                    r"also start at 4, the next commit: it reads no rows\)$", lambda: read(7))
+    assert read(4) == []
+    assert len(read(3)) == 1

@@ -37,9 +37,14 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
   public static AsOf parse(String text) {
     if (text == null || text.isBlank()) return null;
     String s = text.strip();
-    if (DIGITS.matcher(s).matches()) return version(clamped(s));
+    if (DIGITS.matcher(s).matches()) return version(s, clamped(s));
     // "-1" is a version no log holds: the resolver refuses it (VersionNotFoundError), as the engine does
-    if (s.startsWith("-") && DIGITS.matcher(s.substring(1)).matches()) return version(-clamped(s.substring(1)));
+    if (s.startsWith("-") && DIGITS.matcher(s.substring(1)).matches()) {
+      long n = clamped(s.substring(1));
+      // "-0" named version 0: refused as the engine refuses it (mvcc.parse_as_of)
+      if (n == 0) throw new VersionNotFoundError("version " + s + " does not exist; versions start at 0");
+      return version(s, -n);
+    }
     if (s.length() > 3 && s.substring(0, 3).equalsIgnoreCase("ts:")) {
       String m = s.substring(3).strip();
       if (DIGITS.matcher(m).matches()) return timestamp(clamped(m));
@@ -60,6 +65,18 @@ public record AsOf(Kind kind, long value, String tag, boolean explicitTag) {
     }
     throw new InvalidOptionError("as_of '" + text + "' is not a version number, ts:<microseconds>, an ISO "
         + "date-time such as 2024-05-01T12:00:00Z or tag:<name>");
+  }
+
+  /** A version number past a long keeps its text (in {@code tag}): the resolver's message names the
+   * version the engine's names (§9.5), not Long.MAX_VALUE. */
+  private static AsOf version(String text, long v) {
+    if (Math.abs(v) != Long.MAX_VALUE) return version(v);
+    return new AsOf(Kind.VERSION, v, new BigInteger(text).toString(), false);
+  }
+
+  /** The version as the engine's messages name it. */
+  public String versionText() {
+    return tag != null ? tag : Long.toString(value);
   }
 
   /** A number past a long names no version or time of any table: Long.MAX_VALUE, which the

@@ -66,7 +66,7 @@ public final class Mvcc {
       }
       case VERSION -> {
         if (asOf.value() < 0 || asOf.value() > last.version())
-          throw new VersionNotFoundError("version " + asOf.value() + " does not exist; versions are 0.."
+          throw new VersionNotFoundError("version " + asOf.versionText() + " does not exist; versions are 0.."
               + last.version());
         return asOf.value();
       }

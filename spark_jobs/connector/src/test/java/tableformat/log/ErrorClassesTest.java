@@ -17,8 +17,15 @@ class ErrorClassesTest {
   @Test
   void aNegativeVersionIsAVersionNotFoundErrorNotATagName() throws Exception {
     assertEquals(AsOf.version(-1), AsOf.parse("-1"));
-    assertEquals(AsOf.version(-Long.MAX_VALUE), AsOf.parse("-99999999999999999999"));
+    for (String zero : new String[] {"-0", " -000 "}) {   // version 0 before: the engine refuses it alike
+      VersionNotFoundError z = assertThrows(VersionNotFoundError.class, () -> AsOf.parse(zero));
+      assertEquals("version " + zero.strip() + " does not exist; versions start at 0", z.getMessage());
+    }
     LogReader r = TestLog.standard(dir).reader();
+    for (String big : new String[] {"-99999999999999999999", "0099999999999999999999"}) {   // was Long.MAX_VALUE
+      VersionNotFoundError b = assertThrows(VersionNotFoundError.class, () -> Mvcc.stateAt(r, AsOf.parse(big)));
+      assertEquals("version " + big.replace("00", "") + " does not exist; versions are 0..4", b.getMessage());
+    }
     VersionNotFoundError e = assertThrows(VersionNotFoundError.class, () -> Mvcc.stateAt(r, AsOf.parse("-1")));
     assertEquals(VersionNotFoundError.class, e.getClass());
     assertEquals("version -1 does not exist; versions are 0..4", e.getMessage());
