@@ -150,19 +150,16 @@ class ChangeOptions:
         return cls(start, end, starting_version, *row_options(o))
 
     def plan(self, uri: str, storage_options: dict | None) -> tf.ChangePlan:
-        """The change read planned from the log (on the driver: no data is read). startingVersion
-        is checked as the stream checks it: past the next commit is VersionNotFoundError; the next
-        commit itself reads no rows (it has none yet), as a stream started there does."""
+        """The change read planned from the log (on the driver: no data is read). A startingVersion
+        past the next commit is a version that does not exist (the stream's words); the next commit
+        itself has no changes yet, so a batch read of it is refused as after the last version read
+        (a stream may start there: it waits for that commit)."""
         t = tf.open_table(uri, storage_options=storage_options)
-        sv, start = self.starting_version, self.start
+        sv = self.starting_version
         if sv is not None and sv > t.version + 1:        # the stream's check and wording (stream.py)
-            raise tf.VersionNotFoundError(
-                f"startingVersion {sv} does not exist; versions are 0..{t.version} (a change read may also "
-                f"start at {t.version + 1}, the next commit: it reads no rows)")
-        if sv is not None and sv == t.version + 1:       # the next commit, as the stream accepts it: no rows
-            start = t.version
-        plan = t.change_plan(start, self.end, self.mode, self.before_image, self.images, self.skipped)
-        if sv is not None and sv > plan.end + (sv == t.version + 1):
+            raise tf.VersionNotFoundError(f"startingVersion {sv} does not exist; versions are 0..{t.version}")
+        plan = t.change_plan(self.start, self.end, self.mode, self.before_image, self.images, self.skipped)
+        if sv is not None and sv > plan.end:
             raise tf.InvalidOptionError(f"startingVersion {self.starting_version} is after the last version "
                                         f"read, {plan.end}")
         return plan
