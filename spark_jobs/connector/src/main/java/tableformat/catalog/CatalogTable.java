@@ -27,7 +27,7 @@ import tableformat.log.TableState;
  * state it was loaded at, and its reads. Unpinned (no time travel), each scan plans the version
  * that is latest when the query is optimized, so a Table object Spark keeps (a DataFrame, a
  * view's plan) still sees later commits; pinned ({@code VERSION AS OF}, a tag, a timestamp),
- * it reads its one version. Writes are refused, naming the Spark job that does them.
+ * it reads its one version. INSERT appends with the key enforced ({@link TableWrite}).
  */
 public final class CatalogTable implements SupportsRead, SupportsWrite, SupportsRowLevelOperations {
   private final String name;
@@ -113,7 +113,9 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
 
   @Override
   public Set<TableCapability> capabilities() {
-    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE);
+    // TRUNCATE and OVERWRITE_BY_FILTER so that INSERT OVERWRITE reaches TableWrite's refusal, which names the alternatives
+    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE,
+        TableCapability.OVERWRITE_BY_FILTER);
   }
 
   @Override
@@ -134,7 +136,10 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    throw ReadOnly.refuse("INSERT", ReadOnly.INSERT);
+    if (asOf != null)
+      throw new InvalidOptionError("table " + name() + " is a version of the past (VERSION AS OF / TIMESTAMP AS OF): "
+          + "write to the table itself");
+    return new TableWrite(name, uri, latest(), info);
   }
 
   @Override

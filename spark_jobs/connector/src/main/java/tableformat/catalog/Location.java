@@ -63,4 +63,31 @@ final class Location {
     out.sort(null);
     return out;
   }
+
+  static boolean hasChildren(String uri, Configuration conf) {
+    try {
+      return fs(uri, conf).listStatus(new Path(uri)).length > 0;
+    } catch (FileNotFoundException e) {
+      return false;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  static void mkdirs(String uri, Configuration conf) {
+    try {
+      fs(uri, conf).mkdirs(new Path(uri));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Delete a directory and everything in it. */
+  static void delete(String uri, Configuration conf) {
+    try {
+      fs(uri, conf).delete(new Path(uri), true);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
 }
