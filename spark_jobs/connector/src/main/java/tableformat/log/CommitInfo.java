@@ -17,7 +17,7 @@ public record CommitInfo(long version, long timestamp, String operation, JsonNod
   }
 
   /** A commit file's line of history. */
-  static CommitInfo ofCommit(JsonNode d) {
+  public static CommitInfo ofCommit(JsonNode d) {
     JsonNode rv = d.get("read_version");
     return new CommitInfo(Fields.integer(d, "version"), Fields.integer(d, "timestamp"), Fields.text(d, "operation"),
         d.get("counts"), rv == null || !rv.isIntegralNumber() ? null : rv.asLong());

@@ -10,7 +10,7 @@ import java.util.TreeMap;
 public record DeltaFile(String path, long size, String kind, String rowset, long numRecords, long deleteCount,
                         long reinsertCount, Map<Integer, Long> updateCounts, long minTs, long maxTs,
                         boolean hasTsColumn, Long crc32) {
-  static DeltaFile of(JsonNode d) {
+  public static DeltaFile of(JsonNode d) {
     Map<Integer, Long> counts = new TreeMap<>();
     JsonNode uc = Fields.get(d, "update_counts");
     if (!uc.isObject()) throw new CorruptFileError("update_counts of delta " + d.get("path") + " is not an object");

@@ -49,11 +49,11 @@ public final class LogReader {
   /** A state and the history up to it. */
   public record Loaded(TableState state, List<CommitInfo> history) {}
 
-  static String commitPath(long v) {
+  public static String commitPath(long v) {
     return String.format("%s/%020d.json", LOG, v);
   }
 
-  static String checkpointPath(long v) {
+  public static String checkpointPath(long v) {
     return String.format("%s/%020d.checkpoint.json", LOG, v);
   }
 
@@ -66,7 +66,7 @@ public final class LogReader {
   }
 
   /** Commit {@code v} as written, checked; null when it does not exist (read by name, no listing). */
-  JsonNode readCommit(long v) {
+  public JsonNode readCommit(long v) {
     byte[] raw = store.read(commitPath(v));
     return raw == null ? null : checkedCommit(raw, v);
   }

@@ -15,7 +15,7 @@ public final class Replay {
   private Replay() {}
 
   /** The state after {@code commit} (version {@code prev.version + 1}; prev null for version 0). */
-  static TableState apply(TableState prev, JsonNode commit, String path) {
+  public static TableState apply(TableState prev, JsonNode commit, String path) {
     long version = Fields.integer(commit, "version");
     long ts = Fields.integer(commit, "timestamp");
     TableState s;
@@ -45,7 +45,8 @@ public final class Replay {
     Map.Entry<String, JsonNode> e = a.fields().next();
     JsonNode b = e.getValue();
     switch (e.getKey()) {
-      case "metadata", "skipped", "txn" -> { }   // txn (v6): a writer's record, nothing a read uses
+      case "metadata", "skipped" -> { }
+      case "txn" -> s.txns.put(Fields.text(b, "app_id"), Fields.integer(b, "version"));   // (v6) reads ignore it
       case "add_rowset" -> {
         RowSet r = RowSet.of(b);
         if (r.createdTs() == null) r = r.withCreatedTs(ts);
@@ -112,6 +113,10 @@ public final class Replay {
     for (Iterator<Map.Entry<String, JsonNode>> it = d.path("tags").fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> t = it.next();
       s.tags.put(t.getKey(), new long[] {t.getValue().get(0).asLong(), t.getValue().get(1).asLong()});
+    }
+    for (Iterator<Map.Entry<String, JsonNode>> it = d.path("txns").fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> t = it.next();
+      s.txns.put(t.getKey(), t.getValue().asLong());
     }
     return s;
   }

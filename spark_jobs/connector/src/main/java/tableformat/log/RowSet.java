@@ -13,7 +13,7 @@ import java.util.List;
  */
 public record RowSet(String id, String tablet, long numRows, byte[] minKey, byte[] maxKey, List<FileRef> base,
                      FileRef pkIndex, JsonNode stats, Long createdTs, Long liveUntil, FileRef bloom) {
-  static RowSet of(JsonNode d) {
+  public static RowSet of(JsonNode d) {
     List<FileRef> base = new ArrayList<>();
     for (JsonNode f : Fields.get(d, "base")) base.add(FileRef.of(f));
     return new RowSet(Fields.text(d, "id"), Fields.text(d, "tablet"), Fields.integer(d, "num_rows"),

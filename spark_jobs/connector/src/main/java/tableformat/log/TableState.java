@@ -31,6 +31,8 @@ public final class TableState {
   long historyHorizon;
   long historyGcTs;
   final LinkedHashMap<String, long[]> tags = new LinkedHashMap<>();
+  /** (v6) app id -> the newest transaction version a {@code txn} action recorded for it (§8.2). */
+  final LinkedHashMap<String, Long> txns = new LinkedHashMap<>();
   Long readTs;
 
   TableState() {}
@@ -51,6 +53,7 @@ public final class TableState {
     s.historyHorizon = historyHorizon;
     s.historyGcTs = historyGcTs;
     s.tags.putAll(tags);
+    s.txns.putAll(txns);
     s.readTs = readTs;
     return s;
   }
@@ -89,6 +92,15 @@ public final class TableState {
 
   /** Tags: name -> (version, timestamp). */
   public Map<String, long[]> tags() { return Collections.unmodifiableMap(tags); }
+
+  /** Application transactions: app id -> newest version recorded (§8.2 {@code txn}). */
+  public Map<String, Long> txns() { return Collections.unmodifiableMap(txns); }
+
+  /** The newest transaction version recorded for {@code appId}; -1 if none (Python's txn_version). */
+  public long txnVersion(String appId) { return txns.getOrDefault(appId, -1L); }
+
+  /** A live rowset by id, or null. */
+  public RowSet rowset(String id) { return rowsets.get(id); }
 
   public boolean isTagged(long v) {
     for (long[] t : tags.values()) if (t[0] == v) return true;

@@ -41,7 +41,7 @@ public final class PkIndexSeek implements KeySeek {
     if (key == null) return dflt;
     if (Arrays.compareUnsigned(key, rs.minKey()) <= 0) return 0;
     if (Arrays.compareUnsigned(key, rs.maxKey()) > 0) return rs.numRows();
-    if (keys.isEmpty()) keys.addAll(read(rs.pkIndex()));
+    if (keys.isEmpty()) keys.addAll(keys(store, rs.pkIndex()));
     int lo = 0, hi = keys.size();
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
@@ -51,7 +51,8 @@ public final class PkIndexSeek implements KeySeek {
     return lo;
   }
 
-  private List<byte[]> read(FileRef ref) {
+  /** Every key of a PK index in rowid order (so sorted), the file's size and CRC-32 checked (§6). */
+  public static List<byte[]> keys(LogStore store, FileRef ref) {
     byte[] raw = store.read(ref.path());
     if (raw == null) throw new CorruptFileError("PK index file " + ref.path() + " is missing");
     if (raw.length != ref.size())
