@@ -118,8 +118,6 @@ def test_each_query_reads_the_latest_version(spark, tmp_path):
     ("UPDATE {t} SET v = 1.0 WHERE k = 1", "spark_jobs.merge"),
     ("MERGE INTO {t} USING (SELECT 1L AS k, 2.0 AS v, 'y' AS s) u ON {t}.k = u.k "
      "WHEN MATCHED THEN UPDATE SET v = u.v", "spark_jobs.merge"),
-    ("CREATE TABLE {c}.ns.new (k bigint)", "tableformat.create_table"),
-    ("DROP TABLE {t}", "A table is its directory"),
 ])
 def test_writes_through_the_catalog_are_refused_naming_the_job(spark, tmp_path, sql, job):
     t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)

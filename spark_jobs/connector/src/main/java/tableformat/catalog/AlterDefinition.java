@@ -13,14 +13,13 @@ import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import tableformat.log.InvalidOptionError;
 import tableformat.log.PartitionSchemaError;
-import tableformat.log.RowSet;
 import tableformat.log.SchemaError;
 import tableformat.log.TableState;
 import tableformat.plan.ColumnType;
 
 /**
- * An ALTER TABLE as the actions of one {@code alter} commit (specs/format.md §11, §16): the complete
- * new definition, plus a {@code remove_rowset} for each rowset of a dropped range partition. The
+ * An ALTER TABLE as the action of one {@code alter} commit (specs/format.md §11, §16): the complete
+ * new definition (the committer removes the rowsets of a dropped range partition). The
  * engine's {@code AlterTable} rules: column IDs never reused, key columns never dropped, a non-null
  * added column needs a default, which older rows read; ranges added without overlap, dropped by
  * their exact bounds.
@@ -33,7 +32,7 @@ final class AlterDefinition {
   static final String DROP_RANGE = "drop_range_partition";
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
-  static ArrayNode apply(TableState state, TableChange[] changes) {
+  static ObjectNode apply(TableState state, TableChange[] changes) {
     ObjectNode schema = state.schema().deepCopy();
     ObjectNode partitioning = state.partitioning().deepCopy();
     ObjectNode properties = state.properties() == null ? F.objectNode() : (ObjectNode) state.properties().deepCopy();
@@ -52,12 +51,9 @@ final class AlterDefinition {
     alter.set("schema", schema);
     alter.set("partitioning", partitioning);
     alter.set("properties", properties);
-    ArrayNode actions = F.arrayNode();
-    actions.addObject().set("alter", alter);
-    List<String> dropped = droppedRanges(state.partitioning(), partitioning);
-    for (RowSet rs : state.rowsets())
-      if (dropped.contains(rs.tablet().split("-")[0])) actions.addObject().putObject("remove_rowset").put("id", rs.id());
-    return actions;
+    ObjectNode action = F.objectNode();
+    action.set("alter", alter);
+    return action;       // the committer removes the rowsets of dropped tablets (§11)
   }
 
   private static String one(String[] fieldNames) {
@@ -211,16 +207,5 @@ final class AlterDefinition {
   private static boolean same(JsonNode stored, byte[] b) {
     byte[] s = hex(stored);
     return s == null ? b == null : b != null && Arrays.equals(s, b);
-  }
-
-  /** The range-partition tablet prefixes ({@code r<id>}) in {@code before} and not in {@code after}. */
-  static List<String> droppedRanges(JsonNode before, JsonNode after) {
-    List<String> kept = new ArrayList<>(), out = new ArrayList<>();
-    after.get("ranges").forEach(r -> kept.add("r" + r.get("id").asInt()));
-    before.get("ranges").forEach(r -> {
-      String id = "r" + r.get("id").asInt();
-      if (!kept.contains(id)) out.add(id);
-    });
-    return out;
   }
 }
