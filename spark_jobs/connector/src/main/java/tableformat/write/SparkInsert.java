@@ -82,23 +82,23 @@ public final class SparkInsert {
     java.util.Arrays.fill(out, "");
     java.util.Map<String, java.util.TreeMap<String, Integer>> byTablet = new java.util.LinkedHashMap<>();
     for (int i = 0; i < out.length; i++)
-      byTablet.computeIfAbsent(tablets.get(i), t -> new java.util.TreeMap<>()).put(keysHex.get(i), i);
+      byTablet.computeIfAbsent(tablets.get(i), t -> new java.util.TreeMap<>()).put(keysHex.get(i).toLowerCase(), i);
     for (java.util.Map.Entry<String, java.util.TreeMap<String, Integer>> e : byTablet.entrySet()) {
       KeyCheck check = checks.get(e.getKey());
       if (check == null) continue;
-      List<byte[]> ks = new ArrayList<>();
-      for (String h : e.getValue().keySet()) ks.add(java.util.HexFormat.of().parseHex(h));
-      ks.sort(java.util.Arrays::compareUnsigned);
-      byte[][] arr = ks.toArray(new byte[0][]);
+      // lower-case hex orders as the unsigned bytes it spells: the map's order is the keys' order
+      byte[][] arr = new byte[e.getValue().size()][];
+      int[] at = new int[arr.length];
+      int j = 0;
+      for (java.util.Map.Entry<String, Integer> k : e.getValue().entrySet()) {
+        arr[j] = java.util.HexFormat.of().parseHex(k.getKey());
+        at[j++] = k.getValue();
+      }
       int[] which = new int[arr.length];
       long[] rowid = new long[arr.length];
       check.find(arr, 0, arr.length, which, rowid);
-      for (int j = 0; j < arr.length; j++) {
-        if (which[j] < 0) continue;
-        String r = check.rowsets().get(which[j]).id() + ":" + rowid[j];
-        for (java.util.Map.Entry<String, Integer> k : e.getValue().entrySet())
-          if (java.util.Arrays.equals(java.util.HexFormat.of().parseHex(k.getKey()), arr[j])) out[k.getValue()] = r;
-      }
+      for (j = 0; j < arr.length; j++)
+        if (which[j] >= 0) out[at[j]] = check.rowsets().get(which[j]).id() + ":" + rowid[j];
     }
     return java.util.Arrays.asList(out);
   }
