@@ -45,14 +45,18 @@ RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, samp
 def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail", error_path: str | None = None,
                        storage_options: dict | None = None, max_restarts: int = 3,
                        partitions: int | None = None, txn: tuple[str, int] | None = None,
-                       operation: str | None = None) -> tf.WriteResult:
+                       operation: str | None = None, path: str = "auto") -> tf.WriteResult:
     """Insert a DataFrame into a table in one commit. on_duplicate: 'fail', 'ignore' or 'collect'.
 
     A commit that concurrent writers invalidate (an ALTER; with 'ignore', a key of ours inserted
     or a skipped key deleted meanwhile) runs the job again on the new snapshot. `partitions`:
     the number of write tasks (default spark.sql.shuffle.partitions), independent of tablets. `txn`
     (app id, version) records a streaming batch in the commit (`Table.commit_fragments`); `operation`
-    is the commit's name in the history (default INSERT, or INSERT_IGNORE; a stream sink's batch: its own)."""
+    is the commit's name in the history (default INSERT, or INSERT_IGNORE; a stream sink's batch: its own).
+    `path`: 'auto' (the JVM when the session can, `jvm_insert_reason`), 'jvm' (InvalidOptionError
+    naming why it cannot) or 'python'."""
+    if path not in ("auto", "jvm", "python"):
+        raise tf.InvalidOptionError(f"path must be auto, jvm or python, got {path!r}")
     if operation is not None and (not isinstance(operation, str) or not operation):
         raise tf.InvalidOptionError(f"operation must be a non-empty string, got {operation!r}")
     if on_duplicate not in ("fail", "ignore", "collect"):
@@ -78,7 +82,9 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
     def check(snap, rows):
         snap.write_insert(rows, "ignore" if on_duplicate == "ignore" else "fail")
     table = tf.open_table(uri, storage_options=storage_options)
-    why = jvm_insert_reason(spark, df, table, storage_options, on_duplicate)
+    why = "path='python'" if path == "python" else jvm_insert_reason(spark, df, table, storage_options, on_duplicate)
+    if why is not None and path == "jvm":
+        raise tf.InvalidOptionError(f"the insert cannot run in the JVM: {why}")
     jvm = None
     if why is None:
         log.info("partitioned_insert into %s: JVM path (tableformat.write.SparkInsert)", table.name)
