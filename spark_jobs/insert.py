@@ -12,19 +12,29 @@ with the engine's key-level requirements.
 Duplicates fail the job, are skipped and counted, or are written to an error
 path: the caller picks.
 
+Where the session has the JVM connector (with its rowset writers), the rows never
+cross into Python: `tableformat.write.SparkInsert` ranges and sorts them by key in
+the JVM and writes each task's rowsets there, returning the same fragments, which
+this driver commits as before (`jvm_insert_reason` says when it cannot; one log
+line names the path that ran).
+
     python -m spark_jobs.insert --table /data/metrics --input /data/new.parquet [--on-duplicate ignore]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 from typing import Any
 
 import tableformat as tf
 
+from .jvm_paths import configure_s3a, jvm_path, jvm_unreadable, s3a_ready
 from .session import get_spark
-from .writes import (TABLET_COL, collect_rows, commit_fragments, insert_task, refuse_committed_txn, run_job,
-                     sorted_by_key)
+from .writes import (TABLET_COL, collect_rows, commit_fragments, insert_task, native_key_order,
+                     refuse_committed_txn, run_job, sorted_by_key)
+
+log = logging.getLogger(__name__)
 
 # the executor and driver halves live in `writes`; these names stay importable from here
 __all__ = ["partitioned_insert", "main", "TABLET_COL", "collect_rows", "commit_fragments",
@@ -35,14 +45,18 @@ RESULT_SCHEMA = "fragment string, files string, rows long, duplicates long, samp
 def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail", error_path: str | None = None,
                        storage_options: dict | None = None, max_restarts: int = 3,
                        partitions: int | None = None, txn: tuple[str, int] | None = None,
-                       operation: str | None = None) -> tf.WriteResult:
+                       operation: str | None = None, path: str = "auto") -> tf.WriteResult:
     """Insert a DataFrame into a table in one commit. on_duplicate: 'fail', 'ignore' or 'collect'.
 
     A commit that concurrent writers invalidate (an ALTER; with 'ignore', a key of ours inserted
     or a skipped key deleted meanwhile) runs the job again on the new snapshot. `partitions`:
     the number of write tasks (default spark.sql.shuffle.partitions), independent of tablets. `txn`
     (app id, version) records a streaming batch in the commit (`Table.commit_fragments`); `operation`
-    is the commit's name in the history (default INSERT, or INSERT_IGNORE; a stream sink's batch: its own)."""
+    is the commit's name in the history (default INSERT, or INSERT_IGNORE; a stream sink's batch: its own).
+    `path`: 'auto' (the JVM when the session can, `jvm_insert_reason`), 'jvm' (InvalidOptionError
+    naming why it cannot) or 'python'."""
+    if path not in ("auto", "jvm", "python"):
+        raise tf.InvalidOptionError(f"path must be auto, jvm or python, got {path!r}")
     if operation is not None and (not isinstance(operation, str) or not operation):
         raise tf.InvalidOptionError(f"operation must be a non-empty string, got {operation!r}")
     if on_duplicate not in ("fail", "ignore", "collect"):
@@ -67,8 +81,72 @@ def partitioned_insert(spark: Any, df: Any, uri: str, on_duplicate: str = "fail"
                                 {"inserted": sum(r["rows"] for r in results), "ignored": dups}, txn, version)
     def check(snap, rows):
         snap.write_insert(rows, "ignore" if on_duplicate == "ignore" else "fail")
+    table = tf.open_table(uri, storage_options=storage_options)
+    why = "path='python'" if path == "python" else jvm_insert_reason(spark, df, table, storage_options, on_duplicate)
+    if why is not None and path == "jvm":
+        raise tf.InvalidOptionError(f"the insert cannot run in the JVM: {why}")
+    jvm = None
+    if why is None:
+        log.info("partitioned_insert into %s: JVM path (tableformat.write.SparkInsert)", table.name)
+
+        def jvm(version, table_id):
+            return jvm_insert_results(spark, df, table.storage, version, table_id, on_duplicate, partitions)
+    else:
+        log.info("partitioned_insert into %s: Python path (%s)", table.name, why)
     return run_job(spark, df, uri, storage_options, True, make_task, RESULT_SCHEMA, finish, max_restarts, "insert",
-                   partitions, native=True, check=check)
+                   partitions, native=True, check=check, jvm=jvm)
+
+
+def jvm_insert_reason(spark: Any, df: Any, table: tf.Table, storage_options: dict | None,
+                      on_duplicate: str) -> str | None:
+    """Why this insert cannot run in the JVM (None: it can): the session lacks the connector or
+    its rowset writers, the JVM cannot open the table's storage, rejected rows go to an error
+    path (written from Python), or the input's columns are not exactly the table's Spark types
+    with keys Spark orders as the engine encodes them (`native_key_order`; varchar lengths and
+    casts are the Python engine's checks)."""
+    if on_duplicate == "collect":
+        return "on_duplicate='collect' writes the rejected rows from Python"
+    from .connector import loaded
+    why = loaded(spark)
+    if why is not None:
+        return why
+    try:
+        jvm = spark._jvm
+    except Exception:            # Spark Connect: no py4j gateway to the JVM
+        jvm = None
+    if jvm is None:
+        return "the session has no py4j gateway (Spark Connect)"
+    if not jvm.tableformat.write.SparkInsert.available():
+        return "the connector has no JVM rowset writer"
+    storage = table.storage
+    s3 = s3a_ready(spark, storage)
+    why = jvm_unreadable(storage, ["s3", "s3a"] if s3 else [])
+    if why is not None:
+        return why
+    schema = table.schema
+    if native_key_order(df, schema, len(table.snapshot().tablet_ids)) is None:
+        return "the key columns are not given as types Spark orders as the engine, or the table has many tablets"
+    from .snapshots import spark_type
+    given = {f.name: f.dataType for f in df.schema.fields}
+    if set(given) != set(schema.names):
+        return "the input's columns are not exactly the table's"
+    for c in schema.columns:
+        if c.type.kind == "varchar" or given[c.name] != spark_type(c.type):
+            return f"column {c.name!r} is given as {given[c.name].simpleString()}, not as the table's type"
+    if s3:
+        configure_s3a(spark, storage, storage_options)
+    return None
+
+
+def jvm_insert_results(spark: Any, df: Any, storage: tf.Storage, version: int, table_id: str | None,
+                       on_duplicate: str, partitions: int | None) -> list[dict]:
+    """The insert's tasks run in the JVM (`tableformat.write.SparkInsert.run`) on `version`: one
+    result per task, as `insert_task`'s (fragment and files decoded)."""
+    from .errors import typed_errors
+    with typed_errors():
+        out = spark._jvm.tableformat.write.SparkInsert.run(df._jdf, jvm_path(storage, "").rstrip("/"), version,
+                                                           table_id, on_duplicate, int(partitions or 0))
+    return [json.loads(r) for r in out]
 
 
 def main(argv=None) -> None:

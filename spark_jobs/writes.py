@@ -392,19 +392,27 @@ def session_arrow_options(spark: Any) -> dict:
 def run_job(spark: Any, df: Any, uri: str, storage_options: dict | None, strict: bool,
             make_task: Callable, result_schema: str, finish: Callable, max_restarts: int, what: str,
             partitions: int | None = None, keep_order: bool = False, native: bool = False,
-            check: Callable[[tf.Snapshot, pa.Table], Any] | None = None):
+            check: Callable[[tf.Snapshot, pa.Table], Any] | None = None,
+            jvm: Callable[[int, str | None], list[dict]] | None = None):
     """A distributed write: plan on a fresh snapshot, lay the rows out sorted by (tablet, key)
     (`sorted_by_key`; with `native`, by the key columns alone when Spark orders them as the
     engine does, `native_key_order`), run `make_task(version, table_id)` over each partition
     (one result row each, fragment and files as JSON), then `finish(table, version, results)`
     commits.
     RestartRequired runs the job again. `check(snapshot, rows)` plans the write on no rows of the
-    input's types on the driver first (`check_input_types`), so a type error fails before any task."""
+    input's types on the driver first (`check_input_types`), so a type error fails before any task.
+    `jvm(version, table_id)`: the tasks run in the JVM instead (`insert.jvm_insert_results`), giving
+    the same results."""
     for attempt in range(max_restarts + 1):
         table = tf.open_table(uri, storage_options=storage_options)
         if check is not None and attempt == 0:
             check_input_types(df.schema, partial(check, table.snapshot()), **session_arrow_options(spark))
         version, table_id = table.version, table.table_id
+        if jvm is not None:
+            try:
+                return finish(table, version, jvm(version, table_id))
+            except tf.RestartRequired:
+                continue
         key = native_key_order(df, table.schema, len(table.snapshot().tablet_ids)) if native else None
         if key:             # Spark lays the rows out alone: the input crosses into Python once
             from pyspark.sql import functions as F

@@ -26,7 +26,7 @@ public final class RowIdSet {
     }
   }
 
-  boolean get(long row) {
+  public boolean get(long row) {
     if (row < 0 || row >= LIMIT) return false;
     int p = (int) (row >>> PAGE_BITS);
     return p < pages.length && pages[p] != null && (pages[p][(int) (row & 0xFFFF) >>> 6] & (1L << (row & 63))) != 0;

@@ -5,7 +5,7 @@ import java.util.regex.Pattern;
 import tableformat.log.CorruptFileError;
 
 /** A column type as the schema JSON names it (specs/format.md §2.1): kind, decimal precision and scale. */
-public record ColumnType(String kind, int precision, int scale) {
+public record ColumnType(String kind, int precision, int scale) implements java.io.Serializable {
   private static final Pattern DECIMAL = Pattern.compile("decimal\\((\\d+),\\s*(\\d+)\\)");
   private static final Pattern VARCHAR = Pattern.compile("varchar\\((\\d+)\\)");
 

@@ -8,7 +8,11 @@ public final class Murmur2 {
   private static final int R = 47;
 
   public static long hash64(byte[] data, long seed) {
-    int len = data.length;
+    return hash64(data, data.length, seed);
+  }
+
+  /** The hash of the first {@code len} bytes of {@code data}. */
+  public static long hash64(byte[] data, int len, long seed) {
     long h = seed ^ (len * M);
     int full = len / 8;
     for (int i = 0; i < full; i++) {
