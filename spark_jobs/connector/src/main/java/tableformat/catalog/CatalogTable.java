@@ -139,7 +139,7 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     if (asOf != null)
       throw new InvalidOptionError("table " + name() + " is a version of the past (VERSION AS OF / TIMESTAMP AS OF): "
           + "write to the table itself");
-    throw ReadOnly.refuse("INSERT", ReadOnly.INSERT);   // TableWrite lands with the JVM insert task
+    return new TableWrite(name, uri, latest(), info);
   }
 
   @Override
