@@ -1,0 +1,168 @@
+"""INSERT INTO through the catalog (issue #45 item 2, specs/format.md §16): a key-enforced append in
+one commit, written by the JVM rowset writers and committed by the JVM committer, read back by the
+engine exactly; duplicates, NULL keys and overwrites refused with nothing committed."""
+import datetime
+import decimal
+import os
+
+import pyarrow as pa
+import pytest
+
+import tableformat as tf
+from spark_jobs.errors import typed_error
+
+from helpers import spark_catalog as catalog
+
+pyspark = pytest.importorskip("pyspark")
+
+pytestmark = pytest.mark.usefixtures("jvm_connector")
+
+
+def files_under(root) -> set[str]:
+    out = set()
+    for d, _, fs in os.walk(os.path.join(root, "tablets")):
+        out |= {os.path.join(d, f) for f in fs}
+    return out
+
+
+def make(spark, tmp_path, ddl_cols="k BIGINT NOT NULL, v DOUBLE, s STRING, PRIMARY KEY (k)", part="") -> tuple[str, str]:
+    c = catalog(spark, tmp_path / "wh")
+    spark.sql(f"CREATE TABLE {c}.t ({ddl_cols}) {part}")
+    return f"{c}.t", str(tmp_path / "wh" / "t")
+
+
+def test_insert_values_is_one_commit_the_engine_reads(spark, tmp_path):
+    t, uri = make(spark, tmp_path)
+    spark.sql(f"INSERT INTO {t} VALUES (3, 3.5, 'c'), (1, 1.5, 'a'), (2, NULL, NULL)")
+    table = tf.open_table(uri)
+    assert table.version == 1
+    h = table.history()[-1]
+    assert h.operation == "INSERT" and h.counts.get("inserted") == 3
+    assert table.scan().to_arrow().sort_by("k").to_pylist() == [
+        {"k": 1, "v": 1.5, "s": "a"}, {"k": 2, "v": None, "s": None}, {"k": 3, "v": 3.5, "s": "c"}]
+    assert table.check().ok
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT k, v FROM {t}").collect()) == [(1, 1.5), (2, None), (3, 3.5)]
+
+
+def test_insert_select_of_many_rows_into_hash_and_range_tablets_equals_the_engine(spark, tmp_path):
+    t, uri = make(spark, tmp_path, "host STRING NOT NULL, ts BIGINT NOT NULL, v DOUBLE, n INT, PRIMARY KEY (host, ts)",
+                  "PARTITIONED BY (bucket(4, host), range(ts)) TBLPROPERTIES ('range_bounds' = '[[0, 50000], [50000, null]]', "
+                  "'row_group_rows' = '1000', 'rowset_target_bytes' = '65536')")
+    spark.sql(f"INSERT INTO {t} SELECT concat('h', CAST(id % 37 AS STRING)), id, id * 0.5, CAST(id % 7 AS INT) "
+              "FROM range(0, 100000, 1, 5)")
+    table = tf.open_table(uri)
+    got = table.scan().to_arrow().sort_by([("host", "ascending"), ("ts", "ascending")])
+    assert got.num_rows == 100000
+    ids = got["ts"].to_numpy()
+    assert sorted(ids.tolist()) == list(range(100000))
+    assert got["v"].to_pylist() == [i * 0.5 for i in got["ts"].to_pylist()]
+    assert table.check().ok
+    rowsets = table.inspect("rowsets")
+    assert rowsets.num_rows > 8          # rolled at the small rowset target, in every tablet
+    ch = table.changes(0, 1)
+    assert ch.num_rows == 100000 and set(ch["_op"].to_pylist()) == {"insert"}
+
+
+def test_every_type_round_trips_through_a_sql_insert(spark, tmp_path):
+    t, uri = make(spark, tmp_path, "k INT NOT NULL, d DATE NOT NULL, b BOOLEAN, i8 TINYINT, i16 SMALLINT, f FLOAT, "
+                  "x DOUBLE, dec DECIMAL(20,2), dsm DECIMAL(9,3), vc VARCHAR(5), ts TIMESTAMP, bin BINARY, "
+                  "PRIMARY KEY (k, d)")
+    spark.sql(f"INSERT INTO {t} VALUES "
+              "(1, DATE'2024-02-29', true, -3, 300, CAST(1.25 AS FLOAT), CAST('NaN' AS DOUBLE), 123456789012345678.91, "
+              "-1.5, 'abc', TIMESTAMP'2024-01-01 00:00:00.000001 UTC', X'00FF'), "
+              "(2, DATE'1582-10-10', NULL, NULL, NULL, NULL, -0.0, NULL, NULL, NULL, NULL, NULL)")
+    got = tf.open_table(uri).scan().to_arrow().sort_by("k").to_pylist()
+    assert got[0]["d"] == datetime.date(2024, 2, 29) and got[0]["b"] is True and got[0]["i8"] == -3
+    assert got[0]["dec"] == decimal.Decimal("123456789012345678.91") and got[0]["dsm"] == decimal.Decimal("-1.500")
+    assert got[0]["x"] != got[0]["x"] and got[0]["f"] == 1.25 and got[0]["vc"] == "abc"
+    assert got[0]["ts"] == datetime.datetime(2024, 1, 1, 0, 0, 0, 1, tzinfo=datetime.timezone.utc)
+    assert got[0]["bin"] == b"\x00\xff"
+    assert got[1]["d"] == datetime.date(1582, 10, 10) and got[1]["b"] is None
+    assert tf.open_table(uri).check().ok
+
+
+def typed(e) -> tf.TableFormatError:
+    err = typed_error(e)
+    assert err is not None, str(e)
+    return err
+
+
+def test_a_key_repeated_in_the_input_fails_and_commits_nothing(spark, tmp_path):
+    t, uri = make(spark, tmp_path)
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1.0, 'a')")
+    before = files_under(uri)
+    with pytest.raises(Exception) as e:
+        spark.sql(f"INSERT INTO {t} SELECT id + 10, 0.0, 'x' FROM range(1000) UNION ALL SELECT 500, 1.0, 'y'")
+    assert isinstance(typed(e.value), tf.DuplicateKeyError)
+    assert tf.open_table(uri).version == 1
+    assert files_under(uri) == before          # the tasks' files are deleted
+
+
+def test_a_key_live_in_the_table_fails_and_a_deleted_one_is_inserted_again(spark, tmp_path):
+    t, uri = make(spark, tmp_path)
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1.0, 'a'), (2, 2.0, 'b')")
+    with pytest.raises(Exception) as e:
+        spark.sql(f"INSERT INTO {t} VALUES (3, 3.0, 'c'), (2, 9.0, 'z')")
+    err = typed(e.value)
+    assert isinstance(err, tf.DuplicateKeyError) and "1 key" in str(err)
+    assert tf.open_table(uri).version == 1
+    tf.open_table(uri).delete(pa.table({"k": pa.array([2], pa.int64())}))
+    spark.sql(f"INSERT INTO {t} VALUES (2, 9.0, 'z')")
+    table = tf.open_table(uri)
+    assert table.scan().to_arrow().sort_by("k").to_pylist() == [{"k": 1, "v": 1.0, "s": "a"}, {"k": 2, "v": 9.0, "s": "z"}]
+    assert table.check().ok
+    ch = table.changes(table.version - 1, table.version)
+    assert ch["_op"].to_pylist() == ["insert"] and ch["k"].to_pylist() == [2] and ch["v"].to_pylist() == [9.0]
+
+
+def test_a_null_key_fails_and_commits_nothing(spark, tmp_path):
+    t, uri = make(spark, tmp_path)
+    with pytest.raises(Exception, match="NULL|null"):
+        spark.sql(f"INSERT INTO {t} VALUES (CAST(NULL AS BIGINT), 1.0, 'a')")
+    assert tf.open_table(uri).version == 0 and not files_under(uri)
+
+
+def test_a_value_that_does_not_fit_its_type_fails_and_commits_nothing(spark, tmp_path):
+    t, uri = make(spark, tmp_path, "k INT NOT NULL, v DOUBLE, PRIMARY KEY (k)")
+    with pytest.raises(Exception):
+        spark.sql(f"INSERT INTO {t} VALUES (5000000000, 1.0)")
+    with pytest.raises(Exception):
+        spark.sql(f"INSERT INTO {t} VALUES ('abc', 1.0)")
+    assert tf.open_table(uri).version == 0
+
+
+def test_insert_overwrite_is_refused_naming_the_alternatives(spark, tmp_path):
+    t, uri = make(spark, tmp_path)
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1.0, 'a')")
+    with pytest.raises(Exception, match="INSERT OVERWRITE is refused.*MERGE INTO"):
+        spark.sql(f"INSERT OVERWRITE {t} VALUES (2, 2.0, 'b')")
+    assert tf.open_table(uri).version == 1
+
+
+def test_write_to_append_and_a_table_made_by_the_engine(spark, tmp_path):
+    uri = str(tmp_path / "wh" / "e")
+    tf.create_table(uri, tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True)], primary_key="k"),
+                    tf.PartitionSchema(hash=[tf.HashPartition("k", 3)]))
+    c = catalog(spark, tmp_path / "wh")
+    spark.range(0, 5000).selectExpr("id AS k", "id / 2.0D AS v").writeTo(f"{c}.e").append()
+    table = tf.open_table(uri)
+    got = table.scan().to_arrow().sort_by("k")
+    assert got["k"].to_pylist() == list(range(5000)) and got["v"].to_pylist() == [i / 2 for i in range(5000)]
+    assert table.check().ok
+    # the engine keeps writing the table, and SQL sees both
+    table.insert(pa.table({"k": pa.array([99999], pa.int64()), "v": [1.0]}))
+    assert spark.sql(f"SELECT count(*) FROM {c}.e").collect()[0][0] == 5001
+
+
+def test_an_empty_insert_commits_nothing(spark, tmp_path):
+    t, uri = make(spark, tmp_path)
+    spark.sql(f"INSERT INTO {t} SELECT id, 1.0, 'x' FROM range(0)")
+    assert tf.open_table(uri).version == 0
+
+
+def test_a_past_version_is_not_written(spark, tmp_path):
+    t, uri = make(spark, tmp_path)
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1.0, 'a')")
+    with pytest.raises(Exception):
+        spark.sql(f"INSERT INTO {t} VERSION AS OF 0 VALUES (2, 2.0, 'b')")
+    assert tf.open_table(uri).version == 1
