@@ -194,3 +194,48 @@ def test_readmes_spark_submit_asks_for_the_s3a_jars_these_tests_read_through():
     packages = re.search(r"--packages (\S+)", block).group(1).split(",")
     excludes = re.search(r"--exclude-packages '([^']+)'", block).group(1).split(",")
     assert packages == s3a_packages() and excludes == list(S3A_EXCLUDES)
+
+
+@pytest.mark.parametrize("after_commits, delay", [(1, 0.0), (2, 0.7)])
+def test_kill_9_of_a_sql_insert_leaves_each_statement_all_or_nothing(jar, tmp_path, after_commits, delay):
+    """kill -9 of spark-sql while it runs INSERT after INSERT (mid-task or mid-commit, wherever
+    the kill lands): every statement's rows are all in the table or none are, check() is ok, and
+    vacuum removes the killed statement's files, leaving the rows as they were."""
+    import signal
+    import time
+    uri = tmp_path / "wh" / "t"
+    t = tf.create_table(str(uri), tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True)],
+                                            primary_key="k"), tf.PartitionSchema(hash=[tf.HashPartition("k", 2)]))
+    n = 20
+    lines = [f"INSERT INTO tf.t SELECT id + {i * 1_000_000}, id * 0.5 FROM range(200000);" for i in range(n)]
+    script = tmp_path / "queries.sql"
+    script.write_text("\n".join(lines) + "\n")
+    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[2]", "--jars", jar, "--conf", "spark.ui.enabled=false",
+           "--conf", f"spark.sql.catalog.tf={CATALOG}", "--conf", f"spark.sql.catalog.tf.warehouse={tmp_path / 'wh'}",
+           "-S", "-f", str(script)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while tf.open_table(str(uri)).version < after_commits and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        time.sleep(delay)
+        assert proc.poll() is None, "spark-sql finished before its kill"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    t = tf.open_table(str(uri))
+    assert 1 <= t.version < n and t.check().ok
+    keys = t.scan(columns=["k"]).to_arrow()["k"].to_numpy()
+    landed = sorted(set((keys // 1_000_000).tolist()))
+    assert landed == list(range(t.version))                       # statements in order, none partial
+    assert len(keys) == 200000 * len(landed)
+    before = sorted(keys.tolist())
+    t.vacuum(grace_seconds=0)
+    t = tf.open_table(str(uri))
+    assert t.check().ok and sorted(t.scan(columns=["k"]).to_arrow()["k"].to_pylist()) == before
+    live = {f for r in t.snapshot().state.rowsets for f in [*(b.path for b in r.base), r.pk_index.path, r.bloom.path]}
+    on_disk = {os.path.relpath(os.path.join(d, f), uri) for d, _, fs in os.walk(uri / "tablets") for f in fs}
+    assert on_disk == live                                         # the killed statement's files are gone
