@@ -1,4 +1,4 @@
-"""DDL through the catalog (issue #45 item 1, specs/format.md §16): CREATE TABLE with a SQL PRIMARY
+"""DDL through the catalog (issue #45 item 1, specs/format.md §17): CREATE TABLE with a SQL PRIMARY
 KEY, hash and range partitioning and table properties makes the table the engine makes from the
 same definition; ALTER TABLE commits the engine's `alter`; DROP TABLE and namespaces are directories.
 Bad definitions are typed errors that leave nothing behind."""

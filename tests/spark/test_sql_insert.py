@@ -1,4 +1,4 @@
-"""INSERT INTO through the catalog (issue #45 item 2, specs/format.md §16): a key-enforced append in
+"""INSERT INTO through the catalog (issue #45 item 2, specs/format.md §17): a key-enforced append in
 one commit, written by the JVM rowset writers and committed by the JVM committer, read back by the
 engine exactly; duplicates, NULL keys and overwrites refused with nothing committed."""
 import datetime

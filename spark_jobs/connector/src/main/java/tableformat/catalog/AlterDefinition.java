@@ -18,7 +18,7 @@ import tableformat.log.TableState;
 import tableformat.plan.ColumnType;
 
 /**
- * An ALTER TABLE as the action of one {@code alter} commit (specs/format.md §11, §16): the complete
+ * An ALTER TABLE as the action of one {@code alter} commit (specs/format.md §11, §17): the complete
  * new definition (the committer removes the rowsets of a dropped range partition). The
  * engine's {@code AlterTable} rules: column IDs never reused, key columns never dropped, a non-null
  * added column needs a default, which older rows read; ranges added without overlap, dropped by
@@ -43,7 +43,7 @@ final class AlterDefinition {
       else if (c instanceof TableChange.SetProperty p) setProperty(schema, partitioning, properties, p.property(), p.value());
       else if (c instanceof TableChange.RemoveProperty p) removeProperty(properties, p.property());
       else throw new SchemaError("ALTER TABLE " + c.getClass().getSimpleName() + " is not supported: a table takes ADD, RENAME and "
-          + "DROP COLUMN, SET and UNSET TBLPROPERTIES, and add_range_partition / drop_range_partition (specs/format.md §16); "
+          + "DROP COLUMN, SET and UNSET TBLPROPERTIES, and add_range_partition / drop_range_partition (specs/format.md §17); "
           + "types, nullability and the key never change");
     }
     ObjectNode alter = F.objectNode();

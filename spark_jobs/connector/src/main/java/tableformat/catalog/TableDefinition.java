@@ -50,7 +50,7 @@ import tableformat.plan.KeyEncoder;
 
 /**
  * A SQL {@code CREATE TABLE} as the version-0 {@code metadata} action (specs/format.md §2, §4, §8.2,
- * §16): the same definition {@code tableformat.create_table} makes from the same columns, key,
+ * §17): the same definition {@code tableformat.create_table} makes from the same columns, key,
  * partitioning and properties, so a table made in SQL is an ordinary table to the engine.
  * Validated here, before anything is written, with the engine's rules and error names.
  */
@@ -71,7 +71,7 @@ public final class TableDefinition {
     PROPERTIES.put("history_max_age", new long[] {7 * 24 * 3600, -1, 10L * 365 * 24 * 3600});
     PROPERTIES.put("reclaim_deleted_pct", new long[] {20, 0, 100});
   }
-  /** TBLPROPERTIES keys of the definition itself (§16), not stored as table properties. */
+  /** TBLPROPERTIES keys of the definition itself (§17), not stored as table properties. */
   public static final String PRIMARY_KEY = "primary_key";
   public static final String RANGE_BOUNDS = "range_bounds";
   public static final String RANGE_SPLITS = "range_splits";
@@ -184,7 +184,7 @@ public final class TableDefinition {
     return name;
   }
 
-  /** The engine's type name of a Spark column (§2.1, §16); the inverse of {@code ColumnType.sparkType}. */
+  /** The engine's type name of a Spark column (§2.1, §17); the inverse of {@code ColumnType.sparkType}. */
   static String typeName(Column c) {
     DataType t = c.dataType();
     if (t instanceof StringType) {    // Spark may hand a varchar(n) as a string with its declared type aside
@@ -293,7 +293,7 @@ public final class TableDefinition {
       } else {
         throw new PartitionSchemaError("PARTITIONED BY " + tr.describe() + " is not a tableformat partitioning: use "
             + "bucket(n, key columns...) for a hash level and range(key columns...) for the range level, with "
-            + "TBLPROPERTIES ('range_bounds' = ..., 'range_splits' = ...) (specs/format.md §16)");
+            + "TBLPROPERTIES ('range_bounds' = ..., 'range_splits' = ...) (specs/format.md §17)");
       }
     }
     if (rangeCols == null) rangeCols = pk;

@@ -37,7 +37,7 @@ import tableformat.log.LogReader;
  * Namespaces are directories of the warehouse, tables the directories holding {@code _log/}
  * (specs/format.md §1); {@code <name>.`/abs/path`} or {@code <name>.`s3a://bucket/t`} names a
  * table by its location, as Delta's {@code delta.`path`}. Time travel: {@code VERSION AS OF n},
- * {@code VERSION AS OF 'tag'}, {@code TIMESTAMP AS OF ...} (§8.2). DDL: specs/format.md §16.
+ * {@code VERSION AS OF 'tag'}, {@code TIMESTAMP AS OF ...} (§8.2). DDL: specs/format.md §17.
  * {@code spark.sql.catalog.<name>.storage.<key>}: the storage options of an s3a:// warehouse ({@link StorageOptions}).
  */
 public final class TableFormatCatalog implements TableCatalog, SupportsNamespaces {
@@ -168,7 +168,7 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
     return create(ident, info.columns(), info.partitions(), info.properties(), info.constraints());
   }
 
-  /** The version-0 commit of a new table (specs/format.md §16): the definition checked first, then
+  /** The version-0 commit of a new table (specs/format.md §17): the definition checked first, then
    *  one put-if-absent, so a CREATE that fails leaves nothing, and two racing CREATEs make one table. */
   private Table create(Identifier ident, Column[] columns, Transform[] partitions, Map<String, String> properties,
                        Constraint[] constraints) throws TableAlreadyExistsException, NoSuchNamespaceException {
@@ -197,7 +197,7 @@ public final class TableFormatCatalog implements TableCatalog, SupportsNamespace
   }
 
   /** ALTER TABLE: columns added, renamed, dropped, properties set and range partitions added or
-   *  dropped, in one {@code alter} commit (§11, §16); planned again on the newest state when a
+   *  dropped, in one {@code alter} commit (§11, §17); planned again on the newest state when a
    *  concurrent commit changed the definition. */
   @Override
   public Table alterTable(Identifier ident, TableChange... changes) throws NoSuchTableException {

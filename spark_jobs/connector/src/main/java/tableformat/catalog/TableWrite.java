@@ -37,7 +37,7 @@ import tableformat.write.InsertTask;
 
 /**
  * {@code INSERT INTO} and {@code df.writeTo(t).append()}: a key-enforced append in one commit
- * (specs/format.md §8.4, §10, §16). Spark range-partitions and sorts the rows by the key columns
+ * (specs/format.md §8.4, §10, §17). Spark range-partitions and sorts the rows by the key columns
  * (their ascending order is §3's encoded order), so a key meets its duplicates in one task, next
  * to each other; each task streams its rows through the JVM rowset writers ({@link InsertTask}) and
  * the driver commits the tasks' write fragments once with the JVM committer. A duplicate, in the
