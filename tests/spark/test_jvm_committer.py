@@ -37,9 +37,9 @@ def rows(keys, salt=0.0):
                      "s": [f"é{k}" for k in keys]})
 
 
-def make(uri, interval=3):
+def make(uri, interval=3, opts=None):
     return tf.create_table(uri, schema(), tf.PartitionSchema(hash=[tf.HashPartition(["key"], 2)]),
-                           properties={"checkpoint_interval": interval})
+                           properties={"checkpoint_interval": interval}, storage_options=opts)
 
 
 def committer(spark, uri):
@@ -47,11 +47,11 @@ def committer(spark, uri):
     return jvm.tableformat.commit.Committer(uri, spark._jsc.hadoopConfiguration())
 
 
-def spark_fragment(t, keys, version=None):
+def spark_fragment(t, keys, version=None, opts=None):
     """What one Spark insert task yields for these rows (its fragment's JSON text)."""
     version = t.refresh().version if version is None else version
     data = rows(sorted(keys)).to_batches()
-    (batch,) = insert_task(t.uri, None, version, t.table_id, "fail", None)(iter(data))
+    (batch,) = insert_task(t.uri, opts, version, t.table_id, "fail", None)(iter(data))
     return batch.to_pylist()[0]["fragment"]
 
 
@@ -266,8 +266,8 @@ def test_a_fragment_of_another_table_is_refused(spark, tmp_path):
 
 def test_put_if_absent_on_hdfs(spark, hdfs_table_root):
     root, opts = hdfs_table_root
-    t = make(root, interval=2)
-    frags = [spark_fragment(t, list(range(i * 10, i * 10 + 5)), version=0) for i in range(4)]
+    t = make(root, interval=2, opts=opts)
+    frags = [spark_fragment(t, list(range(i * 10, i * 10 + 5)), version=0, opts=opts) for i in range(4)]
     for f in frags:                                   # each after the first loses version 1.. and rebases
         jvm_commit(spark, root, [f])
     t = tf.open_table(root, storage_options=opts)
