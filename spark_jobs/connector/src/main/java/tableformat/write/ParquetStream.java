@@ -16,7 +16,9 @@ import org.apache.parquet.column.ParquetProperties;
 import org.apache.parquet.column.page.DictionaryPage;
 import org.apache.parquet.column.page.PageWriteStore;
 import org.apache.parquet.column.page.PageWriter;
+import org.apache.parquet.column.statistics.SizeStatistics;
 import org.apache.parquet.column.statistics.Statistics;
+import org.apache.parquet.column.statistics.geospatial.GeospatialStatistics;
 import org.apache.parquet.compression.CompressionCodecFactory.BytesInputCompressor;
 import org.apache.parquet.hadoop.CodecFactory;
 import org.apache.parquet.hadoop.ParquetFileWriter;
@@ -144,6 +146,21 @@ final class ParquetStream {
           BytesInput.from(definitionLevels.toByteArray()), dataEncoding, compressed, uncompressed, statistics});
       this.valueCount += valueCount;
       bytes += compressed.size() + repetitionLevels.size() + definitionLevels.size();
+    }
+
+    @Override
+    public void writePageV2(int rowCount, int nullCount, int valueCount, BytesInput repetitionLevels,
+                            BytesInput definitionLevels, Encoding dataEncoding, BytesInput data,
+                            Statistics<?> statistics, SizeStatistics sizeStatistics) throws IOException {
+      writePageV2(rowCount, nullCount, valueCount, repetitionLevels, definitionLevels, dataEncoding, data, statistics);
+    }
+
+    @Override
+    public void writePageV2(int rowCount, int nullCount, int valueCount, BytesInput repetitionLevels,
+                            BytesInput definitionLevels, Encoding dataEncoding, BytesInput data,
+                            Statistics<?> statistics, SizeStatistics sizeStatistics,
+                            GeospatialStatistics geospatialStatistics) throws IOException {
+      writePageV2(rowCount, nullCount, valueCount, repetitionLevels, definitionLevels, dataEncoding, data, statistics);
     }
 
     @Override
