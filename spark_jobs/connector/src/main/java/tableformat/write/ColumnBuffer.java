@@ -1,0 +1,234 @@
+package tableformat.write;
+
+import java.math.BigInteger;
+import java.util.Arrays;
+import org.apache.parquet.column.ColumnWriter;
+import org.apache.parquet.io.api.Binary;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
+import tableformat.plan.ColumnType;
+import tableformat.plan.Murmur2;
+
+/**
+ * One column of the rows waiting for a row group (§5), in primitive arrays: rows are copied in
+ * cell by cell (string cells of an {@link UnsafeRow} read in place), and written out to a
+ * Parquet {@link ColumnWriter} a column at a time. Allocated once per rowset writer at its
+ * capacity; strings grow their byte buffer as needed.
+ */
+final class ColumnBuffer {
+  enum Store { BOOL, INT, LONG, FLOAT, DOUBLE, WIDE, BYTES }
+
+  final WriteColumn column;
+  final Store store;
+  final int width;             // FIXED_LEN_BYTE_ARRAY length of a wide decimal
+  private final int pos;       // row ordinal
+  private final int precision, scale;
+  boolean[] nulls;
+  boolean[] bools;
+  int[] ints;
+  long[] longs;
+  float[] floats;
+  double[] doubles;
+  byte[] bytes;                // WIDE: 16 bytes a row (big-endian two's complement); BYTES: the values
+  int[] offsets;               // BYTES: row i is bytes[offsets[i], offsets[i+1])
+  int size;
+
+  ColumnBuffer(WriteColumn column, int pos, int capacity) {
+    this.column = column;
+    this.pos = pos;
+    ColumnType t = column.type();
+    this.precision = t.precision();
+    this.scale = t.scale();
+    this.store = storeOf(t);
+    this.width = store == Store.WIDE ? flbaWidth(precision) : 0;
+    nulls = new boolean[capacity];
+    switch (store) {
+      case BOOL -> bools = new boolean[capacity];
+      case INT -> ints = new int[capacity];
+      case LONG -> longs = new long[capacity];
+      case FLOAT -> floats = new float[capacity];
+      case DOUBLE -> doubles = new double[capacity];
+      case WIDE -> bytes = new byte[16 * capacity];
+      case BYTES -> {
+        bytes = new byte[Math.max(1024, 16 * capacity)];
+        offsets = new int[capacity + 1];
+      }
+    }
+  }
+
+  static Store storeOf(ColumnType t) {
+    return switch (t.kind()) {
+      case "bool" -> Store.BOOL;
+      case "int8", "int16", "int32", "date" -> Store.INT;
+      case "int64", "unixtime_micros" -> Store.LONG;
+      case "float" -> Store.FLOAT;
+      case "double" -> Store.DOUBLE;
+      case "decimal" -> t.precision() <= 9 ? Store.INT : t.precision() <= 18 ? Store.LONG : Store.WIDE;
+      default -> Store.BYTES;
+    };
+  }
+
+  /** Bytes of a FIXED_LEN_BYTE_ARRAY decimal of this precision: the fewest that hold it, as pyarrow writes. */
+  static int flbaWidth(int precision) {
+    int bits = BigInteger.TEN.pow(precision).subtract(BigInteger.ONE).bitLength() + 1;
+    return (bits + 7) / 8;
+  }
+
+  /** Arrow bytes of a cell as the Python writer counts a batch's size (fixed width, or offset + bytes). */
+  double arrowBytes(int i) {
+    return switch (column.type().kind()) {
+      case "bool" -> 0.125;
+      case "int8" -> 1;
+      case "int16" -> 2;
+      case "int32", "date", "float" -> 4;
+      case "decimal" -> 16;
+      case "string", "varchar", "binary" -> 4 + (nulls[i] ? 0 : offsets[i + 1] - offsets[i]);
+      default -> 8;
+    };
+  }
+
+  void append(InternalRow row) {
+    int i = size++;
+    if (row.isNullAt(pos)) {
+      nulls[i] = true;
+      if (store == Store.BYTES) offsets[i + 1] = offsets[i];
+      return;
+    }
+    nulls[i] = false;
+    switch (store) {
+      case BOOL -> bools[i] = row.getBoolean(pos);
+      case INT -> ints[i] = switch (column.type().kind()) {
+        case "int8" -> row.getByte(pos);
+        case "int16" -> row.getShort(pos);
+        case "decimal" -> (int) decimalLong(row);
+        default -> row.getInt(pos);
+      };
+      case LONG -> longs[i] = column.type().kind().equals("decimal") ? decimalLong(row) : row.getLong(pos);
+      case FLOAT -> floats[i] = row.getFloat(pos);
+      case DOUBLE -> doubles[i] = row.getDouble(pos);
+      case WIDE -> {
+        BigInteger n = row.getDecimal(pos, precision, scale).toJavaBigDecimal().unscaledValue();
+        byte[] b = n.toByteArray();
+        byte fill = n.signum() < 0 ? (byte) 0xFF : 0;
+        int pad = 16 - b.length;
+        for (int j = 0; j < 16; j++) bytes[16 * i + j] = j < pad ? fill : b[j - pad];
+      }
+      case BYTES -> appendBytes(row, i);
+    }
+  }
+
+  private long decimalLong(InternalRow row) {
+    return row instanceof UnsafeRow ? row.getLong(pos) : row.getDecimal(pos, precision, scale).toUnscaledLong();
+  }
+
+  private void appendBytes(InternalRow row, int i) {
+    Object base;
+    long off;
+    int n;
+    if (row instanceof UnsafeRow u) {
+      long offsetAndSize = u.getLong(pos);
+      base = u.getBaseObject();
+      off = u.getBaseOffset() + (offsetAndSize >>> 32);
+      n = (int) offsetAndSize;
+    } else if (column.type().kind().equals("binary")) {
+      byte[] b = row.getBinary(pos);
+      base = b;
+      off = Platform.BYTE_ARRAY_OFFSET;
+      n = b.length;
+    } else {
+      UTF8String s = row.getUTF8String(pos);
+      base = s.getBaseObject();
+      off = s.getBaseOffset();
+      n = s.numBytes();
+    }
+    int at = offsets[i];
+    if (at + n > bytes.length) bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, at + n));
+    Platform.copyMemory(base, off, bytes, Platform.BYTE_ARRAY_OFFSET + at, n);
+    offsets[i + 1] = at + n;
+  }
+
+  /** Write rows [from, to) to a Parquet column writer (definition level 1 = present when nullable). */
+  void writeTo(ColumnWriter w, int from, int to) {
+    int d = column.nullable() ? 1 : 0;
+    for (int i = from; i < to; i++) {
+      if (nulls[i]) {
+        w.writeNull(0, 0);
+        continue;
+      }
+      switch (store) {
+        case BOOL -> w.write(bools[i], 0, d);
+        case INT -> w.write(ints[i], 0, d);
+        case LONG -> w.write(longs[i], 0, d);
+        case FLOAT -> w.write(floats[i], 0, d);
+        case DOUBLE -> w.write(doubles[i], 0, d);
+        case WIDE -> w.write(Binary.fromReusedByteArray(bytes, 16 * i + 16 - width, width), 0, d);
+        case BYTES -> w.write(Binary.fromReusedByteArray(bytes, offsets[i], offsets[i + 1] - offsets[i]), 0, d);
+      }
+    }
+  }
+
+  /** Keep rows [from, size) as rows [0, size - from). */
+  void shift(int from) {
+    int n = size - from;
+    System.arraycopy(nulls, from, nulls, 0, n);
+    switch (store) {
+      case BOOL -> System.arraycopy(bools, from, bools, 0, n);
+      case INT -> System.arraycopy(ints, from, ints, 0, n);
+      case LONG -> System.arraycopy(longs, from, longs, 0, n);
+      case FLOAT -> System.arraycopy(floats, from, floats, 0, n);
+      case DOUBLE -> System.arraycopy(doubles, from, doubles, 0, n);
+      case WIDE -> System.arraycopy(bytes, 16 * from, bytes, 0, 16 * n);
+      case BYTES -> {
+        int base = offsets[from];
+        System.arraycopy(bytes, base, bytes, 0, offsets[size] - base);
+        for (int j = 0; j <= n; j++) offsets[j] = offsets[from + j] - base;
+      }
+    }
+    size = n;
+  }
+
+  /** A 64-bit identity of row i's value, for counting distinct values (a hash for bytes). */
+  long identity(int i) {
+    return switch (store) {
+      case BOOL -> bools[i] ? 1 : 0;
+      case INT -> ints[i];
+      case LONG -> longs[i];
+      case FLOAT -> Float.floatToIntBits(floats[i]);
+      case DOUBLE -> Double.doubleToLongBits(doubles[i]);
+      case WIDE -> Murmur2.hash64(Arrays.copyOfRange(bytes, 16 * i, 16 * i + 16), 0);
+      case BYTES -> Murmur2.hash64(Arrays.copyOfRange(bytes, offsets[i], offsets[i + 1]), 0);
+    };
+  }
+
+  /**
+   * Kudu's dictionary fallback (§5, diskrowset._high_cardinality): more than half of a sample of
+   * up to 65,536 of the first {@code size} rows are distinct (NULLs count in the sample, not as values).
+   */
+  boolean highCardinality(int sampleRows) {
+    int n = size;
+    if (n < 64) return false;
+    int m = Math.min(n, sampleRows);
+    long[] ids = new long[m];
+    int k = 0;
+    for (int j = 0; j < m; j++) {
+      int i = n <= sampleRows ? j : (j == m - 1 ? n - 1 : (int) (j * ((double) (n - 1) / (m - 1))));
+      if (!nulls[i]) ids[k++] = identity(i);
+    }
+    Arrays.sort(ids, 0, k);
+    int distinct = 0;
+    for (int j = 0; j < k; j++) if (j == 0 || ids[j] != ids[j - 1]) distinct++;
+    return distinct > 0.5 * m;
+  }
+
+  /** Whether rows [0, size) hold a NaN (a float column's footer statistics rule, §5). */
+  boolean hasNaN() {
+    for (int i = 0; i < size; i++) {
+      if (nulls[i]) continue;
+      if (store == Store.FLOAT && Float.isNaN(floats[i])) return true;
+      if (store == Store.DOUBLE && Double.isNaN(doubles[i])) return true;
+    }
+    return false;
+  }
+}
