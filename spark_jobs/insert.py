@@ -106,17 +106,13 @@ def jvm_insert_reason(spark: Any, df: Any, table: tf.Table, storage_options: dic
     casts are the Python engine's checks)."""
     if on_duplicate == "collect":
         return "on_duplicate='collect' writes the rejected rows from Python"
-    from .connector import loaded
+    from .connector import gateway, loaded, spark_insert_available
     why = loaded(spark)
     if why is not None:
         return why
-    try:
-        jvm = spark._jvm
-    except Exception:            # Spark Connect: no py4j gateway to the JVM
-        jvm = None
-    if jvm is None:
+    if gateway(spark) is None:
         return "the session has no py4j gateway (Spark Connect)"
-    if not jvm.tableformat.write.SparkInsert.available():
+    if not spark_insert_available(spark):
         return "the connector has no JVM rowset writer"
     storage = table.storage
     s3 = s3a_ready(spark, storage)
@@ -142,10 +138,11 @@ def jvm_insert_results(spark: Any, df: Any, storage: tf.Storage, version: int, t
                        on_duplicate: str, partitions: int | None) -> list[dict]:
     """The insert's tasks run in the JVM (`tableformat.write.SparkInsert.run`) on `version`: one
     result per task, as `insert_task`'s (fragment and files decoded)."""
+    from .connector import spark_insert
     from .errors import typed_errors
     with typed_errors():
-        out = spark._jvm.tableformat.write.SparkInsert.run(df._jdf, jvm_path(storage, "").rstrip("/"), version,
-                                                           table_id, on_duplicate, int(partitions or 0))
+        out = spark_insert(spark, df, jvm_path(storage, "").rstrip("/"), version, table_id, on_duplicate,
+                           int(partitions or 0))
     return [json.loads(r) for r in out]
 
 

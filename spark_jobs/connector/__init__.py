@@ -143,3 +143,25 @@ def loaded(spark) -> str | None:
         return None
     return ("the Spark session was started without the connector jar (start it with "
             "spark_jobs.session.get_spark(), or pass --jars $(python -m spark_jobs.connector))")
+
+
+def gateway(spark):
+    """The session's py4j view of the JVM, or None for a Spark Connect session (it has none).
+    pyspark names the gateway privately (`_jvm`); this module is the one place that reaches it."""
+    try:
+        return spark._jvm
+    except Exception:           # Spark Connect: no py4j gateway
+        return None
+
+
+def spark_insert_available(spark) -> bool:
+    """Whether the loaded connector has the JVM rowset writers (`tableformat.write.SparkInsert`)."""
+    jvm = gateway(spark)
+    return jvm is not None and bool(jvm.tableformat.write.SparkInsert.available())
+
+
+def spark_insert(spark, df, root: str, version: int, table_id: str | None, on_duplicate: str,
+                 partitions: int) -> list[str]:
+    """`tableformat.write.SparkInsert.run` over the DataFrame's JVM plan: one JSON result per task."""
+    return list(gateway(spark).tableformat.write.SparkInsert.run(df._jdf, root, version, table_id, on_duplicate,
+                                                                 partitions))
