@@ -100,7 +100,9 @@ final class TableWrite implements WriteBuilder, SupportsTruncate, SupportsOverwr
 
   @Override
   public BatchWrite toBatch() {
-    Configuration conf = Snapshots.hadoopConf();
+    // the Parquet reader's SQL settings too: the key check reads PK indexes with Spark's reader
+    Configuration conf = tableformat.parquet.ParquetFiles.hadoopConf(
+        (org.apache.spark.sql.classic.SparkSession) org.apache.spark.sql.SparkSession.active());
     InsertPlan plan = InsertPlan.of(state, new LogStore(uri, conf), "fail");
     return new Batch(plan, new SerializableConfiguration(conf));
   }
