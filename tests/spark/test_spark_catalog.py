@@ -113,7 +113,6 @@ def test_each_query_reads_the_latest_version(spark, tmp_path):
 
 
 @pytest.mark.parametrize("sql, job", [
-    ("INSERT INTO {t} VALUES (5000, 1.0, 'x')", "spark_jobs.insert"),
     ("DELETE FROM {t} WHERE k = 1", "spark_jobs.merge"),
     ("UPDATE {t} SET v = 1.0 WHERE k = 1", "spark_jobs.merge"),
     ("MERGE INTO {t} USING (SELECT 1L AS k, 2.0 AS v, 'y' AS s) u ON {t}.k = u.k "
