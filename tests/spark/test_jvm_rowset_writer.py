@@ -135,8 +135,8 @@ def test_jvm_rowsets_commit_and_read_back_as_python_writes_them(spark, tmp_path,
             [f.remove_metadata() for f in pf.schema_arrow]).remove_metadata()
         for c in schema.columns:
             assert jf.schema_arrow.field(f"c{c.id}").type == c.arrow_type
-        assert [jf.schema.column(i).field_id if hasattr(jf.schema.column(i), "field_id") else None
-                for i in range(jf.metadata.num_columns)] is not None
+        assert [f.metadata[b"PARQUET:field_id"] for f in jf.schema_arrow] == \
+            [str(c.id).encode() for c in schema.columns]
         assert jf.metadata.num_row_groups == pf.metadata.num_row_groups
         for i in range(jf.metadata.num_columns):
             jc, pc_ = jf.metadata.row_group(0).column(i), pf.metadata.row_group(0).column(i)
