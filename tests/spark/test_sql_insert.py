@@ -158,3 +158,13 @@ def test_an_empty_insert_commits_nothing(spark, tmp_path):
     t, uri = make(spark, tmp_path)
     spark.sql(f"INSERT INTO {t} SELECT id, 1.0, 'x' FROM range(0)")
     assert tf.open_table(uri).version == 0
+
+
+def test_a_varchar_too_long_fails_as_sql_says_and_commits_nothing(spark, tmp_path):
+    t, uri = make(spark, tmp_path, "k BIGINT NOT NULL, vc VARCHAR(3), PRIMARY KEY (k)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'abc')")
+    with pytest.raises(Exception, match="EXCEED_LIMIT_LENGTH"):
+        spark.sql(f"INSERT INTO {t} VALUES (2, 'abcd')")
+    table = tf.open_table(uri)
+    assert table.version == 1 and table.scan().to_arrow()["vc"].to_pylist() == ["abc"]
+    assert spark.table(t).schema["vc"].dataType.simpleString() == "string"     # it reads as a string

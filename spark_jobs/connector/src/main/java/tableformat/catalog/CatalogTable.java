@@ -48,7 +48,28 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     this.asOf = asOf;
     this.log = log;
     this.loaded = Snapshots.open(log, asOf);
-    this.schema = Snapshots.schema(this.uri, loaded);
+    this.schema = declaredTypes(Snapshots.schema(this.uri, loaded), loaded);
+  }
+
+  /** The schema with each varchar(n) column marked as Spark marks a declared VARCHAR(n) (it reads
+   *  as STRING): Spark then refuses a longer value in an INSERT, as SQL does, rather than the
+   *  engine's truncation (§2.1, §17). */
+  static StructType declaredTypes(StructType schema, TableState state) {
+    java.util.Map<String, String> varchar = new java.util.HashMap<>();
+    for (JsonNode c : state.schema().get("columns")) {
+      String t = c.get("type").asText();
+      if (t.startsWith("varchar(")) varchar.put(c.get("name").asText(), t);
+    }
+    if (varchar.isEmpty()) return schema;
+    org.apache.spark.sql.types.StructField[] out = schema.fields().clone();
+    for (int i = 0; i < out.length; i++) {
+      String t = varchar.get(out[i].name());
+      if (t == null) continue;
+      org.apache.spark.sql.types.Metadata m = new org.apache.spark.sql.types.MetadataBuilder()
+          .withMetadata(out[i].metadata()).putString("__CHAR_VARCHAR_TYPE_STRING", t).build();
+      out[i] = new org.apache.spark.sql.types.StructField(out[i].name(), out[i].dataType(), out[i].nullable(), m);
+    }
+    return new StructType(out);
   }
 
   /** A table by path, for {@code spark.read.format("tableformat-jvm").load(path)} (read_table and
