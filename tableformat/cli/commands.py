@@ -134,7 +134,11 @@ def cmd_mirror(args, opts) -> int:
             mopts[k] = json.loads(v)
         except ValueError:
             mopts[k] = v
-    res = _open(args, opts).mirror_delta(args.delta, mopts or None, compact=not args.no_compact)
+    t = _open(args, opts)
+    if args.iceberg is not None:
+        res = t.mirror_iceberg(args.iceberg, mopts or None, compact=not args.no_compact)
+    else:
+        res = t.mirror_delta(args.delta, mopts or None, compact=not args.no_compact)
     for rid, why in sorted(res.compacted.items()):
         print(f"  compacted rowset {rid}: {why}")
     print(res)
