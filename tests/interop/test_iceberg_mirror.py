@@ -100,6 +100,8 @@ class History:
     def __init__(self, root, seed):
         self.rng = np.random.default_rng(seed)
         self.r = random.Random(seed)
+        self.root = root
+        self.side = []                                   # snapshots a step mirrored itself
         cols = [tf.Column("k", "int64")] + [tf.Column(f"c_{typ.split('(')[0]}{i}", typ, nullable=True)
                                             for i, typ in enumerate(TYPES)]
         self.ranges = [(0, STEP), (STEP, 2 * STEP)]
@@ -111,7 +113,8 @@ class History:
         out = {"k": pa.array(np.asarray(keys, dtype=np.int64))}
         for c in self.t.schema.columns:
             if c.name != "k" and (only is None or c.name in only):
-                out[c.name] = values(self.rng, str(c.type), len(keys))
+                a = values(self.rng, str(c.type), len(keys))
+                out[c.name] = a if c.nullable else pc.fill_null(a, pa.scalar(0, a.type))   # add_default's int32
         return pa.table(out)
 
     def live(self):
@@ -193,17 +196,22 @@ class History:
         return f"drop range {lo}"
 
     def restore(self):
-        """Restore to a recent version of the same schema (RestoreError across a schema change)."""
-        for v in range(self.t.version - 1, max(0, self.t.version - 6), -1):
-            try:
-                self.t.restore(v)
-                return f"restore {v}"
-            except tf.RestoreError:
-                continue
-        return self.delete()
+        """Delete some rows, mirror that (the caller mirrors after each step), restore them next."""
+        v = self.t.version
+        self.delete()
+        r = self.t.mirror_iceberg(str(self.root / "m"))
+        self.side.append((r.snapshot_id, self.t.version, self.t.scan().to_arrow(), cols_of(self.t, self.t.version)))
+        self.t.restore(v)
+        return f"restore {v}"
 
     def vacuum(self):
-        return f"vacuum {len(self.t.vacuum(retain_seconds=0, grace_seconds=0).files)}"
+        """An update whose mirroring compacts files out of our state, then a vacuum keeping no history:
+        only the mirror's registry keeps the files earlier snapshots read."""
+        self.update()
+        r = self.t.mirror_iceberg(str(self.root / "m"))
+        self.side.append((r.snapshot_id, self.t.version, self.t.scan().to_arrow(), cols_of(self.t, self.t.version)))
+        res = self.t.vacuum(retain_seconds=0, grace_seconds=0)
+        return f"vacuum {len(res.files)}"
 
     def steps(self, n):
         must = ["add", "add_default", "rename", "drop", "add_range", "drop_range", "compact", "update", "delete",
@@ -270,6 +278,8 @@ def test_pyiceberg_reads_every_mirrored_snapshot_of_a_random_history(tmp_path, s
         label = getattr(h, op)()
         what = f"seed {seed} step {i}: {label} (after {done})"
         done.append(label)
+        mirrored.extend(h.side)
+        h.side.clear()
         res = t.mirror_iceberg(m)
         if res.snapshot_id is None:
             assert mirrored and mirrored[-1][1] == t.version, what
