@@ -57,9 +57,6 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--deletes", type=float, default=0.01)
     args = ap.parse_args()
-    from pyiceberg.expressions import GreaterThanOrEqual
-    from pyiceberg.table import StaticTable
-
     root = tempfile.mkdtemp(prefix="bench_iceberg_")
     try:
         data = generate(args.rows)
@@ -92,27 +89,34 @@ def main() -> None:
         s, r = timed(lambda: t.mirror_iceberg(ice))
         print(f"mirror_iceberg, +0.1% deletes:  {s:7.3f} s  {(dir_bytes(ice) - before) / 2**10:9.1f} KiB written")
 
-        st = StaticTable.from_metadata(ice)
-        lo, hi = (int(x.cast(pa.int64()).as_py()) for x in pc.min_max(data.column("time")).values())
-        cut = hi - (hi - lo) // 10
-        n = live.num_rows - len(more)
-        a, got = best(lambda: st.scan().to_arrow())
-        b, raw = best(lambda: pa.concat_tables([pq.read_table(f) for f in files]))
-        c, ours = best(lambda: t.scan().to_arrow())
-        assert got.num_rows == ours.num_rows == n and raw.num_rows == args.rows
-        print(f"read all columns:  pyiceberg {a:.3f} s | pyarrow, same files, no deletes {b:.3f} s "
-              f"({a / b:.2f}x) | our scan() {c:.3f} s")
-        tcol = f"c{t.schema.column('time').id}"
-        lit = (datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-               + datetime.timedelta(microseconds=cut)).isoformat()
-        a, got = best(lambda: st.scan(row_filter=GreaterThanOrEqual("time", lit)).to_arrow())
-        b, raw = best(lambda: pq.read_table(files, filters=[(tcol, ">=", pa.scalar(cut, pa.timestamp("us", "UTC")))]))
-        c, ours = best(lambda: t.scan(filter=[("time", ">=", pa.scalar(cut, pa.timestamp("us", "UTC")))]).to_arrow())
-        assert got.num_rows == ours.num_rows, (got.num_rows, ours.num_rows, lit)
-        print(f"read time >= cut:  pyiceberg {a:.3f} s ({got.num_rows} rows) | pyarrow, same files {b:.3f} s "
-              f"({a / b:.2f}x) | our scan() {c:.3f} s")
+        reads(t, ice, data, files, live.num_rows - len(more), args.rows)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def reads(t, ice: str, data: pa.Table, files: list[str], n: int, rows: int) -> None:
+    """pyiceberg's scan of the mirror beside pyarrow's read of the same files and our scan()."""
+    from pyiceberg.expressions import GreaterThanOrEqual
+    from pyiceberg.table import StaticTable
+
+    st = StaticTable.from_metadata(ice)
+    lo, hi = (int(x.cast(pa.int64()).as_py()) for x in pc.min_max(data.column("time")).values())
+    cut = hi - (hi - lo) // 10
+    a, got = best(lambda: st.scan().to_arrow())
+    b, raw = best(lambda: pa.concat_tables([pq.read_table(f) for f in files]))
+    c, ours = best(lambda: t.scan().to_arrow())
+    assert got.num_rows == ours.num_rows == n and raw.num_rows == rows
+    print(f"read all columns:  pyiceberg {a:.3f} s | pyarrow, same files, no deletes {b:.3f} s "
+          f"({a / b:.2f}x) | our scan() {c:.3f} s")
+    tcol = f"c{t.schema.column('time').id}"
+    lit = (datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+           + datetime.timedelta(microseconds=cut)).isoformat()
+    a, got = best(lambda: st.scan(row_filter=GreaterThanOrEqual("time", lit)).to_arrow())
+    b, raw = best(lambda: pq.read_table(files, filters=[(tcol, ">=", pa.scalar(cut, pa.timestamp("us", "UTC")))]))
+    c, ours = best(lambda: t.scan(filter=[("time", ">=", pa.scalar(cut, pa.timestamp("us", "UTC")))]).to_arrow())
+    assert got.num_rows == ours.num_rows, (got.num_rows, ours.num_rows, lit)
+    print(f"read time >= cut:  pyiceberg {a:.3f} s ({got.num_rows} rows) | pyarrow, same files {b:.3f} s "
+          f"({a / b:.2f}x) | our scan() {c:.3f} s")
 
 
 if __name__ == "__main__":
