@@ -169,6 +169,7 @@ def mirror_iceberg(handle: TableHandle, path: str, storage_options: dict | None 
                     format="iceberg", iceberg_metadata_version=version,
                     snapshots=sorted([*taken, sid]))
     if not m.put_if_absent(f"{META}/v{version}.metadata.json", json.dumps(new_meta, indent=1).encode()):
+        _register_winner(handle.storage, m, fio)    # ours may have overwritten the winner's registration
         raise MirrorError(f"another writer committed metadata version {version} of the Iceberg mirror at {path} "
                           "meanwhile; retry mirror_iceberg")
     _write_hint(m, version)
@@ -294,6 +295,33 @@ def _properties(state: TableState, storage: Storage, meta: dict, schemas: list[d
     return props
 
 
+def _register_winner(storage: Storage, m: Storage, fio) -> None:
+    """After losing the race for a metadata version: register what the winner's metadata retains,
+    read from its manifests (our registration, written before the race was lost, may have
+    replaced the winner's)."""
+    cur = read_mirror(m, fio)
+    snaps = sorted(s["snapshot-id"] for s in (cur.meta or {}).get("snapshots", []))
+    files = _manifest_files(storage, fio, cur.meta or {})
+    register_mirror(storage, m.uri, cur.table_version if cur.table_version is not None else -1, files,
+                    format="iceberg", iceberg_metadata_version=cur.version, snapshots=snaps)
+
+
+def _manifest_files(storage: Storage, fio, meta: dict) -> set[str]:
+    """Our files that the data manifests of every snapshot of `meta` list as live."""
+    mf = pyiceberg_manifest()
+    prefix = iceberg_uri(storage, "") + "/"
+    files: set[str] = set()
+    seen: set[str] = set()
+    for s in meta.get("snapshots", []):
+        for man in mf.read_manifest_list(fio.new_input(s["manifest-list"])):
+            if man.manifest_path in seen or man.content != mf.ManifestContent.DATA:
+                continue
+            seen.add(man.manifest_path)
+            files.update(e.data_file.file_path[len(prefix):] for e in man.fetch_manifest_entry(fio)
+                         if e.data_file.file_path.startswith(prefix))
+    return files
+
+
 def _retained_files(storage: Storage, m: Storage, fio, prev: _MirrorState, snap: _Snapshot) -> set[str]:
     """Our files that some snapshot of the new metadata references: the previous registration's
     when it covered exactly the snapshots still retained (else read from their manifests), plus
@@ -305,14 +333,4 @@ def _retained_files(storage: Storage, m: Storage, fio, prev: _MirrorState, snap:
     reg = registered_mirror(storage, m.uri)
     if reg is not None and set(reg.get("snapshots", [])) == retained:
         return files | set(reg["files"])
-    mf = pyiceberg_manifest()
-    prefix = iceberg_uri(storage, "") + "/"
-    seen: set[str] = set()
-    for s in prev.meta.get("snapshots", []):
-        for man in mf.read_manifest_list(fio.new_input(s["manifest-list"])):
-            if man.manifest_path in seen or man.content != mf.ManifestContent.DATA:
-                continue
-            seen.add(man.manifest_path)
-            files.update(e.data_file.file_path[len(prefix):] for e in man.fetch_manifest_entry(fio)
-                         if e.data_file.file_path.startswith(prefix))
-    return files
+    return files | _manifest_files(storage, fio, prev.meta)

@@ -542,3 +542,30 @@ def test_pyiceberg_expire_snapshots_on_the_mirror_leaves_our_table_ok(tmp_path):
     t.insert(small_rows(range(300, 310)))
     assert t.mirror_iceberg(m).metadata_version == 4
     assert rows(read(m), cols) == rows(t.scan().to_arrow(), cols)
+
+
+def test_a_run_that_loses_the_race_registers_what_the_winner_retains(tmp_path, monkeypatch):
+    """Two runs at once: the loser (MirrorError, nothing committed) had registered its own view
+    before losing; it registers the winner's snapshots instead, so our vacuum keeps their files."""
+    from tableformat.format.storage import Storage
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    m = str(tmp_path / "m")
+    t.insert(small_rows(range(100)))
+    t.mirror_iceberg(m)
+    t.insert(small_rows(range(200, 220)))
+    real = Storage.put_if_absent
+    won = []
+
+    def racing(self, rel, data):
+        if rel == "metadata/v2.metadata.json" and not won:
+            monkeypatch.setattr(Storage, "put_if_absent", real)
+            won.append(tf.open_table(t.uri).mirror_iceberg(m))       # the other run commits v2 first
+        return real(self, rel, data)
+    monkeypatch.setattr(Storage, "put_if_absent", racing)
+    with pytest.raises(tf.MirrorError, match="another writer committed metadata version 2"):
+        t.mirror_iceberg(m)
+    (reg,) = [json.loads(open(os.path.join(t.uri, "_mirrors", n)).read()) for n in os.listdir(os.path.join(t.uri, "_mirrors"))]
+    st = StaticTable.from_metadata(m)
+    assert reg["snapshots"] == sorted(s.snapshot_id for s in st.metadata.snapshots) and won[0].snapshot_id in reg["snapshots"]
+    assert set(reg["files"]) == {rs.base[0].path for rs in t.refresh().rowsets.values()}
+    assert t.mirror_iceberg(m).snapshot_id is None
