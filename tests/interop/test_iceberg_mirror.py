@@ -345,6 +345,11 @@ def test_the_metadata_is_a_v2_hadoop_table_of_one_snapshot_per_run(mirrored):
     # time travel by timestamp: the snapshot as of our version's commit time
     assert st.metadata.snapshot_by_id(rs[1].snapshot_id).timestamp_ms == int(t.snapshot(rs[1].table_version)
                                                                                .timestamp) // 1000
+    for r in rs:                     # as of each mirrored version's commit time (and a little after)
+        ts = int(t.snapshot(r.table_version).timestamp) // 1000
+        assert st.snapshot_as_of_timestamp(ts).snapshot_id == r.snapshot_id
+        if r is not rs[-1]:
+            assert st.snapshot_as_of_timestamp(ts + 1).snapshot_id in (r.snapshot_id, rs[rs.index(r) + 1].snapshot_id)
     for r in rs:
         files = st.scan(snapshot_id=r.snapshot_id).plan_files()
         for task in files:
