@@ -106,7 +106,10 @@ class History:
                                             for i, typ in enumerate(TYPES)]
         self.ranges = [(0, STEP), (STEP, 2 * STEP)]
         part = tf.PartitionSchema(range=tf.RangePartition(["k"], bounds=list(self.ranges)))
-        self.t = tf.create_table(str(root / "t"), tf.Schema(cols, primary_key="k"), partitioning=part)
+        # no history kept past a vacuum (an ALTER within history_max_age holds the horizon back):
+        # then only the mirror's registry keeps the files earlier snapshots read
+        self.t = tf.create_table(str(root / "t"), tf.Schema(cols, primary_key="k"), partitioning=part,
+                                 properties={"history_max_age": 0})
         self.n = 0
 
     def batch(self, keys, only=None):
@@ -198,10 +201,12 @@ class History:
     def restore(self):
         """Delete some rows, mirror that (the caller mirrors after each step), restore them next."""
         v = self.t.version
+        self.t.tag("before")                              # history_max_age is 0: a tag keeps v readable
         self.delete()
         r = self.t.mirror_iceberg(str(self.root / "m"))
         self.side.append((r.snapshot_id, self.t.version, self.t.scan().to_arrow(), cols_of(self.t, self.t.version)))
-        self.t.restore(v)
+        self.t.restore("before")
+        self.t.untag("before")
         return f"restore {v}"
 
     def vacuum(self):
@@ -211,6 +216,7 @@ class History:
         r = self.t.mirror_iceberg(str(self.root / "m"))
         self.side.append((r.snapshot_id, self.t.version, self.t.scan().to_arrow(), cols_of(self.t, self.t.version)))
         res = self.t.vacuum(retain_seconds=0, grace_seconds=0)
+        assert res.files, "the vacuum had nothing to delete"
         return f"vacuum {len(res.files)}"
 
     def steps(self, n):
