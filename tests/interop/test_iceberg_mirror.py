@@ -5,8 +5,10 @@ layout's version-hint, time travel by snapshot id) and compared with the engine'
 version it describes, with row filters on every type (NaN and NULL included) whose results must
 equal the same predicate applied to the engine's rows: statistics that pruned a file wrongly
 would lose rows. Spark's Iceberg runtime has no build for Spark 4.2 or 4.3 on Maven Central
-(the newest is iceberg-spark-runtime-4.1_2.13), and DuckDB's iceberg extension downloads from
-the internet: neither runs here (README "Iceberg").
+(the newest is iceberg-spark-runtime-4.1_2.13:1.12.0, which fails on Spark 4.3 with
+IncompatibleClassChangeError), and DuckDB's iceberg extension downloads from the internet:
+neither runs here (README "Iceberg"). Iceberg's own maintenance is exercised through pyiceberg's
+expire_snapshots on the registered mirror.
 """
 import datetime
 import decimal
