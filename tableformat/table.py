@@ -274,17 +274,19 @@ class Table:
         check_mirror_path(path, self.uri)
         return mirror_delta(self.handle, path, storage_options, compact)
 
-    def mirror_iceberg(self, path: str, storage_options: dict | None = None,
-                       compact: bool = True) -> IcebergMirrorResult:
+    def mirror_iceberg(self, path: str, storage_options: dict | None = None, compact: bool = True,
+                       keep_snapshots: int | None = None) -> IcebergMirrorResult:
         """Add one snapshot to an Iceberg table (format v2, Hadoop-catalog layout) at `path` so
         that Iceberg readers see this table's latest version, reading our base files in place
         (zero-copy): field ids = our column IDs, deletes as position-delete files. Earlier runs
         stay as earlier snapshots. Rowsets Iceberg cannot express are compacted first
         (`compact=False` refuses instead); the result names them. Our vacuum keeps every file
-        a retained mirror snapshot references. specs/format.md §16."""
+        a retained mirror snapshot references; `keep_snapshots=N` keeps only the N newest (the
+        older ones' files are then ours to vacuum). specs/format.md §16."""
         arg.boolean(compact, "compact")
+        arg.integer(keep_snapshots, "keep_snapshots", lo=1, none=True)
         check_mirror_path(path, self.uri, "Iceberg")
-        return mirror_iceberg(self.handle, path, storage_options, compact)
+        return mirror_iceberg(self.handle, path, storage_options, compact, keep_snapshots)
 
     def check(self, deep: bool = True) -> CheckReport:
         """Verify the table's invariants; the report lists every violation found. deep=True also

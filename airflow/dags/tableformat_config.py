@@ -74,13 +74,14 @@ class MirrorConfig:
     delta: str | None = None                # a Delta table's directory (Table.mirror_delta)
     options: dict | None = field(default=None, repr=False)   # fsspec storage options of the mirror paths
     compact: bool = True                    # False: refuse rowsets the mirror cannot express
+    keep_snapshots: int | None = None       # iceberg: keep only the N newest snapshots
 
 
 @dataclass(frozen=True)
 class TableConfig:
     """One table. Keys: name, uri, storage_options, budget_mb, schedule, engine,
     spark_master, vacuum {enabled, retain_seconds, grace_seconds, dry_run}, mirror {iceberg, delta, options,
-    compact},
+    compact, keep_snapshots},
     export {output, output_options, start, settle_seconds, max_wait_seconds, format, mode, delta_options,
     max_versions_per_trigger}."""
 
@@ -182,7 +183,11 @@ def _mirror_config(where: str, raw: Any) -> MirrorConfig:
         raise ConfigError(f"{where}: mirror needs 'iceberg' or 'delta' (a path)")
     if m.get("options") is not None and not isinstance(m["options"], dict):
         raise ConfigError(f"{where}: mirror.options must be a mapping")
-    return MirrorConfig(m.get("iceberg"), m.get("delta"), m.get("options"), bool(m.get("compact", True)))
+    keep = m.get("keep_snapshots")
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1 or not m.get("iceberg")):
+        raise ConfigError(f"{where}: mirror.keep_snapshots must be a positive integer, and only with 'iceberg', "
+                          f"got {keep!r}")
+    return MirrorConfig(m.get("iceberg"), m.get("delta"), m.get("options"), bool(m.get("compact", True)), keep)
 
 
 def _vacuum_config(where: str, raw: Any) -> VacuumConfig:

@@ -110,7 +110,7 @@ def run_mirror(cfg: TableConfig) -> dict:
         return out
     t = cfg.open()
     if mc.iceberg:
-        r = t.mirror_iceberg(mc.iceberg, mc.options, compact=mc.compact)
+        r = t.mirror_iceberg(mc.iceberg, mc.options, compact=mc.compact, keep_snapshots=mc.keep_snapshots)
         log.info("table %s: %s", cfg.name, r)
         out["iceberg"] = {"snapshot_id": r.snapshot_id, "metadata_version": r.metadata_version,
                           "table_version": r.table_version, "files": r.files, "compacted": sorted(r.compacted)}

@@ -8,7 +8,8 @@
     tableformat changes  URI --start V [--end V] [--mode all|net] [--format ...] [--output FILE]
     tableformat compact  URI [--plan | --run] [--budget-mb MB]
     tableformat vacuum   URI [--retain-seconds S] [--grace-seconds S] [--dry-run]
-    tableformat mirror   URI (--delta PATH | --iceberg PATH) [--no-compact] [--mirror-option KEY=VALUE]...
+    tableformat mirror   URI (--delta PATH | --iceberg PATH [--keep-snapshots N]) [--no-compact]
+                             [--mirror-option KEY=VALUE]...
     tableformat check    URI [--shallow]
     tableformat alter    URI --add-column c:int32:nullable --drop-column b --rename-column a:b ...
     tableformat restore  URI --as-of V
@@ -185,6 +186,9 @@ def _add_maintenance_commands(cmd: Callable[..., argparse.ArgumentParser]) -> No
     g.add_argument("--iceberg", metavar="PATH", help="the Iceberg table's directory (URI)")
     s.add_argument("--no-compact", action="store_true",
                    help="refuse (exit 1) instead of compacting rowsets the mirror cannot express")
+    s.add_argument("--keep-snapshots", type=int, metavar="N",
+                   help="--iceberg: keep only the N newest snapshots (our vacuum may then free the files "
+                        "only older ones read)")
     s.add_argument("--mirror-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an fsspec storage option of PATH (repeatable; JSON values)")
 

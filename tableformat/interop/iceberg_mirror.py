@@ -137,9 +137,11 @@ class _Snapshot:
 
 
 def mirror_iceberg(handle: TableHandle, path: str, storage_options: dict | None = None,
-                   compact: bool = True) -> IcebergMirrorResult:
+                   compact: bool = True, keep_snapshots: int | None = None) -> IcebergMirrorResult:
     """Add one snapshot to the Iceberg table at `path` describing our latest version (the facade
-    checked the arguments); compactions run through `maintenance`, as `Table`'s do."""
+    checked the arguments); compactions run through `maintenance`, as `Table`'s do. With
+    `keep_snapshots`, the metadata keeps only that many newest snapshots, so our vacuum may free
+    the files only older ones read (Iceberg's expire_snapshots refuses while gc.enabled is false)."""
     pyiceberg_manifest()
     compacted = compact_inexpressible(handle, "mirror_iceberg") if compact else {}
     state = handle.refresh()
@@ -152,6 +154,8 @@ def mirror_iceberg(handle: TableHandle, path: str, storage_options: dict | None 
         return IcebergMirrorResult(path, None, prev.version, state.version, len(prev.data), compacted=compacted)
     meta = prev.meta or {}
     taken = {s["snapshot-id"] for s in meta.get("snapshots", [])}
+    olds = [s["snapshot-id"] for s in sorted(meta.get("snapshots", []), key=lambda s: s["sequence-number"])]
+    expired = set(olds[:max(0, len(olds) + 1 - keep_snapshots)]) if keep_snapshots else set()
     sid = next(x for x in iter(lambda: random.SystemRandom().getrandbits(62) + 1, 0) if x not in taken)
     snap = _Snapshot(sid, int(meta.get("last-sequence-number", 0)) + 1)
     schemas, schema_id = _schemas(state, meta)
@@ -162,12 +166,12 @@ def mirror_iceberg(handle: TableHandle, path: str, storage_options: dict | None 
                                                   snap.seq, "deflate") as lw:
         lw.add_manifests(snap.manifests)
     version = prev.version + 1
-    new_meta = _metadata(state, handle.storage, base, prev, snap, schemas, schema_id, list_loc, compacted)
+    new_meta = _metadata(state, handle.storage, base, prev, snap, schemas, schema_id, list_loc, compacted, expired)
     fio.flush()                                        # manifests and list: new names, nothing refers to them yet
     # our vacuum must keep what every retained snapshot references, the new one included, before it is in
-    register_mirror(handle.storage, m.uri, state.version, _retained_files(handle.storage, m, fio, prev, snap),
-                    format="iceberg", iceberg_metadata_version=version,
-                    snapshots=sorted([*taken, sid]))
+    register_mirror(handle.storage, m.uri, state.version,
+                    _retained_files(handle.storage, m, fio, prev, snap, expired),
+                    format="iceberg", iceberg_metadata_version=version, snapshots=sorted([*(taken - expired), sid]))
     if not m.put_if_absent(f"{META}/v{version}.metadata.json", json.dumps(new_meta, indent=1).encode()):
         _register_winner(handle.storage, m, fio)    # ours may have overwritten the winner's registration
         raise MirrorError(f"another writer committed metadata version {version} of the Iceberg mirror at {path} "
@@ -249,10 +253,11 @@ def _schemas(state: TableState, meta: dict) -> tuple[list[dict], int]:
 
 
 def _metadata(state: TableState, storage: Storage, base: str, prev: _MirrorState, snap: _Snapshot,
-              schemas: list[dict], schema_id: int, list_loc: str, compacted: dict) -> dict:
-    """The next `v<N>.metadata.json`: the previous one with the new snapshot, schema and properties."""
+              schemas: list[dict], schema_id: int, list_loc: str, compacted: dict, expired: set[int]) -> dict:
+    """The next `v<N>.metadata.json`: the previous one with the new snapshot, schema and properties,
+    without the `expired` snapshots."""
     meta = prev.meta or {}
-    snaps = list(meta.get("snapshots", []))
+    snaps = [s for s in meta.get("snapshots", []) if s["snapshot-id"] not in expired]
     ts_ms = max([int(state.timestamp) // 1000] + [s["timestamp-ms"] for s in snaps])
     summary = {"operation": "overwrite", "tableformat.version": str(state.version),
                "tableformat.timestamp": str(int(state.timestamp)), "tableformat.table-id": state.table_id,
@@ -279,7 +284,8 @@ def _metadata(state: TableState, storage: Storage, base: str, prev: _MirrorState
         "properties": _properties(state, storage, meta, schemas),
         "current-snapshot-id": snap.sid, "refs": {"main": {"snapshot-id": snap.sid, "type": "branch"}},
         "snapshots": snaps + [new],
-        "snapshot-log": list(meta.get("snapshot-log", [])) + [{"timestamp-ms": ts_ms, "snapshot-id": snap.sid}],
+        "snapshot-log": [e for e in meta.get("snapshot-log", []) if e["snapshot-id"] not in expired]
+        + [{"timestamp-ms": ts_ms, "snapshot-id": snap.sid}],
         "metadata-log": list(meta.get("metadata-log", [])) + prev_file,
     }
 
@@ -306,13 +312,15 @@ def _register_winner(storage: Storage, m: Storage, fio) -> None:
                     format="iceberg", iceberg_metadata_version=cur.version, snapshots=snaps)
 
 
-def _manifest_files(storage: Storage, fio, meta: dict) -> set[str]:
-    """Our files that the data manifests of every snapshot of `meta` list as live."""
+def _manifest_files(storage: Storage, fio, meta: dict, expired: frozenset = frozenset()) -> set[str]:
+    """Our files that the data manifests of every snapshot of `meta` (but the expired) list as live."""
     mf = pyiceberg_manifest()
     prefix = iceberg_uri(storage, "") + "/"
     files: set[str] = set()
     seen: set[str] = set()
     for s in meta.get("snapshots", []):
+        if s["snapshot-id"] in expired:
+            continue
         for man in mf.read_manifest_list(fio.new_input(s["manifest-list"])):
             if man.manifest_path in seen or man.content != mf.ManifestContent.DATA:
                 continue
@@ -322,15 +330,16 @@ def _manifest_files(storage: Storage, fio, meta: dict) -> set[str]:
     return files
 
 
-def _retained_files(storage: Storage, m: Storage, fio, prev: _MirrorState, snap: _Snapshot) -> set[str]:
+def _retained_files(storage: Storage, m: Storage, fio, prev: _MirrorState, snap: _Snapshot,
+                    expired: set[int]) -> set[str]:
     """Our files that some snapshot of the new metadata references: the previous registration's
     when it covered exactly the snapshots still retained (else read from their manifests), plus
     the new snapshot's."""
     files = set(snap.ours.values())
     if prev.meta is None:
         return files
-    retained = {s["snapshot-id"] for s in prev.meta.get("snapshots", [])}
+    retained = {s["snapshot-id"] for s in prev.meta.get("snapshots", [])} - expired
     reg = registered_mirror(storage, m.uri)
     if reg is not None and set(reg.get("snapshots", [])) == retained:
         return files | set(reg["files"])
-    return files | _manifest_files(storage, fio, prev.meta)
+    return files | _manifest_files(storage, fio, prev.meta, frozenset(expired))

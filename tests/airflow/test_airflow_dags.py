@@ -163,7 +163,12 @@ def test_the_mirror_task_refreshes_the_configured_mirrors(tmp_path):
     assert_same_rows(StaticTable.from_metadata(ice).scan().to_arrow(), t.to_arrow())
     assert maintenance.run_mirror(config.parse_config([{"uri": t.uri}])[0]) == {"table": "metrics", "iceberg": None,
                                                                                  "delta": None}
-    for bad in ({}, {"iceberg": ""}, {"iceberg": ice, "colour": 1}, {"iceberg": ice, "options": 3}):
+    kept = config.parse_config([{"uri": t.uri, "mirror": {"iceberg": ice, "keep_snapshots": 1}}])[0]
+    t.insert(metrics_rows(30, seed=9, start=9000))
+    assert maintenance.run_mirror(kept)["iceberg"]["snapshot_id"] is not None
+    assert len(StaticTable.from_metadata(ice).metadata.snapshots) == 1
+    for bad in ({}, {"iceberg": ""}, {"iceberg": ice, "colour": 1}, {"iceberg": ice, "options": 3},
+                {"iceberg": ice, "keep_snapshots": 0}, {"delta": ice, "keep_snapshots": 2}):
         with pytest.raises(config.ConfigError, match="mirror"):
             config.parse_config([{"uri": t.uri, "mirror": bad}])
 

@@ -582,3 +582,29 @@ def test_a_run_that_loses_the_race_registers_what_the_winner_retains(tmp_path, m
     assert reg["snapshots"] == sorted(s.snapshot_id for s in st.metadata.snapshots) and won[0].snapshot_id in reg["snapshots"]
     assert set(reg["files"]) == {rs.base[0].path for rs in t.refresh().rowsets.values()}
     assert t.mirror_iceberg(m).snapshot_id is None
+
+
+def test_keep_snapshots_expires_the_oldest_and_releases_their_files(tmp_path, capsys):
+    t = tf.create_table(str(tmp_path / "t"), small_schema())
+    m = str(tmp_path / "m")
+    t.insert(small_rows(range(100)))
+    r1 = t.mirror_iceberg(m)
+    (rs,) = t.state.rowsets.values()
+    t.update(small_rows(range(0, 100, 2), salt=3).select(["k", "v"]))
+    r2 = t.mirror_iceberg(m, keep_snapshots=2)                       # compacts: rs leaves our state
+    assert [s.snapshot_id for s in StaticTable.from_metadata(m).metadata.snapshots] == [r1.snapshot_id, r2.snapshot_id]
+    assert rs.base[0].path not in t.vacuum(retain_seconds=0, grace_seconds=0).files   # r1 still reads it
+    t.insert(small_rows(range(300, 310)))
+    assert cli_main(["mirror", t.uri, "--iceberg", m, "--keep-snapshots", "2"]) == 0
+    st = StaticTable.from_metadata(m)
+    assert [s.snapshot_id for s in st.metadata.snapshots][0] == r2.snapshot_id and len(st.metadata.snapshots) == 2
+    assert r1.snapshot_id not in {e.snapshot_id for e in st.metadata.snapshot_log}
+    res = t.vacuum(retain_seconds=0, grace_seconds=0)
+    assert rs.base[0].path in res.files and t.check().ok                # no retained snapshot reads it now
+    cols = [c.name for c in t.schema.columns]
+    assert rows(read(m), cols) == rows(t.scan().to_arrow(), cols)
+    assert rows(read(m, r2.snapshot_id), cols) == rows(t.scan(as_of=r2.table_version).to_arrow(), cols)
+    with pytest.raises(tf.InvalidOptionError, match="keep_snapshots"):
+        t.mirror_iceberg(m, keep_snapshots=0)
+    assert cli_main(["mirror", t.uri, "--delta", str(tmp_path / "d"), "--keep-snapshots", "2"]) == 1
+    assert "--keep-snapshots is for --iceberg" in capsys.readouterr().err
