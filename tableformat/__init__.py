@@ -9,6 +9,7 @@ is internal. specs/format.md is the on-disk contract.
 from .format.errors import *  # noqa: F401,F403  (the error classes are public)
 from .format import errors  # noqa: F401  (tf.errors, the module of the error classes, as before the wings)
 from .interop.delta_mirror import MirrorResult
+from .interop.iceberg_mirror import IcebergMirrorResult
 from .maintenance.compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy, KuduPolicy
 from . import format
 from .format.constants import DeltaOp
@@ -34,5 +35,5 @@ __all__ = ["Column", "Schema", "HashPartition", "RangePartition", "PartitionSche
            "WriteFragment", "RollingRowSetWriter", "CommitProperties", "CompactionAction", "CompactionPlan",
            "CompactionPolicy", "KuduPolicy", "Scanner", "ScanTask", "ReadPlan", "RowSetPlan", "BaseFilePlan",
            "DeltaFilePlan", "DeltaOp", "format", "Predicate", "Storage", "VacuumPlan", "VacuumResult", "parse_as_of",
-           "MirrorResult", "check_outside_table", "ChangePlan", "ChangePart", "compute_changes"]
+           "MirrorResult", "IcebergMirrorResult", "check_outside_table", "ChangePlan", "ChangePart", "compute_changes"]
 __version__ = "0.1.0"

@@ -21,6 +21,7 @@ from .format.batch import to_arrow_table
 from .maintenance.check import CheckReport, check
 from .maintenance.compaction_policy import CompactionAction, CompactionPlan, CompactionPolicy
 from .interop.delta_mirror import MirrorResult, check_mirror_path, mirror_delta
+from .interop.iceberg_mirror import IcebergMirrorResult, mirror_iceberg
 from .format.errors import ContradictoryFragmentsError, SchemaError, TableExistsError
 from .log.fragment import WriteFragment
 from .log.handle import TableHandle
@@ -272,6 +273,20 @@ class Table:
         arg.boolean(compact, "compact")
         check_mirror_path(path, self.uri)
         return mirror_delta(self.handle, path, storage_options, compact)
+
+    def mirror_iceberg(self, path: str, storage_options: dict | None = None, compact: bool = True,
+                       keep_snapshots: int | None = None) -> IcebergMirrorResult:
+        """Add one snapshot to an Iceberg table (format v2, Hadoop-catalog layout) at `path` so
+        that Iceberg readers see this table's latest version, reading our base files in place
+        (zero-copy): field ids = our column IDs, deletes as position-delete files. Earlier runs
+        stay as earlier snapshots. Rowsets Iceberg cannot express are compacted first
+        (`compact=False` refuses instead); the result names them. Our vacuum keeps every file
+        a retained mirror snapshot references; `keep_snapshots=N` keeps only the N newest (the
+        older ones' files are then ours to vacuum). specs/format.md §16."""
+        arg.boolean(compact, "compact")
+        arg.integer(keep_snapshots, "keep_snapshots", lo=1, none=True)
+        check_mirror_path(path, self.uri, "Iceberg")
+        return mirror_iceberg(self.handle, path, storage_options, compact, keep_snapshots)
 
     def check(self, deep: bool = True) -> CheckReport:
         """Verify the table's invariants; the report lists every violation found. deep=True also

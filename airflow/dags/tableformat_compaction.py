@@ -1,8 +1,9 @@
-"""tableformat_compaction: compaction, then vacuum, for every configured table.
+"""tableformat_compaction: compaction, mirrors, then vacuum, for every configured table.
 
 Per table (a mapped task group): `plan` logs the policy's plan; `compact` runs
 it in-process (Table.compact) or as the Spark job
-(spark_jobs.compaction.compact_table); `vacuum` drops history beyond the
+(spark_jobs.compaction.compact_table); `mirror` refreshes the table's `mirror`
+section (an Iceberg snapshot, a Delta commit; nothing without one); `vacuum` drops history beyond the
 retention and deletes unreferenced files; `report` puts a JSON summary in
 XCom. A scheduled run handles the tables whose `schedule` hint fires within
 its data interval; a manual run handles all of them, or the `tables` param.
@@ -27,7 +28,7 @@ if _here not in sys.path:     # Airflow adds the DAG folder; a DAG bundle elsewh
 from airflow.sdk import Param, dag, get_current_context, task, task_group  # noqa: E402
 from tableformat_config import (  # noqa: E402
     ConfigError, is_due, load_config, retries, run_type, table_config, timetable)
-from tableformat_maintenance import plan_compaction, run_compaction, run_vacuum  # noqa: E402
+from tableformat_maintenance import plan_compaction, run_compaction, run_mirror, run_vacuum  # noqa: E402
 
 log = logging.getLogger("tableformat.airflow")
 RETRIES = retries()
@@ -104,14 +105,20 @@ def tableformat_compaction():
         return run_compaction(table_config(name))
 
     @task(map_index_template="{{ table_name }}", **RETRIES)
+    def mirror(name: str) -> dict:
+        _label(name)
+        return run_mirror(table_config(name))
+
+    @task(map_index_template="{{ table_name }}", **RETRIES)
     def vacuum(name: str) -> dict:
         _label(name)
         return run_vacuum(table_config(name))
 
     @task(map_index_template="{{ table_name }}")
-    def report(planned: dict, compacted: dict, vacuumed: dict) -> dict:
+    def report(planned: dict, compacted: dict, mirrored: dict, vacuumed: dict) -> dict:
         _label(planned["table"])
-        summary = {"table": planned["table"], "plan": planned, "compaction": compacted, "vacuum": vacuumed}
+        summary = {"table": planned["table"], "plan": planned, "compaction": compacted, "mirror": mirrored,
+                   "vacuum": vacuumed}
         log.info("summary: %s", json.dumps(summary))
         return summary
 
@@ -119,9 +126,10 @@ def tableformat_compaction():
     def maintain(name: str):
         planned = plan(name)
         compacted = compact(name)
+        mirrored = mirror(name)
         vacuumed = vacuum(name)
-        planned >> compacted >> vacuumed
-        return report(planned, compacted, vacuumed)
+        planned >> compacted >> mirrored >> vacuumed
+        return report(planned, compacted, mirrored, vacuumed)
 
     @task(trigger_rule="none_failed")
     def summarize(reports) -> dict:

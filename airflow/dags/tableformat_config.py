@@ -68,9 +68,20 @@ class ExportConfig:
 
 
 @dataclass(frozen=True)
+class MirrorConfig:
+    """Zero-copy mirrors the compaction DAG refreshes after compacting (README "Iceberg", "Delta Lake")."""
+    iceberg: str | None = None              # an Iceberg table's directory (Table.mirror_iceberg)
+    delta: str | None = None                # a Delta table's directory (Table.mirror_delta)
+    options: dict | None = field(default=None, repr=False)   # fsspec storage options of the mirror paths
+    compact: bool = True                    # False: refuse rowsets the mirror cannot express
+    keep_snapshots: int | None = None       # iceberg: keep only the N newest snapshots
+
+
+@dataclass(frozen=True)
 class TableConfig:
     """One table. Keys: name, uri, storage_options, budget_mb, schedule, engine,
-    spark_master, vacuum {enabled, retain_seconds, grace_seconds, dry_run},
+    spark_master, vacuum {enabled, retain_seconds, grace_seconds, dry_run}, mirror {iceberg, delta, options,
+    compact, keep_snapshots},
     export {output, output_options, start, settle_seconds, max_wait_seconds, format, mode, delta_options,
     max_versions_per_trigger}."""
 
@@ -83,6 +94,7 @@ class TableConfig:
     spark_master: str | None = None
     vacuum: VacuumConfig = VacuumConfig()
     export: ExportConfig | None = None
+    mirror: MirrorConfig | None = None
 
     @property
     def budget_bytes(self) -> int:
@@ -135,7 +147,7 @@ def _table_config(raw: Any, defaults: dict, i: int) -> TableConfig:
     where = f"table #{i + 1}"
     raw = _check_keys(where, raw, set(TableConfig.__dataclass_fields__))
     d = {**defaults, **raw}
-    for sub in ("vacuum", "export"):     # a table's section refines the default one, key by key
+    for sub in ("vacuum", "export", "mirror"):     # a table's section refines the default one, key by key
         if isinstance(defaults.get(sub), dict) and isinstance(raw.get(sub), dict):
             d[sub] = {**defaults[sub], **raw[sub]}
     if not isinstance(d.get("uri"), str) or not d["uri"]:
@@ -157,8 +169,25 @@ def _table_config(raw: Any, defaults: dict, i: int) -> TableConfig:
         _validate_cron(where, schedule)
     vacuum = _vacuum_config(where, d.get("vacuum") or {})
     export = None if d.get("export") is None else _export_config(where, d["export"])
+    mirror = None if d.get("mirror") is None else _mirror_config(where, d["mirror"])
     return TableConfig(name, d["uri"], d.get("storage_options"), budget, schedule, engine,
-                       d.get("spark_master"), vacuum, export)
+                       d.get("spark_master"), vacuum, export, mirror)
+
+
+def _mirror_config(where: str, raw: Any) -> MirrorConfig:
+    m = _check_keys(f"{where}: mirror", raw, set(MirrorConfig.__dataclass_fields__))
+    for k in ("iceberg", "delta"):
+        if m.get(k) is not None and (not isinstance(m[k], str) or not m[k]):
+            raise ConfigError(f"{where}: mirror.{k} must be a path, got {m[k]!r}")
+    if not m.get("iceberg") and not m.get("delta"):
+        raise ConfigError(f"{where}: mirror needs 'iceberg' or 'delta' (a path)")
+    if m.get("options") is not None and not isinstance(m["options"], dict):
+        raise ConfigError(f"{where}: mirror.options must be a mapping")
+    keep = m.get("keep_snapshots")
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1 or not m.get("iceberg")):
+        raise ConfigError(f"{where}: mirror.keep_snapshots must be a positive integer, and only with 'iceberg', "
+                          f"got {keep!r}")
+    return MirrorConfig(m.get("iceberg"), m.get("delta"), m.get("options"), bool(m.get("compact", True)), keep)
 
 
 def _vacuum_config(where: str, raw: Any) -> VacuumConfig:
@@ -261,7 +290,8 @@ def _mask_secrets(cfg: TableConfig) -> None:
         from airflow.sdk.log import mask_secret
     except ImportError:
         return
-    for opts in (cfg.storage_options, cfg.export.output_options if cfg.export else None):
+    for opts in (cfg.storage_options, cfg.export.output_options if cfg.export else None,
+                 cfg.mirror.options if cfg.mirror else None):
         for k, v in (opts or {}).items():
             if isinstance(v, str) and v and any(w in k.lower() for w in _SECRET_WORDS):
                 mask_secret(v, k)

@@ -1,4 +1,4 @@
-"""Compaction and vacuum of one configured table, as the compaction DAG runs them.
+"""Compaction, mirrors and vacuum of one configured table, as the compaction DAG runs them.
 
 Every call opens the table and plans afresh, so retries, reruns and
 overlapping runs are safe: an action whose inputs changed meanwhile gives up
@@ -98,3 +98,25 @@ def run_vacuum(cfg: TableConfig) -> dict:
     return {"table": cfg.name, "enabled": True, "dry_run": vc.dry_run, "files": len(res.files),
             "bytes": res.bytes, "retained_from_version": res.retained_from_version,
             "version_before": before, "version_after": t.version}
+
+
+def run_mirror(cfg: TableConfig) -> dict:
+    """Refresh the table's zero-copy mirrors (one Iceberg snapshot, one Delta commit) to its latest
+    version, before the vacuum, so the vacuum keeps what they reference (specs/format.md §15, §16).
+    A rerun with nothing new writes nothing."""
+    mc = cfg.mirror
+    out: dict = {"table": cfg.name, "iceberg": None, "delta": None}
+    if mc is None:
+        return out
+    t = cfg.open()
+    if mc.iceberg:
+        r = t.mirror_iceberg(mc.iceberg, mc.options, compact=mc.compact, keep_snapshots=mc.keep_snapshots)
+        log.info("table %s: %s", cfg.name, r)
+        out["iceberg"] = {"snapshot_id": r.snapshot_id, "metadata_version": r.metadata_version,
+                          "table_version": r.table_version, "files": r.files, "compacted": sorted(r.compacted)}
+    if mc.delta:
+        r = t.mirror_delta(mc.delta, mc.options, compact=mc.compact)
+        log.info("table %s: %s", cfg.name, r)
+        out["delta"] = {"delta_version": r.delta_version, "table_version": r.table_version, "files": r.files,
+                        "compacted": sorted(r.compacted)}
+    return out

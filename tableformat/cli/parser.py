@@ -8,7 +8,8 @@
     tableformat changes  URI --start V [--end V] [--mode all|net] [--format ...] [--output FILE]
     tableformat compact  URI [--plan | --run] [--budget-mb MB]
     tableformat vacuum   URI [--retain-seconds S] [--grace-seconds S] [--dry-run]
-    tableformat mirror   URI --delta PATH [--no-compact] [--mirror-option KEY=VALUE]...
+    tableformat mirror   URI (--delta PATH | --iceberg PATH [--keep-snapshots N]) [--no-compact]
+                             [--mirror-option KEY=VALUE]...
     tableformat check    URI [--shallow]
     tableformat alter    URI --add-column c:int32:nullable --drop-column b --rename-column a:b ...
     tableformat restore  URI --as-of V
@@ -173,13 +174,21 @@ def _add_maintenance_commands(cmd: Callable[..., argparse.ArgumentParser]) -> No
     s.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
                    help="the progress bar on stderr (auto: on a terminal)")
 
-    s = cmd("mirror", commands.cmd_mirror, "write a zero-copy Delta Lake mirror of the latest version",
-            "\n\nOne Delta commit at PATH: our base files by absolute path, deletes as deletion vectors;\n"
-            "rowsets Delta cannot express are compacted first (listed in the output). PATH must lie\n"
-            "outside the table. Delta readers: spark.read.format('delta').load(PATH), deltalake.")
-    s.add_argument("--delta", required=True, metavar="PATH", help="the Delta table's directory (URI)")
+    s = cmd("mirror", commands.cmd_mirror, "write a zero-copy Delta Lake or Iceberg mirror of the latest version",
+            "\n\n--delta: one Delta commit at PATH, deletes as deletion vectors. --iceberg: one Iceberg\n"
+            "snapshot (format v2, Hadoop-catalog layout) at PATH, deletes as position-delete files.\n"
+            "Both reference our base files by absolute path; rowsets the format cannot express are\n"
+            "compacted first (listed in the output). PATH must lie outside the table. Readers:\n"
+            "spark.read.format('delta').load(PATH), deltalake; pyiceberg StaticTable.from_metadata(PATH),\n"
+            "Trino/Spark Iceberg (register PATH/metadata/v<N>.metadata.json).")
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--delta", metavar="PATH", help="the Delta table's directory (URI)")
+    g.add_argument("--iceberg", metavar="PATH", help="the Iceberg table's directory (URI)")
     s.add_argument("--no-compact", action="store_true",
-                   help="refuse (exit 1) instead of compacting rowsets Delta cannot express")
+                   help="refuse (exit 1) instead of compacting rowsets the mirror cannot express")
+    s.add_argument("--keep-snapshots", type=int, metavar="N",
+                   help="--iceberg: keep only the N newest snapshots (our vacuum may then free the files "
+                        "only older ones read)")
     s.add_argument("--mirror-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an fsspec storage option of PATH (repeatable; JSON values)")
 

@@ -37,13 +37,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def refuse_outputs_in_table(args) -> None:
-    """Every file a command writes (`--output`, `--on-error collect=`, a mirror's `--delta`) lies
+    """Every file a command writes (`--output`, `--on-error collect=`, a mirror's `--delta` or `--iceberg`) lies
     outside the table's directory, checked before anything runs (storage.check_outside_table)."""
     uri = getattr(args, "uri", None)
     if not isinstance(uri, str):
         return
     on_error = getattr(args, "on_error", None)
     for flag, path in (("--output", getattr(args, "output", None)), ("--delta", getattr(args, "delta", None)),
+                       ("--iceberg", getattr(args, "iceberg", None)),
                        ("--on-error collect=", on_error[1] if isinstance(on_error, tuple) else None)):
         if isinstance(path, str) and path:
             check_outside_table(path, uri, flag)

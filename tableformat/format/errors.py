@@ -46,7 +46,7 @@ class InvalidURIError(TableFormatError, ValueError):
 
 
 class PathOverlapError(InvalidOptionError):
-    """An output path (a Delta mirror, an export, a backfill, a CLI output or rejects file) is the
+    """An output path (a Delta or Iceberg mirror, an export, a backfill, a CLI output or rejects file) is the
     table's directory, lies inside it, or holds it: writing there, or a foreign tool cleaning
     there (Delta VACUUM, an overwrite), would destroy the table's files. Give a path outside."""
 
@@ -204,8 +204,8 @@ class NativeReadUnavailableError(TableFormatError):
 
 
 class MirrorError(TableFormatError):
-    """A Delta mirror cannot be written: its log was written concurrently or cleaned up, or a
-    rowset cannot be expressed in Delta and compaction was not allowed."""
+    """A Delta or Iceberg mirror cannot be written: its log or metadata was written concurrently
+    or cleaned up, or a rowset cannot be expressed in the format and compaction was not allowed."""
 
 
 class ExportSchemaError(TableFormatError, ValueError):

@@ -1,6 +1,7 @@
-"""The registry of Delta mirrors in our table (specs/format.md §15): for each mirror, the files
-of ours its latest version references, so that our vacuum keeps them. The mirror (`interop`)
-writes it; vacuum (`maintenance`) reads it.
+"""The registry of mirrors in our table (specs/format.md §15, §16): for each Delta or Iceberg
+mirror, the files of ours it references (Delta: its latest version; Iceberg: every snapshot its
+metadata retains), so that our vacuum keeps them. The mirror (`interop`) writes it; vacuum
+(`maintenance`) reads it.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 
 from .storage import Storage
 
-MIRRORS = "_mirrors"                    # in our table: what each mirror's latest version references
+MIRRORS = "_mirrors"                    # in our table: what each mirror references
 
 
 def _registry_name(mirror_uri: str) -> str:
@@ -17,7 +18,7 @@ def _registry_name(mirror_uri: str) -> str:
 
 
 def mirrored_files(storage: Storage) -> set[str]:
-    """Files of ours that the latest version of some Delta mirror references (vacuum keeps them)."""
+    """Files of ours that some mirror references (vacuum keeps them)."""
     out: set[str] = set()
     for n in storage.list(MIRRORS):
         if n.endswith(".json"):
@@ -28,7 +29,16 @@ def mirrored_files(storage: Storage) -> set[str]:
     return out
 
 
-def register_mirror(storage: Storage, mirror_uri: str, delta_version: int, table_version: int, files: set[str]) -> None:
+def registered_mirror(storage: Storage, mirror_uri: str) -> dict | None:
+    """The registry entry of one mirror (None: none, or unreadable)."""
+    try:
+        return json.loads(storage.read(_registry_name(mirror_uri)))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def register_mirror(storage: Storage, mirror_uri: str, table_version: int, files: set[str], **fields) -> None:
+    """Record the files `mirror_uri` references, with the mirror's own version fields
+    (`delta_version`; `format`, `iceberg_metadata_version`, `snapshots`)."""
     storage.write(_registry_name(mirror_uri), json.dumps(
-        {"mirror": mirror_uri, "delta_version": delta_version, "table_version": table_version,
-         "files": sorted(files)}).encode())
+        {"mirror": mirror_uri, **fields, "table_version": table_version, "files": sorted(files)}).encode())

@@ -1,8 +1,8 @@
 """Column types, encodings and compressions, as Kudu defines them (specs/format.md §2.1).
 
 Each logical type has one row in `TYPE_NAMES`: its Arrow type in memory, its Spark SQL name,
-its Delta schema name and the physical kind the JVM connector copies its cells as. Every other
-spelling of a type (the Spark jobs' schemas, the connector's plan, the Delta mirror, the JVM's
+its Delta schema name, the physical kind the JVM connector copies its cells as, and its Iceberg
+name. Every other spelling of a type (the Spark jobs' schemas, the connector's plan, the mirrors, the JVM's
 `CellCopy`, tied by a test) derives from it.
 """
 from __future__ import annotations
@@ -28,22 +28,23 @@ class TypeNames:
     spark: str          # Spark SQL (DDL) name: Spark schemas, the connector plan's column types
     delta: str          # Delta's schema name (Spark's JSON type name): the Delta mirror
     physical: str       # the JVM connector's vector kind (CellCopy): how a cell is copied
+    iceberg: str        # Iceberg's primitive type name: the Iceberg mirror (§16)
 
 
 TYPE_NAMES = {
-    "bool": TypeNames(pa.bool_(), "boolean", "boolean", "BOOL"),
-    "int8": TypeNames(pa.int8(), "tinyint", "byte", "BYTE"),
-    "int16": TypeNames(pa.int16(), "smallint", "short", "SHORT"),
-    "int32": TypeNames(pa.int32(), "int", "integer", "INT"),
-    "int64": TypeNames(pa.int64(), "bigint", "long", "LONG"),
-    "float": TypeNames(pa.float32(), "float", "float", "FLOAT"),
-    "double": TypeNames(pa.float64(), "double", "double", "DOUBLE"),
-    "date": TypeNames(pa.date32(), "date", "date", "INT"),                     # days since the epoch
-    "unixtime_micros": TypeNames(pa.timestamp("us", tz="UTC"), "timestamp", "timestamp", "LONG"),
-    "string": TypeNames(pa.string(), "string", "string", "BYTES"),
-    "varchar": TypeNames(pa.string(), "string", "string", "BYTES"),
-    "binary": TypeNames(pa.binary(), "binary", "binary", "BYTES"),
-    "decimal": TypeNames(None, "decimal", "decimal", "DEC"),
+    "bool": TypeNames(pa.bool_(), "boolean", "boolean", "BOOL", "boolean"),
+    "int8": TypeNames(pa.int8(), "tinyint", "byte", "BYTE", "int"),
+    "int16": TypeNames(pa.int16(), "smallint", "short", "SHORT", "int"),
+    "int32": TypeNames(pa.int32(), "int", "integer", "INT", "int"),
+    "int64": TypeNames(pa.int64(), "bigint", "long", "LONG", "long"),
+    "float": TypeNames(pa.float32(), "float", "float", "FLOAT", "float"),
+    "double": TypeNames(pa.float64(), "double", "double", "DOUBLE", "double"),
+    "date": TypeNames(pa.date32(), "date", "date", "INT", "date"),                     # days since the epoch
+    "unixtime_micros": TypeNames(pa.timestamp("us", tz="UTC"), "timestamp", "timestamp", "LONG", "timestamptz"),
+    "string": TypeNames(pa.string(), "string", "string", "BYTES", "string"),
+    "varchar": TypeNames(pa.string(), "string", "string", "BYTES", "string"),
+    "binary": TypeNames(pa.binary(), "binary", "binary", "BYTES", "binary"),
+    "decimal": TypeNames(None, "decimal", "decimal", "DEC", "decimal"),
 }
 _FIXED_KINDS = {k: n.arrow for k, n in TYPE_NAMES.items() if k not in ("decimal", "varchar")}
 _INT_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "date": 4, "unixtime_micros": 8}
@@ -96,6 +97,11 @@ class ColumnType:
     def delta_name(self) -> str:
         """Delta's (Spark JSON's) name of the type, e.g. "long", "decimal(18,2)"."""
         return self._with_params(TYPE_NAMES[self.kind].delta)
+
+    @property
+    def iceberg_name(self) -> str:
+        """Iceberg's name of the type, e.g. "long", "timestamptz", "decimal(18,2)" (specs §16)."""
+        return self._with_params(TYPE_NAMES[self.kind].iceberg)
 
     @property
     def physical(self) -> str:

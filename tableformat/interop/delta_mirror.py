@@ -112,8 +112,9 @@ def _footer_hides_nan(storage: Storage, state: TableState, rs: RowSetMeta) -> st
     return None
 
 
-def _compact_inexpressible(handle: TableHandle) -> dict[str, str]:
-    """Rewrite, by merging compaction (one action per tablet), every rowset Delta cannot express."""
+def compact_inexpressible(handle: TableHandle, who: str = "mirror_delta") -> dict[str, str]:
+    """Rewrite, by merging compaction (one action per tablet), every rowset a mirror cannot express
+    (Delta and Iceberg readers alike: `inexpressible`)."""
     done: dict[str, str] = {}
     for _ in range(5):               # a concurrent writer may change the rowsets between plan and commit
         st = handle.refresh()
@@ -129,11 +130,11 @@ def _compact_inexpressible(handle: TableHandle) -> dict[str, str]:
         for tablet, items in todo.items():
             ids = tuple(i for i, _ in items)
             size = sum(f.size for i in ids for f in st.rowsets[i].base)
-            action = CompactionAction("merge", tablet, ids, 1.0, "mirror_delta: " + "; ".join(sorted({w for _, w in items})),
+            action = CompactionAction("merge", tablet, ids, 1.0, f"{who}: " + "; ".join(sorted({w for _, w in items})),
                                       size)
             if compact_action(handle, action) is not None:
                 done.update(dict(items))
-    raise MirrorError("rowsets kept changing while the mirror compacted them; retry mirror_delta")
+    raise MirrorError(f"rowsets kept changing while the mirror compacted them; retry {who}")
 
 
 # --- Delta encodings ------------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def mirror_delta(handle: TableHandle, path: str, storage_options: dict | None = 
                  compact: bool = True) -> MirrorResult:
     """Write one Delta commit at `path` making the mirror describe the table's latest version
     (the facade checked the arguments); compactions run through `maintenance`, as `Table`'s do."""
-    compacted = _compact_inexpressible(handle) if compact else {}
+    compacted = compact_inexpressible(handle) if compact else {}
     state = handle.refresh()
     storage = handle.storage
     m = Storage(path, storage_options)
@@ -278,12 +279,13 @@ def mirror_delta(handle: TableHandle, path: str, storage_options: dict | None = 
     actions.insert(0, {"commitInfo": _commit_info(state, storage, compacted, now_ms)})
     version = prev.version + 1
     # our vacuum must keep both the old and the new files until the commit is in, then only the new
-    register_mirror(storage, m.uri, version, state.version,
-              {referenced[p] for p in new} | {_rel(storage, p) for p in prev.files if _rel(storage, p)})
+    register_mirror(storage, m.uri, state.version,
+                    {referenced[p] for p in new} | {_rel(storage, p) for p in prev.files if _rel(storage, p)},
+                    delta_version=version)
     if not m.put_if_absent(f"{LOG}/{version:020d}.json", "\n".join(json.dumps(a) for a in actions).encode() + b"\n"):
         raise MirrorError(f"another writer committed version {version} of the Delta mirror at {path} meanwhile; "
                           "retry mirror_delta")
-    register_mirror(storage, m.uri, version, state.version, {referenced[p] for p in new})
+    register_mirror(storage, m.uri, state.version, {referenced[p] for p in new}, delta_version=version)
     return MirrorResult(path, version, state.version, len(new), len(added), len(removed), len(dvs), compacted)
 
 
@@ -373,9 +375,10 @@ def _rel(storage: Storage, uri: str) -> str | None:
     return urllib.parse.unquote(uri[len(prefix):].lstrip("/")) if uri.startswith(prefix) else None
 
 
-def check_mirror_path(path: Any, table_uri: str) -> None:
-    """A mirror needs its own directory apart from the table's: a Delta VACUUM of a directory
-    that holds the table, or lies inside it, deletes our files (§15)."""
+def check_mirror_path(path: Any, table_uri: str, kind: str = "Delta") -> None:
+    """A mirror needs its own directory apart from the table's: a Delta VACUUM (or Iceberg's
+    remove_orphan_files) of a directory that holds the table, or lies inside it, deletes our
+    files (§15, §16)."""
     if not isinstance(path, str) or not path:
-        raise InvalidOptionError(f"path must be a non-empty string (the Delta table's directory), got {path!r}")
-    check_outside_table(path, table_uri, "the Delta mirror")
+        raise InvalidOptionError(f"path must be a non-empty string (the {kind} table's directory), got {path!r}")
+    check_outside_table(path, table_uri, f"the {kind} mirror")

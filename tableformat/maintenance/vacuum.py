@@ -161,7 +161,7 @@ def deletable(storage: Storage, log: TransactionLog, state: TableState, first: i
     for v in range(first + 1, state.version + 1):
         referenced |= commit_files(log.read_commit(v))
     referenced |= state_files(state)
-    referenced |= mirrored_files(storage)      # a Delta mirror's latest version reads them in place
+    referenced |= mirrored_files(storage)      # a mirror (Delta: latest version; Iceberg: retained snapshots) reads them
     return unreferenced(storage, referenced, grace_seconds)
 
 

@@ -131,7 +131,9 @@ def test_compaction_dag_with_exactly_one_table(airflow_env, tmp_path):
     """The most likely first setup: one table. The summary over one mapped report is still a list."""
     t = _fragmented_table(str(tmp_path / "only"))
     expect = t.to_arrow()
-    conf = {"defaults": {"vacuum": {"retain_seconds": 0, "grace_seconds": 0}}, "tables": [{"uri": t.uri}]}
+    ice = str(tmp_path / "only_iceberg")
+    conf = {"defaults": {"vacuum": {"retain_seconds": 0, "grace_seconds": 0}},
+            "tables": [{"uri": t.uri, "mirror": {"iceberg": ice}}]}
     run, = run_airflow(airflow_env, "tableformat_compaction", ["2026-11-21T00:00:00+00:00"],
                        AIRFLOW_VAR_TABLEFORMAT_TABLES=json.dumps(conf))
     assert_succeeded(run)
@@ -139,6 +141,36 @@ def test_compaction_dag_with_exactly_one_table(airflow_env, tmp_path):
     assert summary["tables"] == ["only"] and [r["table"] for r in summary["per_table"]] == ["only"]
     assert summary["actions_committed"] >= 1 and summary["files_vacuumed"] > 0
     assert_same_rows(tf.open_table(t.uri).to_arrow(), expect)
+    # the mirror task ran after the compaction, before the vacuum: one Iceberg snapshot of that version
+    rep = summary["per_table"][0]
+    assert rep["mirror"]["iceberg"]["table_version"] == rep["compaction"]["version_after"] == \
+        rep["vacuum"]["version_before"]
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.table import StaticTable
+    assert_same_rows(StaticTable.from_metadata(ice).scan().to_arrow(), expect)
+
+
+def test_the_mirror_task_refreshes_the_configured_mirrors(tmp_path):
+    """run_mirror, as the DAG's mirror task calls it: a snapshot when the table moved, none on a rerun."""
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.table import StaticTable
+    t = _fragmented_table(str(tmp_path / "metrics"))
+    ice = str(tmp_path / "metrics_iceberg")
+    cfg = config.parse_config([{"uri": t.uri, "mirror": {"iceberg": ice}}])[0]
+    first = maintenance.run_mirror(cfg)["iceberg"]
+    assert first["snapshot_id"] is not None and first["table_version"] == t.version
+    assert maintenance.run_mirror(cfg)["iceberg"]["snapshot_id"] is None
+    assert_same_rows(StaticTable.from_metadata(ice).scan().to_arrow(), t.to_arrow())
+    assert maintenance.run_mirror(config.parse_config([{"uri": t.uri}])[0]) == {"table": "metrics", "iceberg": None,
+                                                                                 "delta": None}
+    kept = config.parse_config([{"uri": t.uri, "mirror": {"iceberg": ice, "keep_snapshots": 1}}])[0]
+    t.insert(metrics_rows(30, seed=9, start=9000))
+    assert maintenance.run_mirror(kept)["iceberg"]["snapshot_id"] is not None
+    assert len(StaticTable.from_metadata(ice).metadata.snapshots) == 1
+    for bad in ({}, {"iceberg": ""}, {"iceberg": ice, "colour": 1}, {"iceberg": ice, "options": 3},
+                {"iceberg": ice, "keep_snapshots": 0}, {"delta": ice, "keep_snapshots": 2}):
+        with pytest.raises(config.ConfigError, match="mirror"):
+            config.parse_config([{"uri": t.uri, "mirror": bad}])
 
 
 def test_overlapping_compactions_of_one_table_do_no_harm(tmp_path):
