@@ -93,7 +93,7 @@ def test_python_and_jvm_inserts_take_turns(spark, tmp_path, jvm_writer, caplog):
     import logging
     from spark_jobs.insert import partitioned_insert
     uri = str(tmp_path / "t")
-    t = _table(uri, rowset_target_bytes=4096)
+    t = _table(uri, rowset_target_bytes=65536)
     rng = np.random.default_rng(11)
     model: dict = {}
     caplog.set_level(logging.INFO, logger="spark_jobs.insert")
