@@ -135,8 +135,8 @@ def test_jvm_rowsets_commit_and_read_back_as_python_writes_them(spark, tmp_path,
             [f.remove_metadata() for f in pf.schema_arrow]).remove_metadata()
         for c in schema.columns:
             assert jf.schema_arrow.field(f"c{c.id}").type == c.arrow_type
-        assert [jf.schema.column(i).field_id if hasattr(jf.schema.column(i), "field_id") else None
-                for i in range(jf.metadata.num_columns)] is not None
+        assert [f.metadata[b"PARQUET:field_id"] for f in jf.schema_arrow] == \
+            [str(c.id).encode() for c in schema.columns]
         assert jf.metadata.num_row_groups == pf.metadata.num_row_groups
         for i in range(jf.metadata.num_columns):
             jc, pc_ = jf.metadata.row_group(0).column(i), pf.metadata.row_group(0).column(i)
@@ -156,3 +156,29 @@ def test_jvm_rowsets_commit_and_read_back_as_python_writes_them(spark, tmp_path,
         assert ji.schema_arrow.metadata[b"tableformat.pk_block_first_keys"] == \
             pi.schema_arrow.metadata[b"tableformat.pk_block_first_keys"]
         assert (tmp_path / "jvm" / r["bloom"]["path"]).read_bytes() == (tmp_path / "py" / p["bloom"]["path"]).read_bytes()
+
+
+def test_jvm_writer_rolls_rowsets_at_the_target_and_streams_past_the_dictionary_sample(spark, tmp_path):
+    """100,000 rows of one tablet, rolled at 9 MB of Arrow input: several rowsets, key ranges in
+    order and disjoint, each read back; the first rowset passes the 65,536-row sample, so its
+    float columns carry no footer statistics (§5: opened before the whole file was seen)."""
+    data = _rows(100_000, seed=3)
+    t = tf.create_table(str(tmp_path / "t"), _schema(), properties={"row_group_rows": 4096})
+    rowsets, files = _jvm_write(spark, t, data, rowset_target_bytes=9_000_000)
+    assert len(rowsets) >= 2
+    assert [r["min_key"] for r in rowsets] == sorted(r["min_key"] for r in rowsets)
+    assert all(a["max_key"] < b["min_key"] for a, b in zip(rowsets, rowsets[1:]))
+    assert sum(r["num_rows"] for r in rowsets) == data.num_rows
+    big = max(rowsets, key=lambda r: r["num_rows"])
+    assert big["num_rows"] > 65_536
+    md = pq.ParquetFile(str(tmp_path / "t" / big["base"][0]["path"])).metadata
+    names = [c.name for c in t.handle.state.schema.columns]
+    assert not md.row_group(0).column(names.index("f")).is_stats_set
+    assert md.row_group(0).column(names.index("i64")).is_stats_set
+    assert md.num_row_groups == -(-big["num_rows"] // 4096)
+    _commit(t, rowsets, files)
+    got = _sorted(t.to_arrow())
+    expect = _sorted(data.cast(got.schema))
+    for name in got.column_names:
+        assert _values(got.column(name)) == _values(expect.column(name)), name
+    assert t.check().ok
