@@ -151,3 +151,21 @@ def test_jvm_duplicates_in_the_input_and_against_the_table(spark, tmp_path, jvm_
         ks = sorted(tf.open_table(uri).to_arrow()["k"].to_pylist())
         assert ks == sorted([k for k in range(50) if k != 7] + [7, 100, 101])
         assert tf.open_table(uri).check().ok
+
+
+def test_jvm_bad_input_is_typed_and_commits_nothing(spark, tmp_path, jvm_writer):
+    """A NULL key and a cell over 64 KiB: the engine's error classes from the JVM tasks; the
+    table keeps its version and files."""
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+    from spark_jobs.insert import partitioned_insert
+    uri = str(tmp_path / "t")
+    t = _table(uri)
+    t.insert(_rows(np.arange(10)))
+    files = table_files(uri)
+    schema = StructType([StructField("k", LongType(), True), StructField("s", StringType(), True),
+                         StructField("v", DoubleType(), True)])
+    for rows, err in (([(100, "a", 1.0), (None, "b", 2.0)], tf.NullValueError),
+                      ([(100, "a", 1.0), (101, "x" * (64 * 1024 + 1), 2.0)], tf.CellTooLargeError)):
+        with pytest.raises(err):
+            partitioned_insert(spark, spark.createDataFrame(rows, schema), uri, path="jvm")
+        assert tf.open_table(uri).version == t.version and table_files(uri) == files
