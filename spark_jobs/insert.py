@@ -102,8 +102,8 @@ def jvm_insert_reason(spark: Any, df: Any, table: tf.Table, storage_options: dic
     """Why this insert cannot run in the JVM (None: it can): the session lacks the connector or
     its rowset writers, the JVM cannot open the table's storage, rejected rows go to an error
     path (written from Python), or the input's columns are not exactly the table's Spark types
-    with keys Spark orders as the engine encodes them (`native_key_order`; varchar lengths and
-    casts are the Python engine's checks)."""
+    with keys Spark orders as the engine encodes them (`native_key_order`; casts are the Python
+    engine's work)."""
     if on_duplicate == "collect":
         return "on_duplicate='collect' writes the rejected rows from Python"
     from .connector import gateway, loaded, spark_insert_available
@@ -127,7 +127,7 @@ def jvm_insert_reason(spark: Any, df: Any, table: tf.Table, storage_options: dic
     if set(given) != set(schema.names):
         return "the input's columns are not exactly the table's"
     for c in schema.columns:
-        if c.type.kind == "varchar" or given[c.name] != spark_type(c.type):
+        if given[c.name] != spark_type(c.type):       # varchar: a string, cut to its length in the JVM
             return f"column {c.name!r} is given as {given[c.name].simpleString()}, not as the table's type"
     if s3:
         configure_s3a(spark, storage, storage_options)

@@ -93,7 +93,7 @@ def test_python_and_jvm_inserts_take_turns(spark, tmp_path, jvm_writer, caplog):
     import logging
     from spark_jobs.insert import partitioned_insert
     uri = str(tmp_path / "t")
-    t = _table(uri, rowset_target_bytes=4096)
+    t = _table(uri, rowset_target_bytes=65536)
     rng = np.random.default_rng(11)
     model: dict = {}
     caplog.set_level(logging.INFO, logger="spark_jobs.insert")
@@ -151,3 +151,39 @@ def test_jvm_duplicates_in_the_input_and_against_the_table(spark, tmp_path, jvm_
         ks = sorted(tf.open_table(uri).to_arrow()["k"].to_pylist())
         assert ks == sorted([k for k in range(50) if k != 7] + [7, 100, 101])
         assert tf.open_table(uri).check().ok
+
+
+def test_jvm_bad_input_is_typed_and_commits_nothing(spark, tmp_path, jvm_writer):
+    """A NULL key and a cell over 64 KiB: the engine's error classes from the JVM tasks; the
+    table keeps its version and files."""
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+    from spark_jobs.insert import partitioned_insert
+    uri = str(tmp_path / "t")
+    t = _table(uri)
+    t.insert(_rows(np.arange(10)))
+    files = table_files(uri)
+    schema = StructType([StructField("k", LongType(), True), StructField("s", StringType(), True),
+                         StructField("v", DoubleType(), True)])
+    for rows, err in (([(100, "a", 1.0), (None, "b", 2.0)], tf.NullValueError),
+                      ([(100, "a", 1.0), (101, "x" * (64 * 1024 + 1), 2.0)], tf.CellTooLargeError)):
+        with pytest.raises(err):
+            partitioned_insert(spark, spark.createDataFrame(rows, schema), uri, path="jvm")
+        assert tf.open_table(uri).version == t.version and table_files(uri) == files
+
+
+def test_jvm_cuts_varchar_as_the_engine(spark, tmp_path, jvm_writer):
+    """A varchar(n) value longer than n characters is cut to n characters (Kudu's rule), multi-byte
+    characters counted as one, exactly as the Python path stores it."""
+    from spark_jobs.insert import partitioned_insert
+    schema = tf.Schema([tf.Column("k", "int64"), tf.Column("c", "varchar(3)", nullable=True)], primary_key="k")
+    rows = pa.table({"k": pa.array([1, 2, 3, 4], pa.int64()), "c": ["abcdef", "ab", None, "éé€€x"]})
+    got = {}
+    for path in ("jvm", "python"):
+        uri = str(tmp_path / path)
+        tf.create_table(uri, schema)
+        df = spark.createDataFrame(rows.to_pylist(), "k long, c string")
+        partitioned_insert(spark, df, uri, path=path)
+        got[path] = tf.open_table(uri).to_arrow().sort_by("k").to_pylist()
+        assert tf.open_table(uri).check().ok
+    assert got["jvm"] == got["python"] == [{"k": 1, "c": "abc"}, {"k": 2, "c": "ab"}, {"k": 3, "c": None},
+                                            {"k": 4, "c": "éé€"}]

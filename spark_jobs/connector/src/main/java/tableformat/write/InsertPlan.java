@@ -35,7 +35,14 @@ public final class InsertPlan implements Serializable {
   public final List<String> columns;
   /** Non-nullable columns' positions in the input rows (the table's column order). */
   public final int[] required;
+  /** String and binary columns' positions (their cells are at most 64 KiB), and which are binary. */
+  public final int[] variable;
+  /** Each column's varchar length (-1: not a varchar). */
+  public final int[] varcharLengths;
+  public final boolean[] binary;
   public final Map<String, List<KeyCheck.Probed>> rowsets;
+
+  private static final java.util.regex.Pattern VARCHAR = java.util.regex.Pattern.compile("varchar\\((\\d+)\\)");
 
   private InsertPlan(TableState st, String root, boolean ignore, Map<String, List<KeyCheck.Probed>> rowsets) {
     this.root = root;
@@ -50,14 +57,26 @@ public final class InsertPlan implements Serializable {
     Schema s = new Schema(st.schema());
     List<String> keys = new ArrayList<>(), cols = new ArrayList<>();
     for (Column c : s.key) keys.add(c.name());
-    List<Integer> req = new ArrayList<>();
+    List<Integer> req = new ArrayList<>(), var = new ArrayList<>(), varchar = new ArrayList<>();
+    List<Boolean> bin = new ArrayList<>();
     for (JsonNode c : st.schema().get("columns")) {
+      String kind = tableformat.plan.ColumnType.parse(c.get("type").asText()).kind();
+      java.util.regex.Matcher vm = VARCHAR.matcher(c.get("type").asText().strip().toLowerCase());
+      varchar.add(vm.matches() ? Integer.parseInt(vm.group(1)) : -1);
+      if (kind.equals("string") || kind.equals("varchar") || kind.equals("binary")) {
+        var.add(cols.size());
+        bin.add(kind.equals("binary"));
+      }
       if (!c.path("nullable").asBoolean(true) || keys.contains(c.get("name").asText())) req.add(cols.size());
       cols.add(c.get("name").asText());
     }
     this.keyColumns = List.copyOf(keys);
     this.columns = List.copyOf(cols);
     this.required = req.stream().mapToInt(Integer::intValue).toArray();
+    this.varcharLengths = varchar.stream().mapToInt(Integer::intValue).toArray();
+    this.variable = var.stream().mapToInt(Integer::intValue).toArray();
+    this.binary = new boolean[bin.size()];
+    for (int i = 0; i < binary.length; i++) binary[i] = bin.get(i);
     this.rowsets = rowsets;
   }
 

@@ -17,6 +17,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.InternalRow;
+import tableformat.log.CellTooLargeError;
 import tableformat.log.InvalidDataError;
 import tableformat.log.NullValueError;
 
@@ -33,6 +34,7 @@ import tableformat.log.NullValueError;
  */
 public final class InsertTask {
   static final int BATCH = 4096;
+  static final int MAX_CELL_BYTES = 64 * 1024, MAX_ENCODED_KEY_BYTES = 16 * 1024;    // Kudu's (§2, §3)
 
   private final InsertPlan plan;
   private final WriterBinding binding;
@@ -63,7 +65,18 @@ public final class InsertTask {
       if (row.isNullAt(p))
         throw new NullValueError("column '" + plan.columns.get(p) + "' is not nullable but has a NULL value");
     }
+    for (int i = 0; i < plan.variable.length; i++) {
+      int p = plan.variable[i];
+      if (row.isNullAt(p)) continue;
+      int len = plan.binary[i] ? row.getBinary(p).length : row.getUTF8String(p).numBytes();
+      if (len > MAX_CELL_BYTES)
+        throw new CellTooLargeError("column '" + plan.columns.get(p) + "': a cell is " + len
+            + " bytes; the limit is " + MAX_CELL_BYTES + " bytes (64 KiB)");
+    }
     byte[] key = binding.key(row);
+    if (key.length > MAX_ENCODED_KEY_BYTES)
+      throw new CellTooLargeError("an encoded primary key is " + key.length + " bytes; the limit is "
+          + MAX_ENCODED_KEY_BYTES + " bytes (16 KiB)");
     if (prev != null) {
       int c = Arrays.compareUnsigned(key, prev);
       if (c < 0) throw new InvalidDataError("rows given to an insert task must be sorted by primary key");

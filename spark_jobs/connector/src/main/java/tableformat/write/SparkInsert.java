@@ -58,7 +58,13 @@ public final class SparkInsert {
       throw new TableReplacedError("the table at " + root + " was replaced (table " + tableId + ", now "
           + st.tableId() + ")");
     InsertPlan plan = InsertPlan.of(st, store, onDuplicate);
-    Column[] cols = plan.columns.stream().map(SparkInsert::col).toArray(Column[]::new);
+    Column[] cols = new Column[plan.columns.size()];
+    for (int i = 0; i < cols.length; i++) {
+      String name = plan.columns.get(i);
+      int n = plan.varcharLengths[i];
+      // Kudu's varchar rule, as the engine applies it: a longer value is cut to n characters
+      cols[i] = n < 0 ? col(name) : functions.substring(col(name), 1, n).as(name);
+    }
     Column[] key = plan.keyColumns.stream().map(SparkInsert::col).toArray(Column[]::new);
     Dataset<Row> in = df.select(cols);
     Dataset<Row> ranged = partitions > 0 ? in.repartitionByRange(partitions, key) : in.repartitionByRange(key);
