@@ -169,6 +169,15 @@ def test_alter_adds_and_drops_range_partitions(spark, tmp_path):
      tf.SchemaError, "column.zz.encoding"),
     ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, s STRING, PRIMARY KEY (k)) TBLPROPERTIES ('column.s.encoding' = 'bitshuffle')",
      tf.SchemaError, "not allowed"),
+    # sequence_column (§14) by the engine's rules: a non-null, non-key column of an orderable type
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'k')",
+     tf.SequenceColumnError, "primary key column"),
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'v')",
+     tf.SequenceColumnError, "nullable"),
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v DOUBLE NOT NULL, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'v')",
+     tf.SequenceColumnError, "total order"),
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'w')",
+     tf.SequenceColumnError, "is not a column"),
 ])
 def test_a_bad_definition_is_a_typed_error_and_creates_nothing(spark, tmp_path, ddl, error, words):
     c = catalog(spark, tmp_path / "wh")
