@@ -247,3 +247,15 @@ def test_namespaces_are_directories_created_and_dropped(spark, tmp_path):
     assert not (tmp_path / "wh" / "a" / "b").exists()
     with pytest.raises(Exception, match="SCHEMA_NOT_FOUND|not found|cannot be found"):
         spark.sql(f"CREATE TABLE {c}.nope.t (k BIGINT NOT NULL, PRIMARY KEY (k))")
+
+
+def test_rename_of_the_sequence_column_carries_the_property(spark, tmp_path):
+    """§14: rename_column carries sequence_column to the new name, as the engine's AlterTable does."""
+    c = catalog(spark, tmp_path / "wh")
+    spark.sql(f"CREATE TABLE {c}.t (k BIGINT NOT NULL, lsn BIGINT NOT NULL, PRIMARY KEY (k)) "
+              "TBLPROPERTIES ('sequence_column' = 'lsn')")
+    spark.sql(f"ALTER TABLE {c}.t RENAME COLUMN lsn TO seq")
+    t = tf.open_table(str(tmp_path / "wh" / "t"))
+    assert t.schema.names == ["k", "seq"]
+    assert t.snapshot().state.properties["sequence_column"] == "seq"
+    assert t.check().ok
