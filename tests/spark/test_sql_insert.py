@@ -158,3 +158,34 @@ def test_an_empty_insert_commits_nothing(spark, tmp_path):
     t, uri = make(spark, tmp_path)
     spark.sql(f"INSERT INTO {t} SELECT id, 1.0, 'x' FROM range(0)")
     assert tf.open_table(uri).version == 0
+
+
+def test_varchar_values_are_truncated_to_their_length_as_the_engine_truncates(spark, tmp_path):
+    """§2.1: varchar values longer than n characters are truncated to n (Kudu's rule, the engine's
+    convert_column); a key truncated onto another is a duplicate."""
+    t, uri = make(spark, tmp_path, "k VARCHAR(3) NOT NULL, v VARCHAR(2), n INT, PRIMARY KEY (k)")
+    spark.sql(f"INSERT INTO {t} VALUES ('abcdef', 'éèà', 1), ('x', 'ab', 2), ('yz', NULL, 3)")
+    got = tf.open_table(uri).scan().to_arrow().sort_by("k").to_pylist()
+    assert got == [{"k": "abc", "v": "éè", "n": 1}, {"k": "x", "v": "ab", "n": 2}, {"k": "yz", "v": None, "n": 3}]
+    twin = tf.create_table(str(tmp_path / "twin"), tf.open_table(uri).schema)
+    twin.insert(pa.table({"k": ["abcdef"], "v": ["éèà"], "n": pa.array([1], pa.int32())}))
+    assert twin.scan().to_arrow().to_pylist() == got[:1]
+    assert tf.open_table(uri).lookup(pa.table({"k": ["abc"]}))["n"].to_pylist() == [1]
+    with pytest.raises(Exception) as e:
+        spark.sql(f"INSERT INTO {t} VALUES ('abcXYZ', NULL, 4)")
+    assert isinstance(typed(e.value), tf.DuplicateKeyError)
+    assert tf.open_table(uri).version == 1
+
+
+def test_a_cell_over_64_kib_or_a_key_over_16_kib_fails_and_commits_nothing(spark, tmp_path):
+    """§2.1: string/binary cells are at most 64 KiB and an encoded key at most 16 KiB (CellTooLargeError)."""
+    t, uri = make(spark, tmp_path, "k STRING NOT NULL, s STRING, b BINARY, PRIMARY KEY (k)")
+    for values in (f"('a', repeat('x', {64 * 1024 + 1}), NULL)",
+                   f"('a', NULL, CAST(repeat('x', {64 * 1024 + 1}) AS BINARY))",
+                   f"(repeat('k', {16 * 1024 + 1}), NULL, NULL)"):
+        with pytest.raises(Exception) as e:
+            spark.sql(f"INSERT INTO {t} VALUES {values}")
+        assert isinstance(typed(e.value), tf.CellTooLargeError), str(e.value)[:300]
+    assert tf.open_table(uri).version == 0 and not files_under(uri)
+    spark.sql(f"INSERT INTO {t} VALUES ('a', repeat('x', {64 * 1024}), NULL)")     # the limit itself is a cell
+    assert tf.open_table(uri).version == 1

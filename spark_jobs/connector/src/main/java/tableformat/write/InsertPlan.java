@@ -36,6 +36,10 @@ public final class InsertPlan implements Serializable {
   /** Non-nullable columns' positions in the input rows (the table's column order). */
   public final int[] required;
   public final Map<String, List<KeyCheck.Probed>> rowsets;
+  /** Per column position: a string/varchar/binary column's cell limit applies (§2.1), and a
+   *  varchar's length n (0: not a varchar). */
+  public final boolean[] variable;
+  public final int[] varcharLength;
 
   private InsertPlan(TableState st, String root, boolean ignore, Map<String, List<KeyCheck.Probed>> rowsets) {
     this.root = root;
@@ -51,8 +55,15 @@ public final class InsertPlan implements Serializable {
     List<String> keys = new ArrayList<>(), cols = new ArrayList<>();
     for (Column c : s.key) keys.add(c.name());
     List<Integer> req = new ArrayList<>();
+    int ncols = st.schema().get("columns").size();
+    this.variable = new boolean[ncols];
+    this.varcharLength = new int[ncols];
     for (JsonNode c : st.schema().get("columns")) {
       if (!c.path("nullable").asBoolean(true) || keys.contains(c.get("name").asText())) req.add(cols.size());
+      String type = c.get("type").asText().strip().toLowerCase(java.util.Locale.ROOT);
+      java.util.regex.Matcher m = java.util.regex.Pattern.compile("varchar\\((\\d+)\\)").matcher(type);
+      variable[cols.size()] = m.matches() || type.equals("string") || type.equals("binary");
+      varcharLength[cols.size()] = m.matches() ? Integer.parseInt(m.group(1)) : 0;
       cols.add(c.get("name").asText());
     }
     this.keyColumns = List.copyOf(keys);

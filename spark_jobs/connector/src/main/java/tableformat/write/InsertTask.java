@@ -17,6 +17,10 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.unsafe.types.UTF8String;
+import tableformat.log.CellTooLargeError;
 import tableformat.log.InvalidDataError;
 import tableformat.log.NullValueError;
 
@@ -33,6 +37,7 @@ import tableformat.log.NullValueError;
  */
 public final class InsertTask {
   static final int BATCH = 4096;
+  static final int MAX_CELL_BYTES = 64 * 1024, MAX_ENCODED_KEY_BYTES = 16 * 1024;
 
   private final InsertPlan plan;
   private final WriterBinding binding;
@@ -63,7 +68,11 @@ public final class InsertTask {
       if (row.isNullAt(p))
         throw new NullValueError("column '" + plan.columns.get(p) + "' is not nullable but has a NULL value");
     }
+    row = conform(row);
     byte[] key = binding.key(row);
+    if (key.length > MAX_ENCODED_KEY_BYTES)
+      throw new CellTooLargeError("an encoded primary key is " + key.length + " bytes; the limit is "
+          + MAX_ENCODED_KEY_BYTES + " bytes (16 KiB)");
     if (prev != null) {
       int c = Arrays.compareUnsigned(key, prev);
       if (c < 0) throw new InvalidDataError("rows given to an insert task must be sorted by primary key");
@@ -84,6 +93,44 @@ public final class InsertTask {
     } else if (!failed) {
       writer(tablet).write(row, key);
     }
+  }
+
+  /** Kudu's value rules (§2.1), as the engine's convert_column applies them: a varchar value
+   *  longer than n characters is cut to n (a copy of the row, only then), and a string or binary
+   *  cell over 64 KiB is CellTooLargeError. Truncation keeps the key order Spark sorted by. */
+  private InternalRow conform(InternalRow row) {
+    Object[] copy = null;
+    for (int p = 0; p < plan.variable.length; p++) {
+      if (!plan.variable[p] || row.isNullAt(p)) continue;
+      int bytes = cellBytes(row, p);
+      int n = plan.varcharLength[p];
+      if (n > 0 && bytes > n) {
+        UTF8String s = row.getUTF8String(p);
+        if (s.numChars() > n) {
+          if (copy == null) copy = values(row);
+          s = s.substring(0, n);
+          copy[p] = s;
+          bytes = s.numBytes();
+        }
+      }
+      if (bytes > MAX_CELL_BYTES)
+        throw new CellTooLargeError("column '" + plan.columns.get(p) + "': a cell is " + bytes
+            + " bytes; the limit is " + MAX_CELL_BYTES + " bytes (64 KiB)");
+    }
+    return copy == null ? row : new GenericInternalRow(copy);
+  }
+
+  private int cellBytes(InternalRow row, int p) {
+    if (row instanceof UnsafeRow u) return (int) u.getLong(p);        // offset << 32 | size
+    return plan.varcharLength[p] == 0 && binding.sparkSchema().fields()[p].dataType()
+        instanceof org.apache.spark.sql.types.BinaryType ? row.getBinary(p).length : row.getUTF8String(p).numBytes();
+  }
+
+  private Object[] values(InternalRow row) {
+    org.apache.spark.sql.types.StructField[] f = binding.sparkSchema().fields();
+    Object[] out = new Object[f.length];
+    for (int i = 0; i < f.length; i++) out[i] = row.isNullAt(i) ? null : row.get(i, f[i].dataType());
+    return out;
   }
 
   /** The batch's key check, then its rows (not found live) to their writers, each tablet in key order. */
