@@ -169,6 +169,15 @@ def test_alter_adds_and_drops_range_partitions(spark, tmp_path):
      tf.SchemaError, "column.zz.encoding"),
     ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, s STRING, PRIMARY KEY (k)) TBLPROPERTIES ('column.s.encoding' = 'bitshuffle')",
      tf.SchemaError, "not allowed"),
+    # sequence_column (§14) by the engine's rules: a non-null, non-key column of an orderable type
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'k')",
+     tf.SequenceColumnError, "primary key column"),
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'v')",
+     tf.SequenceColumnError, "nullable"),
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v DOUBLE NOT NULL, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'v')",
+     tf.SequenceColumnError, "total order"),
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'w')",
+     tf.SequenceColumnError, "is not a column"),
 ])
 def test_a_bad_definition_is_a_typed_error_and_creates_nothing(spark, tmp_path, ddl, error, words):
     c = catalog(spark, tmp_path / "wh")
@@ -238,3 +247,15 @@ def test_namespaces_are_directories_created_and_dropped(spark, tmp_path):
     assert not (tmp_path / "wh" / "a" / "b").exists()
     with pytest.raises(Exception, match="SCHEMA_NOT_FOUND|not found|cannot be found"):
         spark.sql(f"CREATE TABLE {c}.nope.t (k BIGINT NOT NULL, PRIMARY KEY (k))")
+
+
+def test_rename_of_the_sequence_column_carries_the_property(spark, tmp_path):
+    """§14: rename_column carries sequence_column to the new name, as the engine's AlterTable does."""
+    c = catalog(spark, tmp_path / "wh")
+    spark.sql(f"CREATE TABLE {c}.t (k BIGINT NOT NULL, lsn BIGINT NOT NULL, PRIMARY KEY (k)) "
+              "TBLPROPERTIES ('sequence_column' = 'lsn')")
+    spark.sql(f"ALTER TABLE {c}.t RENAME COLUMN lsn TO seq")
+    t = tf.open_table(str(tmp_path / "wh" / "t"))
+    assert t.schema.names == ["k", "seq"]
+    assert t.snapshot().state.properties["sequence_column"] == "seq"
+    assert t.check().ok

@@ -168,3 +168,35 @@ def test_a_varchar_too_long_fails_as_sql_says_and_commits_nothing(spark, tmp_pat
     table = tf.open_table(uri)
     assert table.version == 1 and table.scan().to_arrow()["vc"].to_pylist() == ["abc"]
     assert spark.table(t).schema["vc"].dataType.simpleString() == "string"     # it reads as a string
+
+
+def test_a_cell_over_64_kib_or_a_key_over_16_kib_fails_and_commits_nothing(spark, tmp_path):
+    """§2.1: string/binary cells are at most 64 KiB and an encoded key at most 16 KiB (CellTooLargeError)."""
+    t, uri = make(spark, tmp_path, "k STRING NOT NULL, s STRING, b BINARY, PRIMARY KEY (k)")
+    for values in (f"('a', repeat('x', {64 * 1024 + 1}), NULL)",
+                   f"('a', NULL, CAST(repeat('x', {64 * 1024 + 1}) AS BINARY))",
+                   f"(repeat('k', {16 * 1024 + 1}), NULL, NULL)"):
+        with pytest.raises(Exception) as e:
+            spark.sql(f"INSERT INTO {t} VALUES {values}")
+        assert isinstance(typed(e.value), tf.CellTooLargeError), str(e.value)[:300]
+    assert tf.open_table(uri).version == 0 and not files_under(uri)
+    spark.sql(f"INSERT INTO {t} VALUES ('a', repeat('x', {64 * 1024}), NULL)")     # the limit itself is a cell
+    assert tf.open_table(uri).version == 1
+
+
+def test_columns_left_out_of_an_insert_take_their_defaults_as_in_the_engine(spark, tmp_path):
+    """§2.2/§17: a column's DEFAULT is its write default: an INSERT naming a subset of the columns
+    writes the others' defaults, as the engine's insert of rows without them does (not NULL)."""
+    t, uri = make(spark, tmp_path, "k BIGINT NOT NULL, v INT NOT NULL DEFAULT 7, w STRING DEFAULT 'it''s', "
+                  "d DATE DEFAULT DATE'1500-03-01', ts TIMESTAMP DEFAULT TIMESTAMP'1960-01-01 00:00:00.000001 UTC', "
+                  "dec DECIMAL(25,3) DEFAULT -12.5, f DOUBLE DEFAULT 0.1, b BINARY DEFAULT X'00FF', n INT, PRIMARY KEY (k)")
+    spark.sql(f"INSERT INTO {t} (k) VALUES (1)")
+    spark.sql(f"INSERT INTO {t} (k, w, n) VALUES (2, NULL, 5)")
+    got = tf.open_table(uri).scan().to_arrow().sort_by("k").to_pylist()
+    twin = tf.create_table(str(tmp_path / "twin"), tf.open_table(uri).schema)
+    twin.insert(pa.table({"k": pa.array([1], pa.int64())}))
+    twin.insert(pa.table({"k": pa.array([2], pa.int64()), "w": pa.array([None], pa.string()),
+                          "n": pa.array([5], pa.int32())}))
+    assert got == twin.scan().to_arrow().sort_by("k").to_pylist()
+    assert got[0]["v"] == 7 and got[0]["w"] == "it's" and got[0]["d"] == datetime.date(1500, 3, 1)
+    assert got[0]["dec"] == decimal.Decimal("-12.500") and got[0]["b"] == b"\x00\xff" and got[0]["n"] is None

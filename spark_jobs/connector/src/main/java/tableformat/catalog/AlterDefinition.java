@@ -38,7 +38,7 @@ final class AlterDefinition {
     ObjectNode properties = state.properties() == null ? F.objectNode() : (ObjectNode) state.properties().deepCopy();
     for (TableChange c : changes) {
       if (c instanceof TableChange.AddColumn a) addColumn(schema, a);
-      else if (c instanceof TableChange.RenameColumn r) renameColumn(schema, one(r.fieldNames()), r.newName());
+      else if (c instanceof TableChange.RenameColumn r) renameColumn(schema, properties, one(r.fieldNames()), r.newName());
       else if (c instanceof TableChange.DeleteColumn d) dropColumn(schema, properties, one(d.fieldNames()), d.ifExists());
       else if (c instanceof TableChange.SetProperty p) setProperty(schema, partitioning, properties, p.property(), p.value());
       else if (c instanceof TableChange.RemoveProperty p) removeProperty(properties, p.property());
@@ -107,13 +107,15 @@ final class AlterDefinition {
     schema.put("next_column_id", id + 1);
   }
 
-  static void renameColumn(ObjectNode schema, String old, String name) {
+  static void renameColumn(ObjectNode schema, ObjectNode properties, String old, String name) {
     ObjectNode c = require(schema, old);
     TableDefinition.identifier(name, "column");
     if (column(schema, name) != null) throw new SchemaError("column '" + name + "' already exists");
     c.put("name", name);
     ArrayNode pk = (ArrayNode) schema.get("primary_key");      // key columns are stored by name (§2)
     for (int i = 0; i < pk.size(); i++) if (pk.get(i).asText().equals(old)) pk.set(i, F.textNode(name));
+    if (properties.path("sequence_column").asText("").equals(old))
+      properties.put("sequence_column", name);                  // the property follows its column (§14)
   }
 
   static void dropColumn(ObjectNode schema, ObjectNode properties, String name, boolean ifExists) {
@@ -121,7 +123,7 @@ final class AlterDefinition {
     require(schema, name);
     if (isKey(schema, name)) throw new SchemaError("column '" + name + "' is in the primary key and cannot be dropped");
     if (properties.has("sequence_column") && properties.get("sequence_column").asText().equals(name))
-      throw new SchemaError("column '" + name + "' is the table's sequence_column; unset it first");
+      throw new tableformat.log.SequenceColumnError("column '" + name + "' is the table's sequence_column; unset it first");
     ArrayNode cols = (ArrayNode) schema.get("columns");
     for (int i = 0; i < cols.size(); i++) if (cols.get(i).get("name").asText().equals(name)) { cols.remove(i); break; }
   }

@@ -108,6 +108,13 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     return loaded;
   }
 
+  /** The columns with their write defaults (§2.2, §17): an INSERT that leaves a column out
+   *  writes its DEFAULT, as the engine's insert of rows without it does, not NULL. */
+  @Override
+  public org.apache.spark.sql.connector.catalog.Column[] columns() {
+    return Values.columns(schema, loaded.schema());
+  }
+
   @Override
   public Map<String, String> properties() {
     Map<String, String> p = new LinkedHashMap<>();

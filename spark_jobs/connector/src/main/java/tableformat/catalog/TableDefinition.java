@@ -45,6 +45,7 @@ import tableformat.log.InvalidOptionError;
 import tableformat.log.Json;
 import tableformat.log.PartitionSchemaError;
 import tableformat.log.SchemaError;
+import tableformat.log.SequenceColumnError;
 import tableformat.plan.ColumnType;
 import tableformat.plan.KeyEncoder;
 
@@ -412,15 +413,38 @@ public final class TableDefinition {
 
   // ---- properties (§8.2) ----
 
+  /** §14's rules, as the engine's check_sequence_column: an existing column, not in the key,
+   *  non-null, of a type with a total order. */
+  static void checkSequenceColumn(ObjectNode schema, String name) {
+    JsonNode col = null;
+    List<String> names = new ArrayList<>();
+    for (JsonNode c : schema.get("columns")) {
+      names.add(c.get("name").asText());
+      if (c.get("name").asText().equals(name)) col = c;
+    }
+    if (col == null) throw new SequenceColumnError("sequence_column '" + name + "' is not a column; columns are " + names);
+    for (JsonNode k : schema.get("primary_key"))
+      if (k.asText().equals(name))
+        throw new SequenceColumnError("sequence_column '" + name + "' is a primary key column; a key never changes, "
+            + "so it cannot order the versions of a row");
+    String kind = ColumnType.parse(col.get("type").asText()).kind();
+    if (!ORDERABLE_KINDS.contains(kind))
+      throw new SequenceColumnError("sequence_column '" + name + "' is " + col.get("type").asText() + "; it must be one of "
+          + String.join(", ", ORDERABLE_KINDS) + " (a type with a total order)");
+    if (col.path("nullable").asBoolean(true))
+      throw new SequenceColumnError("sequence_column '" + name + "' is nullable; a row without a sequence cannot be "
+          + "ordered (make the column non-null)");
+  }
+
+  static final List<String> ORDERABLE_KINDS = List.of("int8", "int16", "int32", "int64", "date", "unixtime_micros", "decimal");
+
   static ObjectNode properties(Map<String, String> own, ObjectNode schema) {
     ObjectNode p = F.objectNode();
     PROPERTIES.forEach((k, v) -> p.put(k, v[0]));
     for (var e : own.entrySet()) {
       String k = e.getKey();
       if (k.equals("sequence_column")) {
-        boolean found = false;
-        for (JsonNode c : schema.get("columns")) found |= c.get("name").asText().equals(e.getValue());
-        if (!found) throw new SchemaError("sequence_column '" + e.getValue() + "' is not a column of the table");
+        checkSequenceColumn(schema, e.getValue());
         p.put(k, e.getValue());
         continue;
       }

@@ -88,6 +88,55 @@ final class Values {
     return s;
   }
 
+  /** Spark's columns of a table (its read schema, in the log's column order) with each column's
+   *  write default: the SQL text Spark evaluates for an INSERT that leaves the column out, and its value. */
+  static org.apache.spark.sql.connector.catalog.Column[] columns(org.apache.spark.sql.types.StructType schema,
+                                                                 JsonNode logSchema) {
+    java.util.Map<String, JsonNode> defaults = new java.util.HashMap<>();
+    for (JsonNode c : logSchema.get("columns")) defaults.put(c.get("name").asText(), c);
+    org.apache.spark.sql.types.StructField[] f = schema.fields();
+    org.apache.spark.sql.connector.catalog.Column[] out = new org.apache.spark.sql.connector.catalog.Column[f.length];
+    for (int i = 0; i < f.length; i++) {
+      JsonNode c = defaults.get(f[i].name());
+      JsonNode d = c == null ? null : c.get("default");
+      org.apache.spark.sql.connector.catalog.ColumnDefaultValue dv = null;
+      if (d != null && !d.isNull()) {
+        ColumnType t = ColumnType.parse(c.get("type").asText());
+        Object v = catalyst(t, fromJson(t, d, "default of column '" + f[i].name() + "'"));
+        dv = new org.apache.spark.sql.connector.catalog.ColumnDefaultValue(sql(t, v, f[i].dataType()),
+            new org.apache.spark.sql.connector.expressions.LiteralValue<>(v, f[i].dataType()));
+      }
+      out[i] = org.apache.spark.sql.connector.catalog.Column.create(f[i].name(), f[i].dataType(), f[i].nullable(),
+          f[i].getComment().isDefined() ? f[i].getComment().get() : null, dv,
+          f[i].metadata().equals(org.apache.spark.sql.types.Metadata.empty()) ? null : f[i].metadata().json());
+    }
+    return out;
+  }
+
+  /** A domain value as Spark's internal value of the column's type. */
+  static Object catalyst(ColumnType t, Object v) {
+    return switch (t.kind()) {
+      case "int8" -> ((Long) v).byteValue();
+      case "int16" -> ((Long) v).shortValue();
+      case "int32", "date" -> ((Long) v).intValue();
+      case "int64", "unixtime_micros" -> (Long) v;
+      case "float" -> (float) (double) (Double) v;
+      case "double" -> (Double) v;
+      case "decimal" -> Decimal.apply((BigDecimal) v, t.precision(), t.scale());
+      case "string", "varchar" -> UTF8String.fromString((String) v);
+      default -> v;                         // bool, binary
+    };
+  }
+
+  /** SQL text of a default that evaluates to exactly the value in any session time zone. */
+  private static String sql(ColumnType t, Object v, org.apache.spark.sql.types.DataType dt) {
+    return switch (t.kind()) {
+      case "date" -> "date_from_unix_date(" + v + ")";
+      case "unixtime_micros" -> "timestamp_micros(" + v + "L)";
+      default -> new org.apache.spark.sql.catalyst.expressions.Literal(v, dt).sql();
+    };
+  }
+
   /** A domain value as §2.2's JSON. */
   static JsonNode toJson(ColumnType t, Object v, String what) {
     return switch (t.kind()) {
