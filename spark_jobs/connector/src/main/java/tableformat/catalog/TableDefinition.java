@@ -228,7 +228,8 @@ public final class TableDefinition {
 
   static void checkEncoding(String column, ColumnType t, String enc) {
     boolean ok = switch (enc) {
-      case "plain", "dictionary" -> true;
+      case "plain" -> true;
+      case "dictionary" -> t.isText() || t.kind().equals("binary");      // §2: the engine's encodings by type
       case "run_length" -> !t.isText() && !t.kind().equals("binary") && !t.isFloat() && !t.kind().equals("decimal");
       case "bitshuffle" -> !t.isText() && !t.kind().equals("binary") && !t.kind().equals("bool");
       case "prefix" -> t.isText() || t.kind().equals("binary");
