@@ -36,7 +36,11 @@ import org.apache.parquet.schema.MessageType;
  */
 final class ParquetStream {
   private static final int PAGE_SIZE = 1 << 20;       // pyarrow's data page and dictionary page limits
-  private static final CodecFactory CODECS = new CodecFactory(new Configuration(false), PAGE_SIZE);
+  /** A CodecFactory hands out one compressor per codec, which keeps state between calls: each task
+   *  thread has its own (an executor's threads write their files at the same time; a file is
+   *  written by one thread). */
+  private static final ThreadLocal<CodecFactory> CODECS =
+      ThreadLocal.withInitial(() -> new CodecFactory(new Configuration(false), PAGE_SIZE));
 
   private final TableFiles.Sink sink;
   private final MessageType schema;
@@ -54,7 +58,7 @@ final class ParquetStream {
     this.columns = schema.getColumns();
     this.chunks = new Chunk[columns.size()];
     for (int i = 0; i < chunks.length; i++) {
-      chunks[i] = new Chunk(columns.get(i), codecs[i], CODECS.getCompressor(codecs[i]));
+      chunks[i] = new Chunk(columns.get(i), codecs[i], CODECS.get().getCompressor(codecs[i]));
     }
     try {
       file = new ParquetFileWriter(new Out(sink), schema, ParquetFileWriter.Mode.CREATE, Long.MAX_VALUE, 0,
