@@ -169,6 +169,11 @@ def test_alter_adds_and_drops_range_partitions(spark, tmp_path):
      tf.SchemaError, "column.zz.encoding"),
     ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, s STRING, PRIMARY KEY (k)) TBLPROPERTIES ('column.s.encoding' = 'bitshuffle')",
      tf.SchemaError, "not allowed"),
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, n BIGINT, PRIMARY KEY (k)) TBLPROPERTIES ('column.n.encoding' = 'dictionary')",
+     tf.SchemaError, "not allowed"),     # the engine's encodings by type (§2): dictionary is for strings and binaries
+    ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, b BOOLEAN, PRIMARY KEY (k)) TBLPROPERTIES ('column.b.encoding' = 'dictionary')",
+     tf.SchemaError, "not allowed"),
+    ("CREATE TABLE {c}.bad (k STRING COLLATE UTF8_LCASE NOT NULL, PRIMARY KEY (k))", tf.SchemaError, "collation"),
     # sequence_column (§14) by the engine's rules: a non-null, non-key column of an orderable type
     ("CREATE TABLE {c}.bad (k BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (k)) TBLPROPERTIES ('sequence_column' = 'k')",
      tf.SequenceColumnError, "primary key column"),

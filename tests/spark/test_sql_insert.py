@@ -200,3 +200,19 @@ def test_columns_left_out_of_an_insert_take_their_defaults_as_in_the_engine(spar
     assert got == twin.scan().to_arrow().sort_by("k").to_pylist()
     assert got[0]["v"] == 7 and got[0]["w"] == "it's" and got[0]["d"] == datetime.date(1500, 3, 1)
     assert got[0]["dec"] == decimal.Decimal("-12.500") and got[0]["b"] == b"\x00\xff" and got[0]["n"] is None
+
+
+def test_tasks_writing_at_once_in_one_executor_write_intact_files(spark, tmp_path):
+    """The executor's task threads write their rowsets at the same time (local[2]: two), each file
+    compressed by its own thread's codecs: a compressor shared between threads interleaved their
+    pages ("write beyond end of stream", or pages of another file)."""
+    t, uri = make(spark, tmp_path, "k BIGINT NOT NULL, a DOUBLE, s STRING, d DECIMAL(30,2), e BIGINT, PRIMARY KEY (k)",
+                  "PARTITIONED BY (bucket(4, k)) TBLPROPERTIES ('row_group_rows' = '1024', 'column.s.compression' = 'zstd')")
+    spark.sql(f"INSERT INTO {t} SELECT id, id * 1.5, CAST(id AS STRING), CAST(id AS DECIMAL(30,2)), -id "
+              "FROM range(0, 300000, 1, 2)")
+    table = tf.open_table(uri)
+    got = table.scan().to_arrow().sort_by("k")
+    assert got["k"].to_pylist() == list(range(300000))
+    assert got["s"].to_pylist() == [str(i) for i in range(300000)]
+    assert got["e"].to_pylist() == [-i for i in range(300000)]
+    assert table.check().ok

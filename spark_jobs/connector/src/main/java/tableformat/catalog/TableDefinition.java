@@ -215,7 +215,12 @@ public final class TableDefinition {
     }
     if (t instanceof CharType)
       throw new SchemaError("column '" + column + "': CHAR(n) has no tableformat type (it pads); use VARCHAR(n) or STRING");
-    if (t instanceof StringType) return "string";
+    if (t instanceof StringType st) {
+      if (!st.isUTF8BinaryCollation())      // the engine's strings compare as bytes (§3): a collation is not kept
+        throw new SchemaError("column '" + column + "' has type " + t.sql() + "; tableformat strings compare byte by "
+            + "byte (UTF8_BINARY): a collation would be silently lost, so it is refused");
+      return "string";
+    }
     throw new SchemaError("column '" + column + "' has type " + t.sql() + ", which tableformat has no type for; the types are "
         + "BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), DATE, TIMESTAMP (UTC), STRING, VARCHAR(n), BINARY");
   }
@@ -228,7 +233,8 @@ public final class TableDefinition {
 
   static void checkEncoding(String column, ColumnType t, String enc) {
     boolean ok = switch (enc) {
-      case "plain", "dictionary" -> true;
+      case "plain" -> true;
+      case "dictionary" -> t.isText() || t.kind().equals("binary");      // §2: the engine's encodings by type
       case "run_length" -> !t.isText() && !t.kind().equals("binary") && !t.isFloat() && !t.kind().equals("decimal");
       case "bitshuffle" -> !t.isText() && !t.kind().equals("binary") && !t.kind().equals("bool");
       case "prefix" -> t.isText() || t.kind().equals("binary");
