@@ -32,6 +32,16 @@ def jvm_connector(spark):
         pytest.skip(f"the JVM connector is unavailable: {why}")
 
 
+@pytest.fixture(scope="session")
+def connector_jar():
+    """The connector jar that `bin/spark-sql --jars` takes; skips where it cannot be built."""
+    from spark_jobs.connector import ConnectorUnavailable, build_jar
+    try:
+        return build_jar()
+    except ConnectorUnavailable as e:
+        pytest.skip(f"the JVM connector is unavailable: {e}")
+
+
 @pytest.fixture
 def table_uri(tmp_path):
     return str(tmp_path / "metrics")
@@ -59,6 +69,22 @@ def s3_table_root(s3_endpoint, request):
     bucket = f"b{abs(hash(request.node.name)) % 10**8}"
     fs.mkdir(bucket)
     return f"s3://{bucket}", opts
+
+
+@pytest.fixture
+def logged_s3_root(tmp_path, request):
+    """A loopback S3 server of this test's own, logging every request it answers (method, path,
+    status: `helpers.server_requests`) to a file, and a bucket on it: (s3://bucket, storage options,
+    the log's path). The JVM's requests (s3a) are counted there, where no client hook reaches."""
+    s3fs = pytest.importorskip("s3fs")
+    log = tmp_path / "s3-requests.log"
+    with open(log, "w") as f:
+        proc, url = start_moto(stderr=f)
+    request.addfinalizer(lambda: (proc.terminate(), proc.wait(10)))
+    opts = {"endpoint_url": url, "key": "testing", "secret": "sekrit-do-not-print"}
+    s3fs.S3FileSystem(client_kwargs={"endpoint_url": url}, key="testing", secret="sekrit-do-not-print",
+                      skip_instance_cache=True).mkdir("logged")
+    return "s3://logged", opts, log
 
 
 @pytest.fixture(scope="session")
@@ -109,7 +135,7 @@ def _layer(item) -> str:
     fixtures = set(item.fixturenames)
     if DIR_LAYER[top] == "airflow":
         return "airflow"
-    if fixtures & {"s3_endpoint", "s3_table_root"}:
+    if fixtures & {"s3_endpoint", "s3_table_root", "logged_s3_root"}:
         return "s3"
     if fixtures & {"hdfs", "hdfs_table_root"}:
         return "hdfs"

@@ -58,6 +58,14 @@ def start_moto(stderr=subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}"
 
 
+def server_requests(log) -> list[tuple[str, str, int]]:
+    """(method, path with query, status) of each request a `logged_s3_root` server answered, in order."""
+    import re
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", Path(log).read_text())          # the server colours its lines
+    return [(m.group(1), m.group(2), int(m.group(3)))
+            for m in re.finditer(r'"([A-Z]+) (\S+) HTTP/[0-9.]+" (\d{3}) ', plain)]
+
+
 def row_group_reads(monkeypatch) -> list:
     """The row groups every ParquetFile.read_row_groups call decodes from now on (a list that
     grows with each call): how a test sees which row groups a read decoded."""
@@ -519,3 +527,66 @@ def txn_behind_the_horizon(path):
     vacuum0(t)
     assert tf.open_table(t.uri).state.history_horizon > 2
     return t
+
+
+# --- pyspark's own `bin/spark-sql`, with no Python reachable (issue #35 item 5, #45) ---------
+def _spark_home() -> Path | None:
+    import importlib.util
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).resolve().parent if spec and spec.origin else None
+
+
+SPARK_HOME = _spark_home()
+CATALOG = "tableformat.catalog.TableFormatCatalog"
+MARK = "-- query "
+
+
+def run_spark_sql(jar: str, tmp, conf: dict, lines: list[str], *options: str) -> subprocess.CompletedProcess:
+    """`bin/spark-sql -S -f` of a script of `lines`, with no Python reachable."""
+    script = Path(tmp) / "queries.sql"
+    script.write_text("\n".join(lines) + "\n")
+    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[1]", "--jars", jar,
+           "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.catalog.tf={CATALOG}", *options]
+    for k, v in conf.items():
+        cmd += ["--conf", f"{k}={v}"]
+    cmd += ["-S", "-f", str(script)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python",
+               PYSPARK_DRIVER_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1")
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
+
+
+def spark_sql(jar, tmp, conf: dict, queries: list[str]) -> list[list[list[str]]]:
+    """Each query's rows (tab-separated fields) as `bin/spark-sql -S -f` prints them."""
+    lines = []
+    for i, q in enumerate(queries):
+        lines.append(f"SELECT '{MARK}{i}';")
+        lines.append(q.rstrip(";") + ";")
+    proc = run_spark_sql(jar, tmp, conf, lines)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out: list[list[list[str]]] = []
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            out.append([])
+        elif out:
+            out[-1].append(line.split("\t"))
+    assert len(out) == len(queries), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return out
+
+
+def value(text: str):
+    return None if text == "NULL" else float(text)
+
+
+def engine_rows(t, **scan) -> list[tuple]:
+    a = t.scan(columns=["k", "v", "s"], **scan).to_arrow().sort_by("k")
+    return [(k, v, s) for k, v, s in zip(*(a[c].to_pylist() for c in ("k", "v", "s")))]
+
+
+def cli_rows(rows) -> list[tuple]:
+    return [(int(k), value(v), None if s == "NULL" else s) for k, v, s in rows]
+
+
+def same(got, expect):
+    norm = [(k, "nan" if v is not None and v != v else v, s) for k, v, s in expect]
+    assert [(k, "nan" if v is not None and v != v else v, s) for k, v, s in got] == norm

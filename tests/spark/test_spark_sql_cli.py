@@ -5,80 +5,15 @@ launcher never asks Python for it), reads tables exactly as the engine does, tim
 on local disk and on the loopback S3 server through s3a."""
 import os
 import subprocess
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import tableformat as tf
 
-from helpers import range_keyed
+from helpers import CATALOG, SPARK_HOME, cli_rows, engine_rows, range_keyed, run_spark_sql, same, spark_sql
 
-pyspark = pytest.importorskip("pyspark")
-
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
-CATALOG = "tableformat.catalog.TableFormatCatalog"
-MARK = "-- query "
-
-
-@pytest.fixture(scope="module")
-def jar():
-    from spark_jobs.connector import ConnectorUnavailable, build_jar
-    try:
-        return build_jar()
-    except ConnectorUnavailable as e:
-        pytest.skip(f"the JVM connector is unavailable: {e}")
-
-
-def run_spark_sql(jar, tmp, conf: dict, lines: list[str], *options: str) -> subprocess.CompletedProcess:
-    """`bin/spark-sql -S -f` of a script of `lines`, with no Python reachable."""
-    script = Path(tmp) / "queries.sql"
-    script.write_text("\n".join(lines) + "\n")
-    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[1]", "--jars", jar,
-           "--conf", "spark.ui.enabled=false", "--conf", f"spark.sql.catalog.tf={CATALOG}", *options]
-    for k, v in conf.items():
-        cmd += ["--conf", f"{k}={v}"]
-    cmd += ["-S", "-f", str(script)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
-    env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python",
-               PYSPARK_DRIVER_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1")
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
-
-
-def spark_sql(jar, tmp, conf: dict, queries: list[str]) -> list[list[list[str]]]:
-    """Each query's rows (tab-separated fields) as `bin/spark-sql -S -f` prints them."""
-    lines = []
-    for i, q in enumerate(queries):
-        lines.append(f"SELECT '{MARK}{i}';")
-        lines.append(q.rstrip(";") + ";")
-    proc = run_spark_sql(jar, tmp, conf, lines)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out: list[list[list[str]]] = []
-    for line in proc.stdout.splitlines():
-        if line.startswith(MARK):
-            out.append([])
-        elif out:
-            out[-1].append(line.split("\t"))
-    assert len(out) == len(queries), proc.stdout[-2000:] + proc.stderr[-2000:]
-    return out
-
-
-def value(text: str):
-    return None if text == "NULL" else float(text)
-
-
-def engine_rows(t, **scan) -> list[tuple]:
-    a = t.scan(columns=["k", "v", "s"], **scan).to_arrow().sort_by("k")
-    return [(k, v, s) for k, v, s in zip(*(a[c].to_pylist() for c in ("k", "v", "s")))]
-
-
-def cli_rows(rows) -> list[tuple]:
-    return [(int(k), value(v), None if s == "NULL" else s) for k, v, s in rows]
-
-
-def same(got, expect):
-    norm = [(k, "nan" if v is not None and v != v else v, s) for k, v, s in expect]
-    assert [(k, "nan" if v is not None and v != v else v, s) for k, v, s in got] == norm
+pytest.importorskip("pyspark")
 
 
 def history(t):
@@ -105,15 +40,15 @@ def check(t, out, v1):
     assert out[4] and all("t" in r for r in out[4])
 
 
-def test_spark_sql_reads_the_engines_rows_without_python(jar, tmp_path):
+def test_spark_sql_reads_the_engines_rows_without_python(connector_jar, tmp_path):
     t = range_keyed(tmp_path / "wh" / "ns" / "t", ranges=3)
     v1 = history(t)
-    out = spark_sql(jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh")},
+    out = spark_sql(connector_jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh")},
                     [q.format(v1=v1) for q in QUERIES])
     check(t, out, v1)
 
 
-def test_spark_sql_reads_from_s3_through_s3a_without_python(jar, s3_table_root, tmp_path):
+def test_spark_sql_reads_from_s3_through_s3a_without_python(connector_jar, s3_table_root, tmp_path):
     """The catalog takes the table's own storage options (`storage.<key>`), as the engine does: no
     fs.s3a.* setting by hand."""
     from spark_jobs.session import S3A_EXCLUDES, flat_storage_options, s3a_packages
@@ -125,7 +60,7 @@ def test_spark_sql_reads_from_s3_through_s3a_without_python(jar, s3_table_root, 
     conf["spark.sql.catalog.tf.warehouse"] = f"s3a://{bucket}/wh"
     conf["spark.jars.packages"] = ",".join(s3a_packages())
     conf["spark.jars.excludes"] = ",".join(S3A_EXCLUDES)
-    out = spark_sql(jar, tmp_path, conf, [q.format(v1=v1) for q in QUERIES])
+    out = spark_sql(connector_jar, tmp_path, conf, [q.format(v1=v1) for q in QUERIES])
     check(t, out, v1)
 
 
@@ -136,14 +71,14 @@ REFUSED = {"DELETE FROM tf.ns.t WHERE k = 1": "DELETE is refused. Change rows wi
 
 
 @pytest.mark.parametrize("message_format", ["PRETTY", "STANDARD"])
-def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path, message_format):
+def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(connector_jar, tmp_path, message_format):
     """A refused statement, and an engine error (a time before the table), is one short message,
     printed once: no ERROR log line and no Java stack trace; the table is unchanged. In Spark's
     JSON error format too (spark.sql.error.messageFormat), the text is there."""
     t = range_keyed(tmp_path / "wh" / "ns" / "t", ranges=2)
     before = t.version
     early = "SELECT count(*) FROM tf.ns.t TIMESTAMP AS OF '2001-01-01 00:00:00'"
-    proc = run_spark_sql(jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh"),
+    proc = run_spark_sql(connector_jar, tmp_path, {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh"),
                                          "spark.sql.session.timeZone": "UTC",
                                          "spark.sql.error.messageFormat": message_format},
                          [s + ";" for s in [*REFUSED, early]], "--hiveconf", "hive.cli.errors.ignore=true")
@@ -157,12 +92,12 @@ def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(jar, tmp_path,
     assert tf.open_table(t.uri).version == before
 
 
-def test_spark_sql_creates_inserts_alters_and_travels_without_python(jar, tmp_path):
+def test_spark_sql_creates_inserts_alters_and_travels_without_python(connector_jar, tmp_path):
     """Issue #45's SQL user: CREATE with a key, INSERT, a duplicate INSERT refused (typed, nothing
     committed), ALTER, another INSERT, then every version read back by VERSION AS OF and compared
     with the engine's rows at that version."""
     conf = {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh"), "spark.sql.session.timeZone": "UTC"}
-    proc = run_spark_sql(jar, tmp_path, conf, [
+    proc = run_spark_sql(connector_jar, tmp_path, conf, [
         "CREATE NAMESPACE tf.ns;",
         "CREATE TABLE tf.ns.t (k BIGINT NOT NULL, v DOUBLE, s STRING, CONSTRAINT pk PRIMARY KEY (k)) "
         "PARTITIONED BY (bucket(3, k));",
@@ -176,7 +111,7 @@ def test_spark_sql_creates_inserts_alters_and_travels_without_python(jar, tmp_pa
     assert [h.operation for h in t.history()] == ["CREATE TABLE", "INSERT", "ALTER TABLE", "INSERT"]
     assert t.check().ok
     versions = list(range(1, t.version + 1))
-    got = spark_sql(jar, tmp_path, conf, [f"SELECT k, v, s FROM tf.ns.t VERSION AS OF {v} ORDER BY k" for v in versions])
+    got = spark_sql(connector_jar, tmp_path, conf, [f"SELECT k, v, s FROM tf.ns.t VERSION AS OF {v} ORDER BY k" for v in versions])
     for v, rows in zip(versions, got):
         same(cli_rows(rows), engine_rows(t, as_of=v))
 
@@ -197,7 +132,7 @@ def test_readmes_spark_submit_asks_for_the_s3a_jars_these_tests_read_through():
 
 
 @pytest.mark.parametrize("after_commits, delay", [(1, 0.0), (2, 0.7)])
-def test_kill_9_of_a_sql_insert_leaves_each_statement_all_or_nothing(jar, tmp_path, after_commits, delay):
+def test_kill_9_of_a_sql_insert_leaves_each_statement_all_or_nothing(connector_jar, tmp_path, after_commits, delay):
     """kill -9 of spark-sql while it runs INSERT after INSERT (mid-task or mid-commit, wherever
     the kill lands): every statement's rows are all in the table or none are, check() is ok, and
     vacuum removes the killed statement's files, leaving the rows as they were."""
@@ -210,7 +145,7 @@ def test_kill_9_of_a_sql_insert_leaves_each_statement_all_or_nothing(jar, tmp_pa
     lines = [f"INSERT INTO tf.t SELECT id + {i * 1_000_000}, id * 0.5 FROM range(200000);" for i in range(n)]
     script = tmp_path / "queries.sql"
     script.write_text("\n".join(lines) + "\n")
-    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[2]", "--jars", jar, "--conf", "spark.ui.enabled=false",
+    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[2]", "--jars", connector_jar, "--conf", "spark.ui.enabled=false",
            "--conf", f"spark.sql.catalog.tf={CATALOG}", "--conf", f"spark.sql.catalog.tf.warehouse={tmp_path / 'wh'}",
            "-S", "-f", str(script)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}

@@ -17,6 +17,7 @@ import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
+import tableformat.log.InvalidOptionError;
 import tableformat.log.LogStore;
 
 /**
@@ -29,7 +30,10 @@ import tableformat.log.LogStore;
  *       {@code Rename.NONE} (HDFS's {@code rename2}), which the NameNode refuses atomically if the
  *       name exists;</li>
  *   <li>S3 (s3a): a conditional PUT, {@code If-None-Match: *} (Hadoop 3.4.2+'s
- *       {@code fs.option.create.conditional.overwrite}); 412 means another writer owns the name;</li>
+ *       {@code fs.option.create.conditional.overwrite}); 412 means another writer owns the name.
+ *       In s3a's create performance mode: the condition alone decides, with no HEAD and LIST of
+ *       the name first. {@code fs.s3a.create.conditional.enabled=false} makes every commit fail
+ *       (InvalidOptionError): there is no put-if-absent without it;</li>
  *   <li>any other Hadoop store: {@code create(overwrite=false)}.</li>
  * </ul>
  * Never a rename that can replace a file.
@@ -113,12 +117,16 @@ final class PutIfAbsent {
   }
 
   private boolean s3a(Path p, byte[] data) throws IOException {
-    var builder = fs.createFile(p).overwrite(false);
+    var builder = fs.createFile(p).overwrite(false).recursive();
     builder.must(CONDITIONAL, true);
+    builder.opt(LogStore.S3A_CREATE_PERFORMANCE, true);    // the PUT's condition decides, no HEAD and LIST first
     try (FSDataOutputStream out = builder.build()) {
       out.write(data);
     } catch (IOException e) {
       if (exists(e)) return false;
+      if (String.valueOf(e.getMessage()).contains("Conditional Writes Unavailable"))
+        throw new InvalidOptionError("s3a's conditional create is off (fs.s3a.create.conditional.enabled=false):"
+            + " a commit needs put-if-absent, an If-None-Match PUT (specs/format.md §8.1); " + p);
       throw e;
     }
     return true;

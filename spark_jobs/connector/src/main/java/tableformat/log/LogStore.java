@@ -29,6 +29,11 @@ public final class LogStore {
     this.fs = fileSystem(root, conf);
   }
 
+  /** s3a's createFile option for a create with no probe of the name first (a HEAD and a LIST):
+   *  new files have names no one made before (§1), and a log file's PUT is conditional (§8.1).
+   *  Other stores ignore it. */
+  public static final String S3A_CREATE_PERFORMANCE = "fs.s3a.create.performance";
+
   /** A table or warehouse location as the string Hadoop opens: a bare local path becomes a file:
    *  URI, s3: becomes s3a:, no trailing slash. Its characters are taken as they are, as Python's
    *  storage takes them (a space, brackets, braces, a literal {@code %20}): never decoded, never

@@ -29,10 +29,12 @@ public final class TableFiles {
     return root + "/" + rel;
   }
 
-  /** A new file (never overwriting one). */
+  /** A new file (never overwriting one: its name is new). */
   public Sink create(String rel) {
     try {
-      return new Sink(fs.create(new Path(uri(rel)), false));
+      var builder = fs.createFile(new Path(uri(rel))).overwrite(false).recursive();
+      builder.opt(LogStore.S3A_CREATE_PERFORMANCE, true);     // the name is new (§1): nothing to probe
+      return new Sink(builder.build());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
