@@ -216,3 +216,17 @@ def test_tasks_writing_at_once_in_one_executor_write_intact_files(spark, tmp_pat
     assert got["s"].to_pylist() == [str(i) for i in range(300000)]
     assert got["e"].to_pylist() == [-i for i in range(300000)]
     assert table.check().ok
+
+
+def test_a_task_meeting_many_tablets_holds_the_rows_it_was_given(spark, tmp_path):
+    """A task's rows span every hash bucket (the input is ranged by key), so it opens a rowset
+    writer per tablet: each writer's buffers grow with its rows. Allocated whole (65,536 rows of
+    every column each) 200 tablets x 2 tasks took ~1.6 GiB and the 1 GiB driver died of
+    OutOfMemoryError on 20,000 rows."""
+    t, uri = make(spark, tmp_path, "k BIGINT NOT NULL, a DOUBLE, s STRING, d DECIMAL(30,2), e BIGINT, PRIMARY KEY (k)",
+                  "PARTITIONED BY (bucket(200, k))")
+    spark.sql(f"INSERT INTO {t} SELECT id, id * 1.5, CAST(id AS STRING), CAST(id AS DECIMAL(30,2)), -id "
+              "FROM range(0, 20000, 1, 2)")
+    table = tf.open_table(uri)
+    assert sorted(table.scan(columns=["k"]).to_arrow()["k"].to_pylist()) == list(range(20000))
+    assert table.check().ok

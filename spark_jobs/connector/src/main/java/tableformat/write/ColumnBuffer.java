@@ -14,8 +14,8 @@ import tableformat.plan.Murmur2;
 /**
  * One column of the rows waiting for a row group (§5), in primitive arrays: rows are copied in
  * cell by cell (string cells of an {@link UnsafeRow} read in place), and written out to a
- * Parquet {@link ColumnWriter} a column at a time. Allocated once per rowset writer at its
- * capacity; strings grow their byte buffer as needed.
+ * Parquet {@link ColumnWriter} a column at a time. Grown by doubling up to its capacity as
+ * rows come (strings grow their byte buffer as needed).
  */
 final class ColumnBuffer {
   enum Store { BOOL, INT, LONG, FLOAT, DOUBLE, WIDE, BYTES }
@@ -43,17 +43,27 @@ final class ColumnBuffer {
     this.scale = t.scale();
     this.store = storeOf(t);
     this.width = store == Store.WIDE ? flbaWidth(precision) : 0;
-    nulls = new boolean[capacity];
+    this.capacity = capacity;
+    allocate(Math.min(capacity, INITIAL_ROWS));
+  }
+
+  /** Rows the arrays first hold: they grow to {@code capacity} only as rows come, so a task that
+   *  meets many tablets (each with its writer) holds what it was given, not a full sample each. */
+  static final int INITIAL_ROWS = 1024;
+  private final int capacity;
+
+  private void allocate(int rows) {
+    nulls = nulls == null ? new boolean[rows] : Arrays.copyOf(nulls, rows);
     switch (store) {
-      case BOOL -> bools = new boolean[capacity];
-      case INT -> ints = new int[capacity];
-      case LONG -> longs = new long[capacity];
-      case FLOAT -> floats = new float[capacity];
-      case DOUBLE -> doubles = new double[capacity];
-      case WIDE -> bytes = new byte[16 * capacity];
+      case BOOL -> bools = bools == null ? new boolean[rows] : Arrays.copyOf(bools, rows);
+      case INT -> ints = ints == null ? new int[rows] : Arrays.copyOf(ints, rows);
+      case LONG -> longs = longs == null ? new long[rows] : Arrays.copyOf(longs, rows);
+      case FLOAT -> floats = floats == null ? new float[rows] : Arrays.copyOf(floats, rows);
+      case DOUBLE -> doubles = doubles == null ? new double[rows] : Arrays.copyOf(doubles, rows);
+      case WIDE -> bytes = bytes == null ? new byte[16 * rows] : Arrays.copyOf(bytes, 16 * rows);
       case BYTES -> {
-        bytes = new byte[Math.max(1024, 16 * capacity)];
-        offsets = new int[capacity + 1];
+        if (bytes == null) bytes = new byte[Math.max(1024, 16 * rows)];
+        offsets = offsets == null ? new int[rows + 1] : Arrays.copyOf(offsets, rows + 1);
       }
     }
   }
@@ -90,6 +100,7 @@ final class ColumnBuffer {
   }
 
   void append(InternalRow row) {
+    if (size == nulls.length) allocate(Math.min(Math.max(capacity, size + 1), 2 * size));
     int i = size++;
     if (row.isNullAt(pos)) {
       nulls[i] = true;
