@@ -111,6 +111,9 @@ final class TableWrite implements WriteBuilder, SupportsTruncate, SupportsOverwr
   final class Batch implements BatchWrite {
     private final InsertPlan plan;
     private final SerializableConfiguration conf;
+    /** Set once the fragments reach the committer, which then owns their files: it deletes them
+     *  when nothing landed, and never deletes files another commit holds (§10). */
+    private volatile boolean handedOver;
 
     Batch(InsertPlan plan, SerializableConfiguration conf) {
       this.plan = plan;
@@ -146,6 +149,7 @@ final class TableWrite implements WriteBuilder, SupportsTruncate, SupportsOverwr
             + "; nothing was committed. Use MERGE INTO to update existing keys", duplicates);
       }
       if (fragments.isEmpty()) return;          // no row: nothing to commit
+      handedOver = true;
       try {
         new Committer(uri, conf.value()).commit(fragments, "INSERT", null, null, 0);
       } catch (RestartRequiredException e) {
@@ -156,6 +160,7 @@ final class TableWrite implements WriteBuilder, SupportsTruncate, SupportsOverwr
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
+      if (handedOver) return;
       List<String> files = new ArrayList<>();
       for (WriterCommitMessage m : messages) {
         if (!(m instanceof Result r)) continue;
