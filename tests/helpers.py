@@ -541,8 +541,9 @@ CATALOG = "tableformat.catalog.TableFormatCatalog"
 MARK = "-- query "
 
 
-def run_spark_sql(jar: str, tmp, conf: dict, lines: list[str], *options: str) -> subprocess.CompletedProcess:
-    """`bin/spark-sql -S -f` of a script of `lines`, with no Python reachable."""
+def spark_sql_command(jar: str, tmp, conf: dict, lines: list[str], *options: str, env: dict | None = None):
+    """(argv, environment) of `bin/spark-sql -S -f` of a script of `lines`, with no Python reachable;
+    `env` adds to the environment (HADOOP_USER_NAME, ...)."""
     script = Path(tmp) / "queries.sql"
     script.write_text("\n".join(lines) + "\n")
     cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[1]", "--jars", jar,
@@ -550,19 +551,26 @@ def run_spark_sql(jar: str, tmp, conf: dict, lines: list[str], *options: str) ->
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
     cmd += ["-S", "-f", str(script)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
-    env.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python",
-               PYSPARK_DRIVER_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1")
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
+    environ.update(SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON="/nonexistent/python",
+                   PYSPARK_DRIVER_PYTHON="/nonexistent/python", SPARK_LOCAL_IP="127.0.0.1", **(env or {}))
+    return cmd, environ
 
 
-def spark_sql(jar, tmp, conf: dict, queries: list[str]) -> list[list[list[str]]]:
+def run_spark_sql(jar: str, tmp, conf: dict, lines: list[str], *options: str,
+                  env: dict | None = None) -> subprocess.CompletedProcess:
+    """`bin/spark-sql -S -f` of a script of `lines`, with no Python reachable."""
+    cmd, environ = spark_sql_command(jar, tmp, conf, lines, *options, env=env)
+    return subprocess.run(cmd, env=environ, capture_output=True, text=True, timeout=600, cwd=tmp)  # derby.log, metastore_db
+
+
+def spark_sql(jar, tmp, conf: dict, queries: list[str], env: dict | None = None) -> list[list[list[str]]]:
     """Each query's rows (tab-separated fields) as `bin/spark-sql -S -f` prints them."""
     lines = []
     for i, q in enumerate(queries):
         lines.append(f"SELECT '{MARK}{i}';")
         lines.append(q.rstrip(";") + ";")
-    proc = run_spark_sql(jar, tmp, conf, lines)
+    proc = run_spark_sql(jar, tmp, conf, lines, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out: list[list[list[str]]] = []
     for line in proc.stdout.splitlines():

@@ -102,16 +102,20 @@ final class PutIfAbsent {
       out.write(data);
       out.hsync();
     }
+    boolean renamed = false;
     try {
       FileContext.getFileContext(fs.getUri(), conf).rename(tmp, p, Options.Rename.NONE);
+      renamed = true;
       return true;
     } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
       return false;
     } finally {
-      try {
-        fs.delete(tmp, false);
-      } catch (IOException ignored) {
-        // an abandoned .tmp- file is no commit; vacuum removes it (§8.1)
+      if (!renamed) {                 // a renamed file is gone from tmp: no Delete call for it
+        try {
+          fs.delete(tmp, false);
+        } catch (IOException ignored) {
+          // an abandoned .tmp- file is no commit; vacuum removes it (§8.1)
+        }
       }
     }
   }
