@@ -11,44 +11,16 @@ import argparse
 import os
 import shutil
 import tempfile
-import threading
 import time
 
 import tableformat as tf
 
 from .bench_core import metrics_partitioning, metrics_schema
-from .bench_spark_writes import write_input
-
-
-class JvmRSS:
-    """Peak RSS of the Spark JVM (a java process below this one), sampled every 50 ms."""
-
-    def __init__(self):
-        import psutil
-        self.psutil, self.me, self.peak, self.stop = psutil, psutil.Process(), 0, threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self.stop.is_set():
-            for p in self.me.children(recursive=True):
-                try:
-                    if "java" in p.name().lower():
-                        self.peak = max(self.peak, p.memory_info().rss)
-                except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
-                    pass
-            self.stop.wait(0.05)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
+from .bench_spark_writes import WorkerRSS, sorted_parquet_write, write_input
 
 
 def timed(fn) -> tuple[float, int]:
-    with JvmRSS() as rss:
+    with WorkerRSS("java") as rss:   # the Spark JVM
         t0 = time.perf_counter()
         fn()
         took = time.perf_counter() - t0
@@ -63,9 +35,7 @@ def bench(spark, work: str, n: int, python: bool) -> None:
     key = ["host", "metric", "time"]
 
     def spark_sorted_write():
-        out = os.path.join(work, f"sorted-{time.perf_counter_ns()}")
-        df.repartitionByRange(parts, *key).sortWithinPartitions(*key).write.parquet(out)
-        shutil.rmtree(out, ignore_errors=True)
+        sorted_parquet_write(df, work, parts, key)
 
     def insert(path):
         def run():

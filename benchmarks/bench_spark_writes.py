@@ -21,11 +21,12 @@ from .bench_core import best, generate, metrics_partitioning, metrics_schema
 
 
 class WorkerRSS:
-    """Peak RSS of any single Python process below this one (Spark's Python daemon and workers),
-    sampled from outside every 50 ms."""
+    """Peak RSS of any single process below this one whose name holds `kind`: "python" (Spark's
+    Python daemon and workers) or "java" (the Spark JVM), sampled from outside every 50 ms."""
 
-    def __init__(self):
+    def __init__(self, kind: str = "python"):
         import psutil
+        self.kind = kind
         self.psutil, self.me, self.peak, self.stop = psutil, psutil.Process(), 0, threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -33,7 +34,7 @@ class WorkerRSS:
         while not self.stop.is_set():
             for p in self.me.children(recursive=True):
                 try:
-                    if "python" in p.name().lower():
+                    if self.kind in p.name().lower():
                         self.peak = max(self.peak, p.memory_info().rss)
                 except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
                     pass
@@ -59,6 +60,13 @@ def write_input(work: str, n: int, seed: int = 3) -> str:
     return src
 
 
+def sorted_parquet_write(df, work: str, parts: int, key: list[str]) -> None:
+    """Spark's own range + sort + Parquet write of `df` (the baseline of every insert benchmark)."""
+    out = os.path.join(work, f"sorted-{time.perf_counter_ns()}")
+    df.repartitionByRange(parts, *key).sortWithinPartitions(*key).write.parquet(out)
+    shutil.rmtree(out, ignore_errors=True)
+
+
 def bench_insert(spark, work: str, n: int) -> None:
     """The insert against Spark's own sorted Parquet write of the same DataFrame, same run."""
     from spark_jobs.insert import partitioned_insert
@@ -68,9 +76,7 @@ def bench_insert(spark, work: str, n: int) -> None:
     key = ["host", "metric", "time"]
 
     def spark_sorted_write():
-        out = os.path.join(work, f"sorted-{time.perf_counter_ns()}")
-        df.repartitionByRange(parts, *key).sortWithinPartitions(*key).write.parquet(out)
-        shutil.rmtree(out, ignore_errors=True)
+        sorted_parquet_write(df, work, parts, key)
 
     def our_insert():
         uri = os.path.join(work, f"t-{time.perf_counter_ns()}")

@@ -598,3 +598,35 @@ def cli_rows(rows) -> list[tuple]:
 def same(got, expect):
     norm = [(k, "nan" if v is not None and v != v else v, s) for k, v, s in expect]
     assert [(k, "nan" if v is not None and v != v else v, s) for k, v, s in got] == norm
+
+
+# Issue #45's SQL user, on any store: CREATE with a key, INSERT, a duplicate INSERT (refused, typed,
+# nothing committed), ALTER, another INSERT.
+SQL_USER_SCRIPT = [
+    "CREATE NAMESPACE tf.ns;",
+    "CREATE TABLE tf.ns.t (k BIGINT NOT NULL, v DOUBLE, s STRING, CONSTRAINT pk PRIMARY KEY (k)) "
+    "PARTITIONED BY (bucket(3, k));",
+    "INSERT INTO tf.ns.t SELECT id, id * 0.25, CAST(id AS STRING) FROM range(1000);",
+    "INSERT INTO tf.ns.t VALUES (5000, 1.0, 'new'), (7, 2.0, 'dup');",
+    "ALTER TABLE tf.ns.t ADD COLUMN n INT;",
+    "INSERT INTO tf.ns.t VALUES (1000, NULL, 'after', 5);"]
+
+
+def sql_user_history(jar, tmp, conf: dict, open_table, env: dict | None = None):
+    """Run SQL_USER_SCRIPT in spark-sql (errors go on), then check the table the engine opens
+    (`open_table()`): the duplicate refused once, the history, check(), and every version read
+    back by VERSION AS OF equal to the engine's rows at it. Returns the table."""
+    import tableformat as tf
+    proc = run_spark_sql(jar, tmp, conf, SQL_USER_SCRIPT, "--hiveconf", "hive.cli.errors.ignore=true", env=env)
+    out = proc.stdout + proc.stderr
+    assert out.count("1 key(s) of the INSERT already exist in table tf.ns.t") == 1, out[-5000:]
+    t = open_table()
+    assert isinstance(t, tf.Table)
+    assert [h.operation for h in t.history()] == ["CREATE TABLE", "INSERT", "ALTER TABLE", "INSERT"]
+    assert t.check().ok and t.scan().count() == 1001
+    versions = list(range(1, t.version + 1))
+    got = spark_sql(jar, tmp, conf, [f"SELECT k, v, s FROM tf.ns.t VERSION AS OF {v} ORDER BY k" for v in versions],
+                    env=env)
+    for v, rows in zip(versions, got):
+        same(cli_rows(rows), engine_rows(t, as_of=v))
+    return t

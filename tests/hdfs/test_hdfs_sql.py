@@ -7,7 +7,7 @@ import time
 
 import tableformat as tf
 
-from helpers import cli_rows, engine_rows, run_spark_sql, same, spark_sql
+from helpers import cli_rows, engine_rows, run_spark_sql, same, spark_sql, sql_user_history
 
 CLIENT_RPCS = ("GetBlockLocations", "Create", "AddBlock", "Complete", "Rename", "Rename2", "Delete", "GetListing",
                "GetFileInfo", "Mkdirs", "RenewLease", "Fsync", "GetServerDefaults", "GetAdditionalDatanode",
@@ -24,24 +24,8 @@ def test_spark_sql_creates_inserts_alters_and_travels_on_hdfs(connector_jar, hdf
     root, opts = hdfs_table_root
     conf = {"spark.sql.catalog.tf.warehouse": f"{root}/wh", "spark.sql.session.timeZone": "UTC"}
     env = {"HADOOP_USER_NAME": hdfs.user}
-    proc = run_spark_sql(connector_jar, tmp_path, conf, [
-        "CREATE NAMESPACE tf.ns;",
-        "CREATE TABLE tf.ns.t (k BIGINT NOT NULL, v DOUBLE, s STRING, CONSTRAINT pk PRIMARY KEY (k)) "
-        "PARTITIONED BY (bucket(3, k));",
-        "INSERT INTO tf.ns.t SELECT id, id * 0.25, CAST(id AS STRING) FROM range(1000);",
-        "INSERT INTO tf.ns.t VALUES (5000, 1.0, 'new'), (7, 2.0, 'dup');",
-        "ALTER TABLE tf.ns.t ADD COLUMN n INT;",
-        "INSERT INTO tf.ns.t VALUES (1000, NULL, 'after', 5);"], "--hiveconf", "hive.cli.errors.ignore=true", env=env)
-    out = proc.stdout + proc.stderr
-    assert out.count("1 key(s) of the INSERT already exist in table tf.ns.t") == 1, out[-5000:]
-    t = tf.open_table(f"{root}/wh/ns/t", storage_options=opts)
-    assert [h.operation for h in t.history()] == ["CREATE TABLE", "INSERT", "ALTER TABLE", "INSERT"]
-    assert t.check().ok and t.scan().count() == 1001
-    versions = list(range(1, t.version + 1))
-    got = spark_sql(connector_jar, tmp_path, conf,
-                    [f"SELECT k, v, s FROM tf.ns.t VERSION AS OF {v} ORDER BY k" for v in versions], env=env)
-    for v, rows in zip(versions, got):
-        same(cli_rows(rows), engine_rows(t, as_of=v))
+    t = sql_user_history(connector_jar, tmp_path, conf, lambda: tf.open_table(f"{root}/wh/ns/t", storage_options=opts),
+                         env=env)
     # the engine writes next, and spark-sql reads it: one table to both
     t.insert(__import__("pyarrow").table({"k": [2000], "v": [0.5], "s": ["py"], "n": [1]}))
     (rows,) = spark_sql(connector_jar, tmp_path, conf, ["SELECT k, v, s FROM tf.ns.t ORDER BY k"], env=env)

@@ -6,7 +6,7 @@ import pytest
 
 import tableformat as tf
 
-from helpers import cli_rows, engine_rows, run_spark_sql, same, spark_sql
+from helpers import run_spark_sql, sql_user_history
 
 pytest.importorskip("pyspark")
 
@@ -26,25 +26,7 @@ def s3a_conf(root: str, opts: dict) -> dict:
 def test_spark_sql_creates_inserts_alters_and_travels_on_s3a(connector_jar, s3_table_root, tmp_path):
     root, opts = s3_table_root
     conf = s3a_conf(root, opts)
-    proc = run_spark_sql(connector_jar, tmp_path, conf, [
-        "CREATE NAMESPACE tf.ns;",
-        "CREATE TABLE tf.ns.t (k BIGINT NOT NULL, v DOUBLE, s STRING, CONSTRAINT pk PRIMARY KEY (k)) "
-        "PARTITIONED BY (bucket(3, k));",
-        "INSERT INTO tf.ns.t SELECT id, id * 0.25, CAST(id AS STRING) FROM range(1000);",
-        "INSERT INTO tf.ns.t VALUES (5000, 1.0, 'new'), (7, 2.0, 'dup');",
-        "ALTER TABLE tf.ns.t ADD COLUMN n INT;",
-        "INSERT INTO tf.ns.t VALUES (1000, NULL, 'after', 5);"], "--hiveconf", "hive.cli.errors.ignore=true")
-    out = proc.stdout + proc.stderr
-    assert out.count("1 key(s) of the INSERT already exist in table tf.ns.t") == 1, out[-5000:]
-    t = tf.open_table(f"{root}/wh/ns/t", storage_options=opts)
-    assert [h.operation for h in t.history()] == ["CREATE TABLE", "INSERT", "ALTER TABLE", "INSERT"]
-    assert t.check().ok
-    assert t.scan().count() == 1001
-    versions = list(range(1, t.version + 1))
-    got = spark_sql(connector_jar, tmp_path, conf,
-                    [f"SELECT k, v, s FROM tf.ns.t VERSION AS OF {v} ORDER BY k" for v in versions])
-    for v, rows in zip(versions, got):
-        same(cli_rows(rows), engine_rows(t, as_of=v))
+    sql_user_history(connector_jar, tmp_path, conf, lambda: tf.open_table(f"{root}/wh/ns/t", storage_options=opts))
 
 
 def test_the_s3_requests_of_one_sql_insert(connector_jar, logged_s3_root, tmp_path):

@@ -11,7 +11,8 @@ import pytest
 
 import tableformat as tf
 
-from helpers import CATALOG, SPARK_HOME, cli_rows, engine_rows, range_keyed, run_spark_sql, same, spark_sql
+from helpers import (CATALOG, SPARK_HOME, cli_rows, engine_rows, range_keyed, run_spark_sql, same, spark_sql,
+                     sql_user_history)
 
 pytest.importorskip("pyspark")
 
@@ -97,23 +98,7 @@ def test_spark_sql_creates_inserts_alters_and_travels_without_python(connector_j
     committed), ALTER, another INSERT, then every version read back by VERSION AS OF and compared
     with the engine's rows at that version."""
     conf = {"spark.sql.catalog.tf.warehouse": str(tmp_path / "wh"), "spark.sql.session.timeZone": "UTC"}
-    proc = run_spark_sql(connector_jar, tmp_path, conf, [
-        "CREATE NAMESPACE tf.ns;",
-        "CREATE TABLE tf.ns.t (k BIGINT NOT NULL, v DOUBLE, s STRING, CONSTRAINT pk PRIMARY KEY (k)) "
-        "PARTITIONED BY (bucket(3, k));",
-        "INSERT INTO tf.ns.t SELECT id, id * 0.25, CAST(id AS STRING) FROM range(1000);",
-        "INSERT INTO tf.ns.t VALUES (5000, 1.0, 'new'), (7, 2.0, 'dup');",
-        "ALTER TABLE tf.ns.t ADD COLUMN n INT;",
-        "INSERT INTO tf.ns.t VALUES (1000, NULL, 'after', 5);"], "--hiveconf", "hive.cli.errors.ignore=true")
-    out = proc.stdout + proc.stderr
-    assert out.count("1 key(s) of the INSERT already exist in table tf.ns.t") == 1, out[-3000:]
-    t = tf.open_table(str(tmp_path / "wh" / "ns" / "t"))
-    assert [h.operation for h in t.history()] == ["CREATE TABLE", "INSERT", "ALTER TABLE", "INSERT"]
-    assert t.check().ok
-    versions = list(range(1, t.version + 1))
-    got = spark_sql(connector_jar, tmp_path, conf, [f"SELECT k, v, s FROM tf.ns.t VERSION AS OF {v} ORDER BY k" for v in versions])
-    for v, rows in zip(versions, got):
-        same(cli_rows(rows), engine_rows(t, as_of=v))
+    sql_user_history(connector_jar, tmp_path, conf, lambda: tf.open_table(str(tmp_path / "wh" / "ns" / "t")))
 
 
 def test_readmes_spark_submit_asks_for_the_s3a_jars_these_tests_read_through():
