@@ -138,3 +138,16 @@ def test_storage_options_stay_on_python_and_write_path_is_checked(spark, tmp_pat
     assert "JVM path" in _decision(spark)
     t = tf.open_table(uri)
     assert t.version == 2 and t.to_arrow().num_rows == 15 and t.check().ok
+
+
+def test_an_input_of_other_types_stays_on_python_and_its_rules(spark, tmp_path, jvm_append):
+    """A decimal for a double column: Spark's INSERT would cast it, the engine refuses it; the
+    append keeps the engine's rule (as partitioned_insert does), on the Python writer."""
+    uri = str(tmp_path / "t")
+    _table(uri)
+    df = _df(spark, _rows(4), 1)
+    df = df.withColumn("v", df["v"].cast("decimal(6,1)"))
+    with pytest.raises(tf.TypeMismatchError, match="column 'v' is double"):
+        _append(df, uri)
+    assert _decision(spark).endswith(": Python path (column 'v' is given as decimal(6,1), not as the table's type)")
+    assert tf.open_table(uri).version == 0

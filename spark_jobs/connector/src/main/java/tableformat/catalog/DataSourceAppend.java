@@ -50,13 +50,14 @@ public final class DataSourceAppend extends Rule<LogicalPlan> {
     if (!mode.equals("auto") && !mode.equals("jvm") && !mode.equals("python"))
       throw new InvalidOptionError("option " + OPTION + " must be auto, jvm or python, got '" + mode + "'");
     String why = mode.equals("python") ? OPTION + "=python" : reason(uri, options);
+    CatalogTable target = why == null ? CatalogTable.atPath(jvmUri(uri), null) : null;
+    if (why == null) why = typeReason(append.query(), target.schema());
     if (why != null && mode.equals("jvm"))
       throw new InvalidOptionError("the append into " + uri + " cannot run in the JVM: " + why);
     if (why != null) {
       log("data source append into " + uri + ": Python path (" + why + ")");
       return plan;
     }
-    CatalogTable target = CatalogTable.atPath(jvmUri(uri), null);
     log("data source append into " + uri + ": JVM path (tableformat.write.InsertTask, tableformat.commit.Committer)");
     return append.makeCopy(replaceFirst(append, rel.makeCopy(replaceFirst(rel, target))));
   }
@@ -77,6 +78,24 @@ public final class DataSourceAppend extends Rule<LogicalPlan> {
   /** A path without a scheme is local, as the Python engine reads it (not Hadoop's default file system). */
   static String jvmUri(String uri) {
     return uri.contains("://") || uri.startsWith("file:") ? uri : new java.io.File(uri).getAbsoluteFile().toURI().toString();
+  }
+
+  /** Why the input's columns are not exactly the table's, as Spark types (null: they are). Casts are
+   *  the Python engine's rules (a decimal for a double column is refused there, where Spark's
+   *  INSERT would cast it): such an input goes to the Python writer, as in partitioned_insert. The
+   *  table's schema is the log's: the write's relation, Spark's Python table, takes the input's. */
+  static String typeReason(LogicalPlan query, org.apache.spark.sql.types.StructType schema) {
+    Map<String, org.apache.spark.sql.types.DataType> table = new java.util.HashMap<>();
+    for (var f : schema.fields()) table.put(f.name(), f.dataType());
+    var given = scala.jdk.javaapi.CollectionConverters.asJava(query.output());
+    if (given.size() != table.size()) return "the input's columns are not exactly the table's";
+    for (var a : given) {
+      var t = table.get(a.name());
+      if (t == null) return "the input's columns are not exactly the table's";
+      if (!t.sameType(a.dataType()))
+        return "column '" + a.name() + "' is given as " + a.dataType().simpleString() + ", not as the table's type";
+    }
+    return null;
   }
 
   /** Why the JVM cannot run this append (null: it can). */
