@@ -151,3 +151,21 @@ def test_an_input_of_other_types_stays_on_python_and_its_rules(spark, tmp_path, 
         _append(df, uri)
     assert _decision(spark).endswith(": Python path (column 'v' is given as decimal(6,1), not as the table's type)")
     assert tf.open_table(uri).version == 0
+
+
+def test_columns_missing_or_in_another_order_stay_on_python(spark, tmp_path, jvm_append):
+    """The JVM writer takes every column in the table's order: a column left to its default, or
+    the columns given in another order, go to the Python writer, which writes them right."""
+    uri, ref = str(tmp_path / "t"), str(tmp_path / "ref")
+    _table(uri)
+    r = _table(ref)
+    rows = _rows(30)
+    r.insert(rows.slice(0, 20))
+    r.insert(rows.slice(20).drop(["v"]))
+    _append(_df(spark, rows.slice(0, 20)).select("v", "s", "dec", "ts", "d"), uri)
+    assert _decision(spark).endswith(": Python path (the input's columns are not the table's, in its order)")
+    _append(_df(spark, rows.slice(20)).drop("v"), uri)
+    assert _decision(spark).endswith(": Python path (the input's columns are not exactly the table's)")
+    t = tf.open_table(uri)
+    assert t.version == 2 and t.check().ok
+    assert_same_rows(t.to_arrow(), r.to_arrow(), keys=KEYS)

@@ -85,13 +85,14 @@ public final class DataSourceAppend extends Rule<LogicalPlan> {
    *  INSERT would cast it): such an input goes to the Python writer, as in partitioned_insert. The
    *  table's schema is the log's: the write's relation, Spark's Python table, takes the input's. */
   static String typeReason(LogicalPlan query, org.apache.spark.sql.types.StructType schema) {
-    Map<String, org.apache.spark.sql.types.DataType> table = new java.util.HashMap<>();
-    for (var f : schema.fields()) table.put(f.name(), f.dataType());
     var given = scala.jdk.javaapi.CollectionConverters.asJava(query.output());
-    if (given.size() != table.size()) return "the input's columns are not exactly the table's";
-    for (var a : given) {
-      var t = table.get(a.name());
-      if (t == null) return "the input's columns are not exactly the table's";
+    var fields = schema.fields();
+    if (given.size() != fields.length) return "the input's columns are not exactly the table's";
+    for (int i = 0; i < fields.length; i++) {
+      var a = given.get(i);
+      // the JVM writer takes the rows in the table's column order
+      if (!a.name().equals(fields[i].name())) return "the input's columns are not the table's, in its order";
+      var t = fields[i].dataType();
       if (!t.sameType(a.dataType()))
         return "column '" + a.name() + "' is given as " + a.dataType().simpleString() + ", not as the table's type";
     }
