@@ -102,6 +102,7 @@ def test_a_duplicate_key_fails_typed_shows_the_key_as_the_engine_and_commits_not
     shown = re.search(r"\(first: (.*)\); use", str(engine.value)).group(1)
     assert shown.startswith("('2024-") and "+00:00'" in shown                # not day numbers nor micros
     assert f"(first: {shown})" in str(e.value)
+    assert e.value.count == 1
     t = tf.open_table(uri)
     assert t.version == before and table_files(uri) == files
     assert t.check().ok
