@@ -37,12 +37,11 @@ public final class LogStore {
   public LogStore(String uri, Configuration conf) {
     this.root = normalize(uri);
     this.fs = fileSystem(root, conf);
-    this.identity = identity(root, fs, conf);
   }
 
   /** What makes two stores the same files ({@link LogCache}'s key): the location, the file system
    *  (its class and URI), the user it acts as, and the endpoint an object store is reached at. */
-  private final String identity;
+  private volatile String identity;
 
   private static String identity(String root, FileSystem fs, Configuration conf) {
     String user;
@@ -58,6 +57,7 @@ public final class LogStore {
   }
 
   public String identity() {
+    if (identity == null) identity = identity(root, fs, fs.getConf());
     return identity;
   }
 
