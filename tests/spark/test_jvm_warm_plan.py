@@ -121,7 +121,7 @@ WARM_AT = (12, 25)
 
 @pytest.mark.parametrize("warm_at", WARM_AT)
 @pytest.mark.parametrize("case", list(DAMAGED_LOGS))
-def test_a_damaged_log_gives_a_warm_reader_the_cold_answer(jvm, pristine_log, tmp_path, case, warm_at):
+def test_a_damaged_log_gives_a_warm_reader_the_cold_answer(jvm, pristine_log, tmp_path, case, warm_at):  # noqa: F811
     """The reader was warmed when the log ended at `warm_at` (later files not yet there), then the
     rest of the log appears and is damaged: commits and a checkpoint that appear, a commit that
     goes missing or is altered, all answer as a cold read does, at the latest and as of each version."""
