@@ -93,8 +93,7 @@ def connector_read_rows(spark, work: str, n: int, repeat: int = 5, s3: dict | No
         configure_s3a(spark, t.storage, s3)
     base_files = lambda: [jvm_path(t.storage, f.path) for r in t.state.rowsets.values() for f in r.base]
     files, vid = base_files(), f"c{t.schema.column('value').id}"
-    all_cols = ", ".join(f"c{c.id}" for c in t.schema.columns)
-    names = ", ".join(f"`{c}`" for c in t.schema.names)
+    all_cols, names = ", ".join(f"c{c.id}" for c in t.schema.columns), ", ".join(f"`{c}`" for c in t.schema.names)
 
     def parquet(expr, fs=None):
         return lambda: spark.read.parquet(*(fs or files)).selectExpr(expr).collect()
