@@ -36,6 +36,8 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
   private final TableState loaded;
   private final StructType schema;
   private final LogReader log;
+  /** The query that loaded this table (Spark's planning tracker; null: loaded outside one). */
+  private final Object loadedBy;
 
   CatalogTable(String name, String uri, AsOf asOf) {
     this(name, uri, asOf, Snapshots.reader(Location.normalize(uri)));
@@ -47,6 +49,7 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     this.uri = Location.normalize(uri);
     this.asOf = asOf;
     this.log = log;
+    this.loadedBy = Snapshots.query();
     this.loaded = Snapshots.open(log, asOf);
     this.schema = declaredTypes(Snapshots.schema(this.uri, loaded), loaded);
   }
@@ -153,9 +156,13 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     return new CatalogScanBuilder(uri, state, schema);
   }
 
-  /** The latest state for a scan: the log listed again (one listing; the files read before are
-   *  kept, so an unchanged log costs no read), since Spark may keep this Table for later queries. */
+  /** The latest state for a scan: in the query that loaded this table, the state its listing
+   *  gave (that query's snapshot: one listing a query); in a later query (Spark keeps this Table
+   *  in a DataFrame or a view's plan), the log listed again (one listing; the files read before are
+   *  kept, so an unchanged log costs no read). */
   private TableState latest() {
+    Object query = Snapshots.query();
+    if (query != null && query == loadedBy) return loaded;
     synchronized (log) {
       log.refresh();
       return Snapshots.open(log, null);

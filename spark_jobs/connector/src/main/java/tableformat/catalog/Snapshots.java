@@ -7,6 +7,7 @@ import org.apache.spark.sql.types.StructType;
 import tableformat.connector.ReadPlan;
 import tableformat.log.AsOf;
 import tableformat.log.Listing;
+import tableformat.log.LogCache;
 import tableformat.log.LogReader;
 import tableformat.log.LogStore;
 import tableformat.log.Mvcc;
@@ -30,9 +31,19 @@ final class Snapshots {
     return SparkSession.active().sessionState().newHadoopConf();
   }
 
-  /** A reader of the table's log: one listing of {@code _log/} serves the states a query asks for. */
+  /** The reader of the table's log, listed now: one listing of {@code _log/} serves the states a
+   *  query asks for, and what earlier queries of this JVM read of it is kept ({@link LogCache}), so
+   *  a query with no new commit reads no log file. */
   static LogReader reader(String uri) {
-    return new LogReader(new LogStore(uri, hadoopConf()));
+    return LogCache.reader(uri, hadoopConf());
+  }
+
+  /** The query Spark is analysing or optimizing on this thread (its planning tracker; null: none),
+   *  so a scan can tell the query that loaded its table from a later one. */
+  static Object query() {
+    scala.Option<org.apache.spark.sql.catalyst.QueryPlanningTracker> t =
+        org.apache.spark.sql.catalyst.QueryPlanningTracker$.MODULE$.get();
+    return t.isDefined() ? t.get() : null;
   }
 
   /** The state at {@code asOf} (null: the latest version the reader's listing shows). */

@@ -33,10 +33,24 @@ public final class LogReader {
   private Listing listing;                                            // null: not listed yet
   private final Map<Long, JsonNode> commits = new HashMap<>();        // read and checked, by version (this listing)
   private final Set<Long> read = new HashSet<>();                     // every commit read, for refresh's check
-  private final Map<Long, Optional<Loaded>> checkpoints = new HashMap<>();   // empty: broken
-  private final Map<Long, Loaded> loads = new HashMap<>();            // states as of a version
+  private final Set<Long> readCheckpoints = new HashSet<>();          // every checkpoint read, likewise
+  private final Map<Long, Optional<Loaded>> checkpoints = bounded(KEPT_STATES);   // empty: broken
+  private final Map<Long, Loaded> loads = bounded(KEPT_STATES);       // states as of a version
   private Loaded head;                        // the latest state of this listing
   private Loaded previous;                    // the head before a refresh that only added files
+
+  /** States kept of past versions and checkpoints (a reader held across queries, {@link LogCache}, keeps
+   *  this many, the least recently used dropped: read again when asked for). */
+  static final int KEPT_STATES = 8;
+
+  private static <V> Map<Long, V> bounded(int n) {
+    return new java.util.LinkedHashMap<>(16, 0.75f, true) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<Long, V> e) {
+        return size() > n;
+      }
+    };
+  }
 
   public LogReader(LogStore store) {
     this.store = store;
@@ -123,6 +137,7 @@ public final class LogReader {
     byte[] raw = store.read(st);
     Loaded l = raw == null ? null : checkedCheckpoint(raw, v);
     checkpoints.put(v, Optional.ofNullable(l));
+    readCheckpoints.add(v);
     return l;
   }
 
@@ -170,10 +185,11 @@ public final class LogReader {
     listing = Listing.of(store.listStatus(LOG));
     if (old == null) return;
     boolean kept = read.stream().allMatch(v -> Listing.sameFile(old.commits().get(v), listing.commits().get(v)))
-        && checkpoints.keySet().stream().allMatch(v -> Listing.sameFile(old.checkpoints().get(v), listing.checkpoints().get(v)));
+        && readCheckpoints.stream().allMatch(v -> Listing.sameFile(old.checkpoints().get(v), listing.checkpoints().get(v)));
     commits.clear();         // the states keep what they need: a view held across many commits holds no log
     if (!kept) {
       read.clear();
+      readCheckpoints.clear();
       checkpoints.clear();
       formatOf.clear();
       loads.clear();
@@ -206,12 +222,8 @@ public final class LogReader {
     return l;
   }
 
-  /** The newest usable checkpoint at or before {@code target}, or the head a refresh kept. */
-  private Loaded start(Listing l, Long version, long target) {
-    if (version == null && previous != null) {       // the same state as a fresh start when no commit after it is missing
-      long p = previous.state().version;
-      if (l.commits().containsKey(p) && l.commits().subMap(p, false, target, true).size() == target - p) return previous;
-    }
+  /** The newest usable checkpoint at or before {@code target}. */
+  private Loaded start(Listing l, long target) {
     for (Map.Entry<Long, FileStatus> c : l.checkpoints().headMap(target, true).descendingMap().entrySet()) {
       Loaded loaded = checkpoint(c.getKey(), c.getValue());
       if (loaded != null) return loaded;
@@ -230,14 +242,32 @@ public final class LogReader {
   }
 
   /** The state at {@code version} (null: the newest listed commit): every commit after the start must
-   *  be listed and readable; one missing there is a damaged log, never its end (§8.3). */
+   *  be listed and readable; one missing there is a damaged log, never its end (§8.3). The latest
+   *  continues the head a refresh kept when every commit after it is listed: the same state as a
+   *  fresh start. Should a commit after it fail (one a newer checkpoint would have skipped), the
+   *  read starts again as a fresh reader would, so the answer or error is the cold one. */
   private Loaded replay(Long version) {
     Listing l = listing();
     if (l.commits().isEmpty()) throw noStart(l);
     if (version != null && version > l.latest())
       throw new VersionNotFoundError("version " + version + " does not exist; the latest is " + l.latest());
     long target = version == null ? l.latest() : version;
-    Loaded loaded = start(l, version, target);
+    if (version == null && previous != null) {
+      long p = previous.state().version;
+      Loaded from = previous;
+      previous = null;
+      if (p <= target && l.commits().containsKey(p) && l.commits().subMap(p, false, target, true).size() == target - p) {
+        try {
+          return replay(l, from, target);
+        } catch (TableFormatError e) {
+          // fall through: the cold read's answer (a checkpoint after the failing commit, or its error)
+        }
+      }
+    }
+    return replay(l, start(l, target), target);
+  }
+
+  private Loaded replay(Listing l, Loaded loaded, long target) {
     TableState state = loaded == null ? null : loaded.state();
     List<CommitInfo> history = loaded == null ? new ArrayList<>() : new ArrayList<>(loaded.history());
     for (long v = state == null ? 0 : state.version + 1; v <= target; v++) {

@@ -23,10 +23,42 @@ public final class LogStore {
   private final FileSystem fs;
   /** Listings and file reads asked of the store (the open cost, for tests as Python's TransactionLog.reads). */
   private final AtomicLong lists = new AtomicLong(), reads = new AtomicLong();
+  /** The same over every store of this JVM (a warm reader's store is another object than the caller's). */
+  private static final AtomicLong allLists = new AtomicLong(), allReads = new AtomicLong();
+
+  public static long allLists() {
+    return allLists.get();
+  }
+
+  public static long allReads() {
+    return allReads.get();
+  }
 
   public LogStore(String uri, Configuration conf) {
     this.root = normalize(uri);
     this.fs = fileSystem(root, conf);
+  }
+
+  /** What makes two stores the same files ({@link LogCache}'s key): the location, the file system
+   *  (its class and URI), the user it acts as, and the endpoint an object store is reached at. */
+  private volatile String identity;
+
+  private static String identity(String root, FileSystem fs, Configuration conf) {
+    String user;
+    try {
+      user = org.apache.hadoop.security.UserGroupInformation.getCurrentUser().getUserName();
+    } catch (IOException e) {
+      user = "?";
+    }
+    String bucket = fs.getUri().getHost();
+    return String.join("\n", root, fs.getClass().getName(), String.valueOf(fs.getUri()), user,
+        String.valueOf(conf.get("fs.s3a.endpoint")),
+        String.valueOf(bucket == null ? null : conf.get("fs.s3a.bucket." + bucket + ".endpoint")));
+  }
+
+  public String identity() {
+    if (identity == null) identity = identity(root, fs, fs.getConf());
+    return identity;
   }
 
   /** s3a's createFile option for a create with no probe of the name first (a HEAD and a LIST):
@@ -71,6 +103,7 @@ public final class LogStore {
   /** A file's bytes, or null when it does not exist. */
   public byte[] read(String rel) {
     reads.incrementAndGet();
+    allReads.incrementAndGet();
     try (InputStream in = fs.open(new Path(uri(rel)))) {
       return in.readAllBytes();
     } catch (FileNotFoundException e) {
@@ -83,6 +116,7 @@ public final class LogStore {
   /** A listed file's bytes, opened from its status (no existence probe), or null when it is gone since. */
   public byte[] read(FileStatus status) {
     reads.incrementAndGet();
+    allReads.incrementAndGet();
     try (InputStream in = FutureIO.awaitFuture(fs.openFile(status.getPath()).withFileStatus(status)
         .opt("fs.option.openfile.read.policy", "whole-file").build())) {
       return in.readAllBytes();
@@ -97,6 +131,7 @@ public final class LogStore {
    *  listing, which an object store answers with one LIST request per page of names. */
   public List<FileStatus> listStatus(String dir) {
     lists.incrementAndGet();
+    allLists.incrementAndGet();
     List<FileStatus> out = new ArrayList<>();
     try {
       var it = fs.listStatusIterator(new Path(uri(dir)));

@@ -10,6 +10,7 @@ import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import tableformat.log.AsOf;
 import tableformat.log.Json;
+import tableformat.log.LogCache;
 import tableformat.log.LogReader;
 import tableformat.log.LogStore;
 import tableformat.log.Mvcc;
@@ -24,7 +25,10 @@ import tableformat.log.TableFormatError;
  * the milliseconds of each step (open, plan, the plan's JSON tree: what a Spark scan pays) and the
  * thread's CPU milliseconds for them (for
  * benchmarks/bench_spark_sql.py). {@code {"canonical": <json text>}} answers the canonical
- * serialization and CRC-32 of a value instead (specs/format.md §8.1).
+ * serialization and CRC-32 of a value instead (specs/format.md §8.1). With {@code "warm": true} the
+ * table's log is read through this process's {@link LogCache} (what earlier requests read is kept),
+ * and the answer says the listings and file reads opening the table cost
+ * ({@code log_lists}, {@code log_reads}).
  */
 public final class PlanCli {
   public static void main(String[] args) throws Exception {
@@ -59,12 +63,20 @@ public final class PlanCli {
       LogStore store = new LogStore(req.get("table").asText(), conf);
       JsonNode asOf = req.get("as_of");
       AsOf a = asOf == null || asOf.isNull() ? null : AsOf.parse(asOf.asText());
-      var state = Mvcc.stateAt(new LogReader(store), a);
+      long lists = LogStore.allLists(), reads = LogStore.allReads();
+      boolean warm = req.path("warm").asBoolean(false);
+      var state = Mvcc.stateAt(warm ? LogCache.reader(req.get("table").asText(), conf) : new LogReader(store), a);
+      lists = LogStore.allLists() - lists;
+      reads = LogStore.allReads() - reads;
       long t1 = System.nanoTime();
       KeySeek seek = req.path("seek").asBoolean(false) ? new PkIndexSeek(store) : null;
       Planner.ReadPlan plan = Planner.plan(state, columns(req.get("columns")), req.get("filter"), seek);
       long t2 = System.nanoTime();
       ObjectNode json = PlanJson.of(store, plan);
+      if (warm) {                               // what opening the table cost: listings and reads of the log
+        json.put("log_lists", lists);
+        json.put("log_reads", reads);
+      }
       if (!req.path("summary").asBoolean(false)) return json;
       long t3 = System.nanoTime(), c3 = mx.getCurrentThreadCpuTime();
       out.put("version", state.version());
