@@ -6,6 +6,8 @@ public final class Murmur2 {
 
   private static final long M = 0xc6a4a7935bd1e995L;
   private static final int R = 47;
+  private static final java.lang.invoke.VarHandle LONGS =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
 
   public static long hash64(byte[] data, long seed) {
     return hash64(data, data.length, seed);
@@ -16,8 +18,7 @@ public final class Murmur2 {
     long h = seed ^ (len * M);
     int full = len / 8;
     for (int i = 0; i < full; i++) {
-      long k = 0;
-      for (int j = 7; j >= 0; j--) k = (k << 8) | (data[i * 8 + j] & 0xffL);
+      long k = (long) LONGS.get(data, i * 8);      // the 8 bytes little-endian
       k *= M;
       k ^= k >>> R;
       k *= M;

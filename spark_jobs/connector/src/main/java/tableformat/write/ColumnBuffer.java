@@ -25,6 +25,9 @@ final class ColumnBuffer {
   final int width;             // FIXED_LEN_BYTE_ARRAY length of a wide decimal
   private final int pos;       // row ordinal
   private final int precision, scale;
+  private final int kind;      // INT/LONG stores: how a cell is read (K_*)
+  private final double arrowWidth;   // Arrow bytes of a cell (a variable cell: its offset; the bytes are added)
+  private static final int K_PLAIN = 0, K_INT8 = 1, K_INT16 = 2, K_DECIMAL = 3;
   boolean[] nulls;
   boolean[] bools;
   int[] ints;
@@ -43,6 +46,21 @@ final class ColumnBuffer {
     this.scale = t.scale();
     this.store = storeOf(t);
     this.width = store == Store.WIDE ? flbaWidth(precision) : 0;
+    this.kind = switch (t.kind()) {
+      case "int8" -> K_INT8;
+      case "int16" -> K_INT16;
+      case "decimal" -> K_DECIMAL;
+      default -> K_PLAIN;
+    };
+    this.arrowWidth = switch (t.kind()) {
+      case "bool" -> 0.125;
+      case "int8" -> 1;
+      case "int16" -> 2;
+      case "int32", "date", "float" -> 4;
+      case "decimal" -> 16;
+      case "string", "varchar", "binary" -> 4;
+      default -> 8;
+    };
     this.capacity = capacity;
     allocate(Math.min(capacity, INITIAL_ROWS));
   }
@@ -88,15 +106,7 @@ final class ColumnBuffer {
 
   /** Arrow bytes of a cell as the Python writer counts a batch's size (fixed width, or offset + bytes). */
   double arrowBytes(int i) {
-    return switch (column.type().kind()) {
-      case "bool" -> 0.125;
-      case "int8" -> 1;
-      case "int16" -> 2;
-      case "int32", "date", "float" -> 4;
-      case "decimal" -> 16;
-      case "string", "varchar", "binary" -> 4 + (nulls[i] ? 0 : offsets[i + 1] - offsets[i]);
-      default -> 8;
-    };
+    return store == Store.BYTES && !nulls[i] ? arrowWidth + (offsets[i + 1] - offsets[i]) : arrowWidth;
   }
 
   void append(InternalRow row) {
@@ -110,13 +120,13 @@ final class ColumnBuffer {
     nulls[i] = false;
     switch (store) {
       case BOOL -> bools[i] = row.getBoolean(pos);
-      case INT -> ints[i] = switch (column.type().kind()) {
-        case "int8" -> row.getByte(pos);
-        case "int16" -> row.getShort(pos);
-        case "decimal" -> (int) decimalLong(row);
+      case INT -> ints[i] = switch (kind) {
+        case K_INT8 -> row.getByte(pos);
+        case K_INT16 -> row.getShort(pos);
+        case K_DECIMAL -> (int) decimalLong(row);
         default -> row.getInt(pos);
       };
-      case LONG -> longs[i] = column.type().kind().equals("decimal") ? decimalLong(row) : row.getLong(pos);
+      case LONG -> longs[i] = kind == K_DECIMAL ? decimalLong(row) : row.getLong(pos);
       case FLOAT -> floats[i] = row.getFloat(pos);
       case DOUBLE -> doubles[i] = row.getDouble(pos);
       case WIDE -> {
