@@ -173,19 +173,24 @@ final class ColumnBuffer {
   /** Write rows [from, to) to a Parquet column writer (definition level 1 = present when nullable). */
   void writeTo(ColumnWriter w, int from, int to) {
     int d = column.nullable() ? 1 : 0;
-    for (int i = from; i < to; i++) {
-      if (nulls[i]) {
-        w.writeNull(0, 0);
-        continue;
+    // one loop per store: the store is the column's, not the row's
+    switch (store) {
+      case BOOL -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(bools[i], 0, d); }
+      case INT -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(ints[i], 0, d); }
+      case LONG -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(longs[i], 0, d); }
+      case FLOAT -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(floats[i], 0, d); }
+      case DOUBLE -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(doubles[i], 0, d); }
+      case WIDE -> {
+        for (int i = from; i < to; i++) {
+          if (nulls[i]) w.writeNull(0, 0);
+          else w.write(Binary.fromReusedByteArray(bytes, 16 * i + 16 - width, width), 0, d);
+        }
       }
-      switch (store) {
-        case BOOL -> w.write(bools[i], 0, d);
-        case INT -> w.write(ints[i], 0, d);
-        case LONG -> w.write(longs[i], 0, d);
-        case FLOAT -> w.write(floats[i], 0, d);
-        case DOUBLE -> w.write(doubles[i], 0, d);
-        case WIDE -> w.write(Binary.fromReusedByteArray(bytes, 16 * i + 16 - width, width), 0, d);
-        case BYTES -> w.write(Binary.fromReusedByteArray(bytes, offsets[i], offsets[i + 1] - offsets[i]), 0, d);
+      case BYTES -> {
+        for (int i = from; i < to; i++) {
+          if (nulls[i]) w.writeNull(0, 0);
+          else w.write(Binary.fromReusedByteArray(bytes, offsets[i], offsets[i + 1] - offsets[i]), 0, d);
+        }
       }
     }
   }
@@ -218,8 +223,8 @@ final class ColumnBuffer {
       case LONG -> longs[i];
       case FLOAT -> Float.floatToIntBits(floats[i]);
       case DOUBLE -> Double.doubleToLongBits(doubles[i]);
-      case WIDE -> Murmur2.hash64(Arrays.copyOfRange(bytes, 16 * i, 16 * i + 16), 0);
-      case BYTES -> Murmur2.hash64(Arrays.copyOfRange(bytes, offsets[i], offsets[i + 1]), 0);
+      case WIDE -> Murmur2.hash64(bytes, 16 * i, 16, 0);
+      case BYTES -> Murmur2.hash64(bytes, offsets[i], offsets[i + 1] - offsets[i], 0);
     };
   }
 
