@@ -68,7 +68,21 @@ final class ColumnBuffer {
   /** Rows the arrays first hold: they grow to {@code capacity} only as rows come, so a task that
    *  meets many tablets (each with its writer) holds what it was given, not a full sample each. */
   static final int INITIAL_ROWS = 1024;
-  private final int capacity;
+  private int capacity;
+
+  /**
+   * Hold at most {@code rows} rows from now on (the rows waiting fit): once its base file is open a
+   * rowset writer needs a row group's rows, not the dictionary sample's, and a task holds a writer
+   * per tablet it meets, so the sample's arrays (large enough to be humongous objects to G1,
+   * and to start its concurrent cycles) are given back.
+   */
+  void shrink(int rows) {
+    if (size > rows) throw new IllegalStateException(size + " rows wait; cannot shrink to " + rows);
+    capacity = rows;
+    if (nulls.length <= rows) return;
+    if (store == Store.BYTES) bytes = Arrays.copyOf(bytes, Math.max(offsets[size], Math.min(bytes.length, 16 * rows)));
+    allocate(rows);
+  }
 
   private void allocate(int rows) {
     nulls = nulls == null ? new boolean[rows] : Arrays.copyOf(nulls, rows);

@@ -93,6 +93,32 @@ class RowSetWriterTest {
   }
 
   @Test
+  void aColumnBufferShrunkPastTheSampleKeepsItsRowsAndGrowsToTheNewCapacityOnly() {
+    WriteSchema s = schema(METRICS);
+    ColumnBuffer host = new ColumnBuffer(s.columns().get(0), 0, 65536), t = new ColumnBuffer(s.columns().get(1), 1, 65536);
+    for (int i = 0; i < 5000; i++) {
+      host.append(row("h" + i, i));
+      t.append(row("h" + i, i));
+    }
+    host.shift(4990);
+    t.shift(4990);
+    host.shrink(16);
+    t.shrink(16);
+    assertEquals(16, t.longs.length);
+    for (int i = 0; i < 6; i++) {
+      host.append(row("h" + (5000 + i), 5000 + i));
+      t.append(row("h" + (5000 + i), 5000 + i));
+    }
+    assertEquals(16, host.size);
+    assertEquals(16, t.longs.length);
+    for (int i = 0; i < 16; i++) {
+      assertEquals(4990 + i, t.longs[i]);
+      assertEquals("h" + (4990 + i), new String(host.bytes, host.offsets[i], host.offsets[i + 1] - host.offsets[i]));
+    }
+    assertThrows(IllegalStateException.class, () -> t.shrink(8));
+  }
+
+  @Test
   void murmurOfASliceIsMurmurOfItsBytes() {
     byte[] data = new byte[40];
     for (int i = 0; i < data.length; i++) data[i] = (byte) (i * 37 + 11);
