@@ -173,10 +173,11 @@ def test_jvm_bad_input_is_typed_and_commits_nothing(spark, tmp_path, jvm_writer)
 
 def test_jvm_cuts_varchar_as_the_engine(spark, tmp_path, jvm_writer):
     """A varchar(n) value longer than n characters is cut to n characters (Kudu's rule), multi-byte
-    characters counted as one, exactly as the Python path stores it."""
+    characters counted as one (a value of more than n bytes but at most n characters is kept whole),
+    exactly as the Python path stores it."""
     from spark_jobs.insert import partitioned_insert
     schema = tf.Schema([tf.Column("k", "int64"), tf.Column("c", "varchar(3)", nullable=True)], primary_key="k")
-    rows = pa.table({"k": pa.array([1, 2, 3, 4], pa.int64()), "c": ["abcdef", "ab", None, "éé€€x"]})
+    rows = pa.table({"k": pa.array([1, 2, 3, 4, 5], pa.int64()), "c": ["abcdef", "ab", None, "éé€€x", "é€"]})
     got = {}
     for path in ("jvm", "python"):
         uri = str(tmp_path / path)
@@ -186,4 +187,4 @@ def test_jvm_cuts_varchar_as_the_engine(spark, tmp_path, jvm_writer):
         got[path] = tf.open_table(uri).to_arrow().sort_by("k").to_pylist()
         assert tf.open_table(uri).check().ok
     assert got["jvm"] == got["python"] == [{"k": 1, "c": "abc"}, {"k": 2, "c": "ab"}, {"k": 3, "c": None},
-                                            {"k": 4, "c": "éé€"}]
+                                            {"k": 4, "c": "éé€"}, {"k": 5, "c": "é€"}]

@@ -6,6 +6,8 @@ public final class Murmur2 {
 
   private static final long M = 0xc6a4a7935bd1e995L;
   private static final int R = 47;
+  private static final java.lang.invoke.VarHandle LONGS =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
 
   public static long hash64(byte[] data, long seed) {
     return hash64(data, data.length, seed);
@@ -13,11 +15,15 @@ public final class Murmur2 {
 
   /** The hash of the first {@code len} bytes of {@code data}. */
   public static long hash64(byte[] data, int len, long seed) {
+    return hash64(data, 0, len, seed);
+  }
+
+  /** The hash of {@code data[off, off + len)}. */
+  public static long hash64(byte[] data, int off, int len, long seed) {
     long h = seed ^ (len * M);
     int full = len / 8;
     for (int i = 0; i < full; i++) {
-      long k = 0;
-      for (int j = 7; j >= 0; j--) k = (k << 8) | (data[i * 8 + j] & 0xffL);
+      long k = (long) LONGS.get(data, off + i * 8);      // the 8 bytes little-endian
       k *= M;
       k ^= k >>> R;
       k *= M;
@@ -27,7 +33,7 @@ public final class Murmur2 {
     int rest = len & 7;
     if (rest > 0) {
       long k = 0;
-      for (int j = rest - 1; j >= 0; j--) k = (k << 8) | (data[full * 8 + j] & 0xffL);
+      for (int j = rest - 1; j >= 0; j--) k = (k << 8) | (data[off + full * 8 + j] & 0xffL);
       h ^= k;
       h *= M;
     }

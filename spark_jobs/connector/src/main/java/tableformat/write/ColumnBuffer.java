@@ -25,6 +25,9 @@ final class ColumnBuffer {
   final int width;             // FIXED_LEN_BYTE_ARRAY length of a wide decimal
   private final int pos;       // row ordinal
   private final int precision, scale;
+  private final int kind;      // INT/LONG stores: how a cell is read (K_*)
+  private final double arrowWidth;   // Arrow bytes of a cell (a variable cell: its offset; the bytes are added)
+  private static final int K_PLAIN = 0, K_INT8 = 1, K_INT16 = 2, K_DECIMAL = 3;
   boolean[] nulls;
   boolean[] bools;
   int[] ints;
@@ -43,6 +46,21 @@ final class ColumnBuffer {
     this.scale = t.scale();
     this.store = storeOf(t);
     this.width = store == Store.WIDE ? flbaWidth(precision) : 0;
+    this.kind = switch (t.kind()) {
+      case "int8" -> K_INT8;
+      case "int16" -> K_INT16;
+      case "decimal" -> K_DECIMAL;
+      default -> K_PLAIN;
+    };
+    this.arrowWidth = switch (t.kind()) {
+      case "bool" -> 0.125;
+      case "int8" -> 1;
+      case "int16" -> 2;
+      case "int32", "date", "float" -> 4;
+      case "decimal" -> 16;
+      case "string", "varchar", "binary" -> 4;
+      default -> 8;
+    };
     this.capacity = capacity;
     allocate(Math.min(capacity, INITIAL_ROWS));
   }
@@ -50,7 +68,21 @@ final class ColumnBuffer {
   /** Rows the arrays first hold: they grow to {@code capacity} only as rows come, so a task that
    *  meets many tablets (each with its writer) holds what it was given, not a full sample each. */
   static final int INITIAL_ROWS = 1024;
-  private final int capacity;
+  private int capacity;
+
+  /**
+   * Hold at most {@code rows} rows from now on (the rows waiting fit): once its base file is open a
+   * rowset writer needs a row group's rows, not the dictionary sample's, and a task holds a writer
+   * per tablet it meets, so the sample's arrays (large enough to be humongous objects to G1,
+   * and to start its concurrent cycles) are given back.
+   */
+  void shrink(int rows) {
+    if (size > rows) throw new IllegalStateException(size + " rows wait; cannot shrink to " + rows);
+    capacity = rows;
+    if (nulls.length <= rows) return;
+    if (store == Store.BYTES) bytes = Arrays.copyOf(bytes, Math.max(offsets[size], Math.min(bytes.length, 16 * rows)));
+    allocate(rows);
+  }
 
   private void allocate(int rows) {
     nulls = nulls == null ? new boolean[rows] : Arrays.copyOf(nulls, rows);
@@ -88,15 +120,7 @@ final class ColumnBuffer {
 
   /** Arrow bytes of a cell as the Python writer counts a batch's size (fixed width, or offset + bytes). */
   double arrowBytes(int i) {
-    return switch (column.type().kind()) {
-      case "bool" -> 0.125;
-      case "int8" -> 1;
-      case "int16" -> 2;
-      case "int32", "date", "float" -> 4;
-      case "decimal" -> 16;
-      case "string", "varchar", "binary" -> 4 + (nulls[i] ? 0 : offsets[i + 1] - offsets[i]);
-      default -> 8;
-    };
+    return store == Store.BYTES && !nulls[i] ? arrowWidth + (offsets[i + 1] - offsets[i]) : arrowWidth;
   }
 
   void append(InternalRow row) {
@@ -110,13 +134,13 @@ final class ColumnBuffer {
     nulls[i] = false;
     switch (store) {
       case BOOL -> bools[i] = row.getBoolean(pos);
-      case INT -> ints[i] = switch (column.type().kind()) {
-        case "int8" -> row.getByte(pos);
-        case "int16" -> row.getShort(pos);
-        case "decimal" -> (int) decimalLong(row);
+      case INT -> ints[i] = switch (kind) {
+        case K_INT8 -> row.getByte(pos);
+        case K_INT16 -> row.getShort(pos);
+        case K_DECIMAL -> (int) decimalLong(row);
         default -> row.getInt(pos);
       };
-      case LONG -> longs[i] = column.type().kind().equals("decimal") ? decimalLong(row) : row.getLong(pos);
+      case LONG -> longs[i] = kind == K_DECIMAL ? decimalLong(row) : row.getLong(pos);
       case FLOAT -> floats[i] = row.getFloat(pos);
       case DOUBLE -> doubles[i] = row.getDouble(pos);
       case WIDE -> {
@@ -163,19 +187,24 @@ final class ColumnBuffer {
   /** Write rows [from, to) to a Parquet column writer (definition level 1 = present when nullable). */
   void writeTo(ColumnWriter w, int from, int to) {
     int d = column.nullable() ? 1 : 0;
-    for (int i = from; i < to; i++) {
-      if (nulls[i]) {
-        w.writeNull(0, 0);
-        continue;
+    // one loop per store: the store is the column's, not the row's
+    switch (store) {
+      case BOOL -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(bools[i], 0, d); }
+      case INT -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(ints[i], 0, d); }
+      case LONG -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(longs[i], 0, d); }
+      case FLOAT -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(floats[i], 0, d); }
+      case DOUBLE -> { for (int i = from; i < to; i++) if (nulls[i]) w.writeNull(0, 0); else w.write(doubles[i], 0, d); }
+      case WIDE -> {
+        for (int i = from; i < to; i++) {
+          if (nulls[i]) w.writeNull(0, 0);
+          else w.write(Binary.fromReusedByteArray(bytes, 16 * i + 16 - width, width), 0, d);
+        }
       }
-      switch (store) {
-        case BOOL -> w.write(bools[i], 0, d);
-        case INT -> w.write(ints[i], 0, d);
-        case LONG -> w.write(longs[i], 0, d);
-        case FLOAT -> w.write(floats[i], 0, d);
-        case DOUBLE -> w.write(doubles[i], 0, d);
-        case WIDE -> w.write(Binary.fromReusedByteArray(bytes, 16 * i + 16 - width, width), 0, d);
-        case BYTES -> w.write(Binary.fromReusedByteArray(bytes, offsets[i], offsets[i + 1] - offsets[i]), 0, d);
+      case BYTES -> {
+        for (int i = from; i < to; i++) {
+          if (nulls[i]) w.writeNull(0, 0);
+          else w.write(Binary.fromReusedByteArray(bytes, offsets[i], offsets[i + 1] - offsets[i]), 0, d);
+        }
       }
     }
   }
@@ -208,8 +237,8 @@ final class ColumnBuffer {
       case LONG -> longs[i];
       case FLOAT -> Float.floatToIntBits(floats[i]);
       case DOUBLE -> Double.doubleToLongBits(doubles[i]);
-      case WIDE -> Murmur2.hash64(Arrays.copyOfRange(bytes, 16 * i, 16 * i + 16), 0);
-      case BYTES -> Murmur2.hash64(Arrays.copyOfRange(bytes, offsets[i], offsets[i + 1]), 0);
+      case WIDE -> Murmur2.hash64(bytes, 16 * i, 16, 0);
+      case BYTES -> Murmur2.hash64(bytes, offsets[i], offsets[i + 1] - offsets[i], 0);
     };
   }
 

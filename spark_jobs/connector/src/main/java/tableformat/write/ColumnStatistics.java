@@ -56,6 +56,7 @@ final class ColumnStatistics {
           any = true;
         }
         case WIDE, BYTES -> {
+          if (loAt >= 0 && i > from && !b.nulls[i - 1] && equal(b, i, i - 1)) continue;   // sorted runs repeat
           if (loAt < 0 || compare(b, i, b, loAt) < 0) loAt = i;
           if (hiAt < 0 || compare(b, i, b, hiAt) > 0) hiAt = i;
         }
@@ -75,6 +76,11 @@ final class ColumnStatistics {
       return s != 0 ? s : Arrays.compareUnsigned(b.bytes, 16 * i + 1, 16 * i + 16, c.bytes, 16 * j + 1, 16 * j + 16);
     }
     return Arrays.compareUnsigned(b.bytes, b.offsets[i], b.offsets[i + 1], c.bytes, c.offsets[j], c.offsets[j + 1]);
+  }
+
+  private boolean equal(ColumnBuffer b, int i, int j) {
+    if (store == ColumnBuffer.Store.WIDE) return Arrays.equals(b.bytes, 16 * i, 16 * i + 16, b.bytes, 16 * j, 16 * j + 16);
+    return Arrays.equals(b.bytes, b.offsets[i], b.offsets[i + 1], b.bytes, b.offsets[j], b.offsets[j + 1]);
   }
 
   private int cmp(byte[] x, byte[] y) {

@@ -3,7 +3,6 @@ package tableformat.write;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
@@ -53,7 +52,10 @@ public final class DiskRowSetWriter {
   private TableFiles.Sink baseSink, pkSink;
   private int pkInBlock;
   private final List<byte[]> firstKeys = new ArrayList<>();
-  private long[] hashes = new long[1024];
+  // the keys' bloom hashes in fixed blocks: no copy as the rowset grows, and no block G1 must
+  // treat as a humongous object
+  private static final int HASH_BLOCK = 8192;
+  private final List<long[]> hashes = new ArrayList<>();
   private long numRows;
   private double inputBytes;
   private byte[] minKey, maxKey;
@@ -101,8 +103,9 @@ public final class DiskRowSetWriter {
   private void writeKey(byte[] key) {
     if (minKey == null) minKey = key;
     maxKey = key;
-    if (numRows == hashes.length) hashes = Arrays.copyOf(hashes, hashes.length * 2);
-    hashes[(int) numRows] = SplitBlockBloom.hash(key);
+    int at = (int) (numRows % HASH_BLOCK);
+    if (at == 0) hashes.add(new long[HASH_BLOCK]);
+    hashes.get(hashes.size() - 1)[at] = SplitBlockBloom.hash(key);
     numRows++;
     if (pk == null) openPkIndex();
     if (pkInBlock == 0) firstKeys.add(key);
@@ -209,6 +212,7 @@ public final class DiskRowSetWriter {
       base.endRowGroup();
     }
     for (ColumnBuffer b : buffers) b.shift(n);
+    if (!last && rg < capacity) for (ColumnBuffer b : buffers) b.shrink(rg);     // the sample is past
   }
 
   /** Close the files: the rowset's {@code add_rowset} descriptor (§8.2). */
@@ -220,8 +224,8 @@ public final class DiskRowSetWriter {
     List<String> hex = new ArrayList<>();
     for (byte[] k : firstKeys) hex.add(HexFormat.of().formatHex(k));
     pk.close(Map.of(BLOCK_KEYS_META, PyJson.list(hex)));
-    byte[] bloom = SplitBlockBloom.build(hashes, (int) numRows);
-    hashes = null;
+    byte[] bloom = SplitBlockBloom.build(hashes, HASH_BLOCK, (int) numRows);
+    hashes.clear();
     String bloomPath = dir + "/bloom.bin";
     written.add(bloomPath);
     TableFiles.Sink bs = files.create(bloomPath);

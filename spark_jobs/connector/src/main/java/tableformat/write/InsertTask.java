@@ -68,7 +68,8 @@ public final class InsertTask {
     for (int i = 0; i < plan.variable.length; i++) {
       int p = plan.variable[i];
       if (row.isNullAt(p)) continue;
-      int len = plan.binary[i] ? row.getBinary(p).length : row.getUTF8String(p).numBytes();
+      int len = row instanceof org.apache.spark.sql.catalyst.expressions.UnsafeRow u ? (int) u.getLong(p)
+          : plan.binary[i] ? row.getBinary(p).length : row.getUTF8String(p).numBytes();
       if (len > MAX_CELL_BYTES)
         throw new CellTooLargeError("column '" + plan.columns.get(p) + "': a cell is " + len
             + " bytes; the limit is " + MAX_CELL_BYTES + " bytes (64 KiB)");

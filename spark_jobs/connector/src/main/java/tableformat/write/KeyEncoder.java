@@ -19,6 +19,9 @@ public final class KeyEncoder implements Serializable {
   private static final long serialVersionUID = 1L;
   private final int[] positions;
   private final ColumnType[] types;
+  private final int[] codes;               // each column's encoding (C_*), chosen once
+  private static final int C_INT8 = 0, C_INT16 = 1, C_INT32 = 2, C_INT64 = 3, C_DECIMAL = 4, C_STRING = 5,
+      C_BINARY = 6, C_OTHER = 7;
   private transient byte[] buf;
   private transient int len;
 
@@ -26,7 +29,20 @@ public final class KeyEncoder implements Serializable {
   public KeyEncoder(WriteSchema schema, int[] positions) {
     this.positions = positions.clone();
     this.types = new ColumnType[positions.length];
-    for (int i = 0; i < positions.length; i++) types[i] = schema.columns().get(positions[i]).type();
+    this.codes = new int[positions.length];
+    for (int i = 0; i < positions.length; i++) {
+      types[i] = schema.columns().get(positions[i]).type();
+      codes[i] = switch (types[i].kind()) {
+        case "int8" -> C_INT8;
+        case "int16" -> C_INT16;
+        case "int32", "date" -> C_INT32;
+        case "int64", "unixtime_micros" -> C_INT64;
+        case "decimal" -> C_DECIMAL;
+        case "string", "varchar" -> C_STRING;
+        case "binary" -> C_BINARY;
+        default -> C_OTHER;
+      };
+    }
   }
 
   /** The primary key's encoder. */
@@ -62,12 +78,12 @@ public final class KeyEncoder implements Serializable {
       if (row.isNullAt(p)) throw new IllegalArgumentException("a key column is NULL");
       ColumnType t = types[i];
       boolean last = i == positions.length - 1;
-      switch (t.kind()) {
-        case "int8" -> fixed(row.getByte(p), 1);
-        case "int16" -> fixed(row.getShort(p), 2);
-        case "int32", "date" -> fixed(row.getInt(p), 4);
-        case "int64", "unixtime_micros" -> fixed(row.getLong(p), 8);
-        case "decimal" -> {
+      switch (codes[i]) {
+        case C_INT8 -> fixed(row.getByte(p), 1);
+        case C_INT16 -> fixed(row.getShort(p), 2);
+        case C_INT32 -> fixed(row.getInt(p), 4);
+        case C_INT64 -> fixed(row.getLong(p), 8);
+        case C_DECIMAL -> {
           if (t.precision() <= 18) {
             long u = row instanceof UnsafeRow ? row.getLong(p) : row.getDecimal(p, t.precision(), t.scale()).toUnscaledLong();
             fixed(u, t.precision() <= 9 ? 4 : 8);
@@ -75,7 +91,7 @@ public final class KeyEncoder implements Serializable {
             wide(row.getDecimal(p, t.precision(), t.scale()).toJavaBigDecimal().unscaledValue());
           }
         }
-        case "string", "varchar", "binary" -> variable(row, p, t.kind().equals("binary"), last);
+        case C_STRING, C_BINARY -> variable(row, p, codes[i] == C_BINARY, last);
         default -> throw new IllegalArgumentException("a " + t.kind() + " column cannot be in a key");
       }
     }
@@ -140,7 +156,12 @@ public final class KeyEncoder implements Serializable {
       return;
     }
     room(2 * n + 2);
-    for (int j = 0; j < n; j++) {
+    // most values hold no 0x00 byte: copy them whole, and escape byte by byte only when one does
+    Platform.copyMemory(base, off, buf, Platform.BYTE_ARRAY_OFFSET + len, n);
+    int start = len, zero = len;
+    while (zero < start + n && buf[zero] != 0) zero++;
+    len = zero;
+    for (int j = zero - start; j < n; j++) {      // from the first 0x00 on (none: no iteration)
       byte x = Platform.getByte(base, off + j);
       buf[len++] = x;
       if (x == 0) buf[len++] = 1;

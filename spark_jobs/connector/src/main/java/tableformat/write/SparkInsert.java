@@ -62,8 +62,10 @@ public final class SparkInsert {
     for (int i = 0; i < cols.length; i++) {
       String name = plan.columns.get(i);
       int n = plan.varcharLengths[i];
-      // Kudu's varchar rule, as the engine applies it: a longer value is cut to n characters
-      cols[i] = n < 0 ? col(name) : functions.substring(col(name), 1, n).as(name);
+      // Kudu's varchar rule, as the engine applies it: a longer value is cut to n characters;
+      // one of at most n bytes has at most n characters, so it passes as is (no copy per cell)
+      cols[i] = n < 0 ? col(name) : functions.when(functions.octet_length(col(name)).gt(n),
+          functions.substring(col(name), 1, n)).otherwise(col(name)).as(name);
     }
     Column[] key = plan.keyColumns.stream().map(SparkInsert::col).toArray(Column[]::new);
     Dataset<Row> in = df.select(cols);

@@ -24,10 +24,15 @@ public final class SplitBlockBloom {
 
   /** The file's bytes for the keys of these hashes (the first n). */
   public static byte[] build(long[] hashes, int n) {
+    return build(java.util.List.of(hashes), Math.max(1, n), n);
+  }
+
+  /** The file's bytes for the first n hashes of these arrays of {@code per} hashes each, in order. */
+  public static byte[] build(java.util.List<long[]> hashes, int per, int n) {
     long blocks = Math.max(1, ((long) n * BITS_PER_KEY + 255) / 256);
     int[] words = new int[(int) (blocks * 8)];
     for (int j = 0; j < n; j++) {
-      long h = hashes[j];
+      long h = hashes.get(j / per)[j % per];
       int b = (int) (((h >>> 32) * blocks) >>> 32);
       int low = (int) h;
       for (int i = 0; i < 8; i++) words[b * 8 + i] |= 1 << ((low * SALT[i]) >>> 27);

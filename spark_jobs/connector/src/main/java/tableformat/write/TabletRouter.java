@@ -28,6 +28,10 @@ public final class TabletRouter implements Serializable {
   private final byte[][] lower, upper;     // per range partition, null = unbounded
   private final int[] rangeIds;
   private final String rangeColumns;
+  // each level's last encoded columns and their bucket: rows come sorted by key, so a row
+  // usually repeats its predecessor's hash columns, and its bucket is known without hashing
+  private transient byte[][] lastLevel;
+  private transient int[] lastLevelLength, lastBucket;
 
   public TabletRouter(WriteSchema schema, JsonNode partitioning) {
     JsonNode hash = partitioning.path("hash");
@@ -80,11 +84,25 @@ public final class TabletRouter implements Serializable {
   /** The row's tablet ordinal; a row in no range partition is a {@link NoRangePartitionError}. */
   public int tabletOrdinal(InternalRow row) {
     int ordinal = rangePosition(row);
+    if (lastLevel == null) {
+      lastLevel = new byte[levels.length][];
+      lastLevelLength = new int[levels.length];
+      lastBucket = new int[levels.length];
+    }
     for (int i = 0; i < levels.length; i++) {
       KeyEncoder e = levels[i];
       e.encodeInto(row);
-      long h = Murmur2.hash64(e.buffer(), e.length(), seeds[i]);
-      ordinal = ordinal * buckets[i] + (int) Long.remainderUnsigned(h, buckets[i]);
+      byte[] k = e.buffer();
+      int n = e.length();
+      byte[] last = lastLevel[i];
+      if (last == null || !Arrays.equals(k, 0, n, last, 0, lastLevelLength[i])) {
+        long h = Murmur2.hash64(k, n, seeds[i]);
+        lastBucket[i] = (int) Long.remainderUnsigned(h, buckets[i]);
+        if (last == null || last.length < n) lastLevel[i] = last = new byte[Math.max(n, 32)];
+        System.arraycopy(k, 0, last, 0, n);
+        lastLevelLength[i] = n;
+      }
+      ordinal = ordinal * buckets[i] + lastBucket[i];
     }
     return ordinal;
   }

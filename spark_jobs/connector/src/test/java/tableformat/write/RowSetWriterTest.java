@@ -10,6 +10,7 @@ import java.io.ByteArrayInputStream;
 import java.math.BigDecimal;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -78,6 +79,52 @@ class RowSetWriterTest {
     assertEquals(4 + bucket, r.tabletOrdinal(row("web1", 100)));
     NoRangePartitionError e = assertThrows(NoRangePartitionError.class, () -> r.tabletOrdinal(row("web1", -1)));
     assertTrue(e.getMessage().contains("(t)"), e.getMessage());
+  }
+
+  @Test
+  void aRouterReusesABucketOnlyForEqualHashColumns() {
+    WriteSchema s = schema(METRICS);
+    TabletRouter r = TabletRouter.of(s, ("{'hash': [{'column_ids': [0], 'buckets': 4, 'seed': 7}], 'range_column_ids': [1],"
+        + "'ranges': [{'id': 0, 'lower': null, 'upper': null}], 'next_range_id': 1}").replace('\'', '"'));
+    // runs of one host (the bucket remembered), a change back, a prefix of the last host, a longer one
+    String[] hosts = {"web1", "web1", "web2", "web2", "web1", "web", "web10000000000000000", "web1", "", "web1"};
+    for (int i = 0; i < hosts.length; i++)
+      assertEquals(Murmur2.bucket(hosts[i].getBytes(), 7, 4), r.tabletOrdinal(row(hosts[i], i)), hosts[i]);
+  }
+
+  @Test
+  void aColumnBufferShrunkPastTheSampleKeepsItsRowsAndGrowsToTheNewCapacityOnly() {
+    WriteSchema s = schema(METRICS);
+    ColumnBuffer host = new ColumnBuffer(s.columns().get(0), 0, 65536), t = new ColumnBuffer(s.columns().get(1), 1, 65536);
+    for (int i = 0; i < 5000; i++) {
+      host.append(row("h" + i, i));
+      t.append(row("h" + i, i));
+    }
+    host.shift(4990);
+    t.shift(4990);
+    host.shrink(16);
+    t.shrink(16);
+    assertEquals(16, t.longs.length);
+    for (int i = 0; i < 6; i++) {
+      host.append(row("h" + (5000 + i), 5000 + i));
+      t.append(row("h" + (5000 + i), 5000 + i));
+    }
+    assertEquals(16, host.size);
+    assertEquals(16, t.longs.length);
+    for (int i = 0; i < 16; i++) {
+      assertEquals(4990 + i, t.longs[i]);
+      assertEquals("h" + (4990 + i), new String(host.bytes, host.offsets[i], host.offsets[i + 1] - host.offsets[i]));
+    }
+    assertThrows(IllegalStateException.class, () -> t.shrink(8));
+  }
+
+  @Test
+  void murmurOfASliceIsMurmurOfItsBytes() {
+    byte[] data = new byte[40];
+    for (int i = 0; i < data.length; i++) data[i] = (byte) (i * 37 + 11);
+    for (int off = 0; off < 9; off++)
+      for (int len = 0; off + len <= data.length; len++)
+        assertEquals(Murmur2.hash64(Arrays.copyOfRange(data, off, off + len), 5), Murmur2.hash64(data, off, len, 5));
   }
 
   private static GenericInternalRow row(String host, long t) {
