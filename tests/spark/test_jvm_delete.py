@@ -31,10 +31,11 @@ from spark_jobs.writes import commit_fragments  # noqa: E402
 pytestmark = pytest.mark.usefixtures("jvm_connector")
 
 
-def make(uri):
+def make(uri, interval=10):
     schema = tf.Schema([tf.Column("host", "string"), tf.Column("t", "int64"),
                         tf.Column("v", "double", nullable=True)], primary_key=["host", "t"])
-    t = tf.create_table(uri, schema, tf.PartitionSchema(hash=[tf.HashPartition(["host"], 2)]))
+    t = tf.create_table(uri, schema, tf.PartitionSchema(hash=[tf.HashPartition(["host"], 2)]),
+                        properties={"checkpoint_interval": interval})
     hosts = [f"h{i % 5}" for i in range(300)]
     t.insert(pa.table({"host": hosts, "t": pa.array(range(300), pa.int64()), "v": [i / 3 for i in range(300)]}))
     return t
@@ -137,7 +138,7 @@ def keys_table(keys):
 
 
 def test_the_jvm_committer_commits_a_delete_as_the_engine_does(spark, tmp_path):
-    t = make(str(tmp_path / "jvm"))
+    t = make(str(tmp_path / "jvm"), interval=2)            # the JVM writes version 2's checkpoint
     shutil.copytree(tmp_path / "jvm", tmp_path / "engine")
     twin = tf.open_table(str(tmp_path / "engine"))
     doomed = doomed_rows(t, pick)
@@ -150,6 +151,9 @@ def test_the_jvm_committer_commits_a_delete_as_the_engine_does(spark, tmp_path):
     assert (h.operation, h.counts) == ("DELETE", {"deleted": len(keys)})
     assert ordered(t).equals(ordered(twin))
     assert t.changes(1, 2).drop(["_timestamp"]).equals(twin.changes(1, 2).drop(["_timestamp"]))
+    assert t.storage.exists("_log/00000000000000000002.checkpoint.json")
+    fresh = tf.open_table(t.uri)                           # opened from the JVM's checkpoint
+    assert fresh.state.deltas == t.state.deltas and ordered(fresh).equals(ordered(twin))
     assert t.check().ok
 
 
