@@ -248,3 +248,29 @@ def test_review2_sql_delete_racing_an_engine_write(spark, tmp_path, race):
         on_disk = {str(p.relative_to(uri)) for p in pathlib.Path(uri).glob("tablets/*/*/redo-*.parquet")}
         assert on_disk <= listed, on_disk - listed
     assert table.check().ok
+
+
+def test_review2_delete_after_a_merging_compaction_of_dead_and_live_copies(spark, tmp_path):
+    """review2: keys deleted and inserted again, then compacted (merged rowsets hold the dead
+    copies as history and the live ones), then deleted by SQL: the live copies go, once each, as
+    the engine's delete of the same keys on a copy."""
+    t, uri = make(spark, tmp_path)
+    table = tf.open_table(uri)
+    keys = pa.table({"host": ["h2"] * 20, "ts": pa.array(range(2, 142, 7), pa.int64())})
+    table.delete(keys)
+    table.insert(keys.append_column("v", pa.array([5.0] * 20)))
+    table.update(keys.append_column("v", pa.array([6.0] * 20)))
+    table.compact()
+    table.refresh()
+    assert any(h.operation != "DELETE" and h.operation not in ("INSERT", "UPDATE", "CREATE TABLE")
+               for h in table.history()), [h.operation for h in table.history()]
+    v0 = table.version
+    shutil.copytree(uri, tmp_path / "twin")
+    twin = tf.open_table(str(tmp_path / "twin"))
+    spark.sql(f"DELETE FROM {t} WHERE host = 'h2' AND ts < 142")
+    n = engine_delete(twin, lambda r: pc.and_(pc.equal(r["host"], "h2"), pc.less(r["ts"], 142)))
+    same_as_engine(table, twin, v0 + 1)
+    assert table.history()[-1].counts == {"deleted": n}
+    mine, theirs = table.changes(v0, v0 + 1, before_image=True), twin.changes(v0, v0 + 1, before_image=True)
+    keep = [c for c in mine.column_names if c != "_timestamp"]
+    assert mine.select(keep).sort_by(KEY).equals(theirs.select(keep).sort_by(KEY))
