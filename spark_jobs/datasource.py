@@ -5,6 +5,9 @@ makes one input partition per scan task (a rowset slice). Executors read: each
 task reopens the same snapshot version and runs the tableformat engine on its
 slice. Writes insert with the primary key enforced: executors write rowsets,
 the driver commits once in `commit()`; `abort()` deletes what the tasks wrote.
+In a session with the connector's SQL extension (`get_spark` sets it with the jar) an append
+runs in the JVM writer and committer instead, as INSERT INTO does (tableformat.catalog.
+DataSourceAppend; option `writePath` auto | jvm | python; one JVM log line names the path).
 A write task sorts and streams its rows in chunks (option `write_chunk_bytes`,
 default 64 MiB), so it holds a chunk, never its whole input.
 
@@ -43,6 +46,10 @@ from .stream import ChangeStreamReader
 from .writes import check_input_types, commit_fragments, insert_unsorted
 
 NAME = "tableformat"
+# auto | jvm | python: where an append runs. With the connector's SQL extension in the session
+# (spark_jobs.session.get_spark), the JVM rule tableformat.catalog.DataSourceAppend runs it in the
+# JVM writer and committer when it can and logs which path ran; this Python writer runs the rest.
+WRITE_PATH = "writePath"
 WRITE_CHUNK_BYTES = 64 << 20      # a write task sorts and streams its input in chunks of this many bytes
 
 
@@ -185,6 +192,13 @@ class TableFormatWriter(DataSourceArrowWriter):
         if overwrite:
             raise tf.InvalidOptionError("tableformat supports mode('append') only: a table's rows change through "
                                      "insert, update, delete and upsert")
+        write_path = (next((v for k, v in options.items() if k.lower() == WRITE_PATH.lower()), None) or "auto")
+        if write_path.lower() not in ("auto", "jvm", "python"):
+            raise tf.InvalidOptionError(f"option {WRITE_PATH} must be auto, jvm or python, got {write_path!r}")
+        if write_path.lower() == "jvm":     # the JVM's rule (DataSourceAppend) would have taken the write
+            raise tf.InvalidOptionError(f"option {WRITE_PATH}=jvm: this session runs the append in Python, it has "
+                                        "no tableformat SQL extension (spark_jobs.session.get_spark sets it with "
+                                        "the connector's jar)")
         self.uri = options["path"]
         self.storage_options = storage_options_from(options)
         snap = open_snapshot(self.uri, self.storage_options, None)   # fails clearly if there is no table

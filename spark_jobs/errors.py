@@ -95,7 +95,15 @@ def _engine_error(name: str, message: str) -> tf.TableFormatError:
     if not (isinstance(cls, type) and issubclass(cls, tf.TableFormatError)):
         cls = tf.TableFormatError              # a JVM class the engine lacks: still typed, named in the text
         message = f"{name}: {message}"
-    return cls(message)
+    return _counted(cls(message), message)
+
+
+def _counted(err: tf.TableFormatError, message: str) -> tf.TableFormatError:
+    """A DuplicateKeyError's count, from its message's "N key(s)" (the engine's and the JVM's alike)."""
+    count = _COUNT.match(message)
+    if count and hasattr(err, "count"):
+        err.count = int(count.group(1))
+    return err
 
 
 def _named_in_message(text: str) -> tf.TableFormatError | None:
@@ -109,11 +117,7 @@ def _named_in_message(text: str) -> tf.TableFormatError | None:
         return None
     cls, message = found
     message = re.sub(r"\s*SQLSTATE: \w+$", "", message)
-    err = cls(message)
-    count = _COUNT.match(message)
-    if count and hasattr(err, "count"):
-        err.count = int(count.group(1))
-    return err
+    return _counted(cls(message), message)
 
 
 @contextmanager

@@ -184,6 +184,9 @@ def s3a_settings(bucket: str, storage_options: dict | None) -> dict[str, str]:
 # there; the Python code of 4.4.0 and 4.4.1 is identical, so the jars are pinned
 # to 4.4.0, exactly, for the pyspark 4.2 they were built against.
 DELTA_JARS_VERSION = "4.4.0"
+# The connector's SQL extension: `df.write.format("tableformat").mode("append")` runs in the JVM
+# writer and committer when it can (tableformat.catalog.DataSourceAppend; option writePath).
+SESSION_EXTENSIONS = "tableformat.catalog.SessionExtensions"
 DELTA_SQL_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -260,7 +263,8 @@ def _jvm_settings(connector: bool, jars: Iterable[str], packages: Iterable[str],
     connector = connector and os.environ.get("TABLEFORMAT_CONNECTOR", "1") != "0"
     s3a = os.environ.get("TABLEFORMAT_S3A") == "1"
     packages = list(packages)
-    all_jars = list(dict.fromkeys([*(extra_jars() if connector else []), *(s3a_jars() if s3a else []), *jars]))
+    connector_jars = extra_jars() if connector else []
+    all_jars = list(dict.fromkeys([*connector_jars, *(s3a_jars() if s3a else []), *jars]))
     all_packages = list(dict.fromkeys([*extra_packages(), *packages]))
     conf = dict(conf)
     # conf's packages add to the composed list (they used to replace it, s3a's packages too)
@@ -280,6 +284,9 @@ def _jvm_settings(connector: bool, jars: Iterable[str], packages: Iterable[str],
     if delta:
         out.update(DELTA_SQL_CONF)
         excludes += DELTA_EXCLUDES
+    if connector_jars:      # the data source's append through the JVM writer (tableformat.catalog.DataSourceAppend)
+        out["spark.sql.extensions"] = ",".join(dict.fromkeys(
+            [e for e in out.get("spark.sql.extensions", "").split(",") if e] + [SESSION_EXTENSIONS]))
     if any(p.startswith("software.amazon.awssdk:s3:") for p in all_packages):
         excludes += S3A_EXCLUDES      # the S3 modules stand in for the bundle; hadoop-aws alone needs it
     if excludes:

@@ -9,7 +9,9 @@ each row's operation from an op column (`op_column`: insert, upsert, update, del
 order; a change feed's batch, which carries `_commit_order` and its version, in that order:
 `sink_commit.feed_order`, specs/format.md §9.2), with the table's `sequence_column` honoured (§14). A batch of at most
 `local_rows` rows is planned on the driver (one Arrow batch); a larger one goes through the Spark
-merge (or insert) job, whose tasks write the files and whose driver commits them once. Either way
+merge (or insert) job, whose tasks write the files and whose driver commits them once (an insert
+batch through the JVM writer when the session has it: `partitioned_insert`'s rule, its log line
+naming the path; the driver's commit carries the txn either way). Either way
 the batch's history name is the sink's (`STREAM INSERT`, `STREAM UPSERT`, or `STREAM APPLY` with
 an op column). The option
 checks and the plan and commit of one Arrow batch are `sink_commit.BatchCommitter`'s, shared with
@@ -32,6 +34,7 @@ error and commits nothing.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 import tableformat as tf
@@ -40,6 +43,8 @@ from .connect import is_connect
 from .insert import partitioned_insert
 from .merge import OPS, mutation_merge
 from .sink_commit import MODES, BatchCommitter, feed_order
+
+log = logging.getLogger(__name__)
 QUERY_ID = "sql.streaming.queryId"
 # Batches up to this many rows are planned on the driver: one Arrow batch, no Spark job.
 LOCAL_ROWS = 200_000
@@ -92,8 +97,10 @@ class UpsertSink(BatchCommitter):
             df = df.orderBy(*[df[c].asc_nulls_last() for c in order]).drop(*order)   # as in_feed_order
         kw = dict(storage_options=self.storage_options, max_restarts=self.max_restarts, txn=txn,
                   operation=self.operation)
-        if self.mode == "insert":
+        if self.mode == "insert":        # the JVM writer when the session can (partitioned_insert logs which)
             return partitioned_insert(spark, df, self.uri, **kw)
+        log.info("batch %d of app id %r into %s: Python path (the Spark merge job: %s is not an insert, the one "
+                 "kind the JVM writer takes)", txn[1], txn[0], self.uri, self.operation)
         if self.op_column is not None:
             return mutation_merge(spark, df, self.uri, op_column=self.op_column, **kw)
         return mutation_merge(spark, df, self.uri, op="upsert", update_columns=self.columns, **kw)

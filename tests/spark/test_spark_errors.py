@@ -20,15 +20,20 @@ def _table(tmp_path):
     return t
 
 
-def test_datasource_write_of_existing_keys_raises_the_typed_error(spark, tmp_path):
+@pytest.mark.parametrize("write_path", ["python", "auto"])
+def test_datasource_write_of_existing_keys_raises_the_typed_error(spark, tmp_path, write_path):
+    """The Python writer's error (a Python worker's text) and, with the connector's SQL extension,
+    the JVM writer's (a Java exception): the same typed error, Spark's exception chained."""
     t = _table(tmp_path)
     df = spark.createDataFrame([(1, 5.0), (3, 3.0)], "id long, v double")
-    with pytest.raises(tf.DuplicateKeyError, match=r"^1 key\(s\) already exist.*nothing was written$") as info:
+    ends = "nothing was written$" if write_path == "python" else "nothing was committed.*"
+    with pytest.raises(tf.DuplicateKeyError, match=r"^1 key\(s\) (of the INSERT )?already exist.*" + ends) as info:
         with typed_errors():
-            df.write.format("tableformat").mode("append").save(t.uri)
+            df.write.format("tableformat").mode("append").option("writePath", write_path).save(t.uri)
     assert info.value.count == 1
     from pyspark.errors import AnalysisException
-    assert isinstance(info.value.__cause__, AnalysisException)             # Spark's exception stays chained
+    from py4j.protocol import Py4JJavaError
+    assert isinstance(info.value.__cause__, (AnalysisException, Py4JJavaError))   # Spark's exception stays chained
     assert t.refresh().version == 1 and t.scan().count() == 2
 
 

@@ -133,16 +133,16 @@ public final class InsertTask {
     if (!plan.ignore && !failed) abort();
   }
 
-  /** The row's key as the engine's messages show it: {name: value, ...}. */
+  /** The row's key as the engine's messages show it ({@link KeyText}). */
   private String describe(InternalRow row) {
-    StringBuilder b = new StringBuilder("{");
     org.apache.spark.sql.types.StructType t = binding.sparkSchema();
-    for (String k : plan.keyColumns) {
-      int p = plan.columns.indexOf(k);
-      if (b.length() > 1) b.append(", ");
-      b.append('\'').append(k).append("': ").append(row.get(p, t.fields()[p].dataType()));
+    int[] at = new int[plan.keyColumns.size()];
+    org.apache.spark.sql.types.DataType[] types = new org.apache.spark.sql.types.DataType[at.length];
+    for (int j = 0; j < at.length; j++) {
+      at[j] = plan.columns.indexOf(plan.keyColumns.get(j));
+      types[j] = t.fields()[at[j]].dataType();
     }
-    return b.append('}').toString();
+    return KeyText.describe(row, at, types);
   }
 
   private WriterBinding.TabletWriter writer(String tablet) {
