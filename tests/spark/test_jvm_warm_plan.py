@@ -121,7 +121,7 @@ WARM_AT = (12, 25)
 
 @pytest.mark.parametrize("warm_at", WARM_AT)
 @pytest.mark.parametrize("case", list(DAMAGED_LOGS))
-def test_a_damaged_log_gives_a_warm_reader_the_cold_answer(jvm, pristine_log, tmp_path, case, warm_at):
+def test_a_damaged_log_gives_a_warm_reader_the_cold_answer(jvm, pristine_log, tmp_path, case, warm_at):  # noqa: F811
     """The reader was warmed when the log ended at `warm_at` (later files not yet there), then the
     rest of the log appears and is damaged: commits and a checkpoint that appear, a commit that
     goes missing or is altered, all answer as a cold read does, at the latest and as of each version."""
@@ -183,7 +183,7 @@ def test_review1_a_query_defined_before_a_commit_and_run_after_it_sees_the_commi
     assert len(df.collect()) == 150
 
 
-def test_review1_a_checkpoint_of_a_newer_format_appearing_after_warm_gives_the_cold_error(jvm, pristine_log, tmp_path):
+def test_review1_a_checkpoint_of_a_newer_format_appearing_after_warm_gives_the_cold_error(jvm, pristine_log, tmp_path):  # noqa: F811  (the fixture)
     """review1: the reader was warmed at version 12; then commits 13..25 and the checkpoint at 20
     appear, the checkpoint written in a format newer than this reader's. A cold reader starts from
     that checkpoint and refuses it (UnsupportedFormatVersionError, §8.1); a warm one must not answer
