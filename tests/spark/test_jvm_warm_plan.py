@@ -163,9 +163,6 @@ def test_a_table_replaced_by_one_of_the_same_length_is_not_mixed(jvm, tmp_path):
     assert {r["id"] for r in first["rowsets"]}.isdisjoint(r["id"] for r in second["rowsets"])
 
 
-@pytest.mark.xfail(strict=True, reason="review1: CatalogTable.latest() returns the state loaded at analysis when the "
-                   "scan is built under the same QueryPlanningTracker, and a DataFrame's analysis (spark.sql, "
-                   "spark.table) and its action's optimization share one: a commit between them is not seen")
 def test_review1_a_query_defined_before_a_commit_and_run_after_it_sees_the_commit(spark, jvm_connector, tmp_path):
     """On main a DataFrame or spark.sql query reads the latest version when its action plans the scan
     (CatalogTable.latest lists again); a commit of another process between the definition and the action
