@@ -112,8 +112,7 @@ def test_each_query_reads_the_latest_version(spark, tmp_path):
     assert spark.sql(f"SELECT v FROM {c}.ns.t VERSION AS OF 1 WHERE k = 10").collect()[0][0] != 42.0
 
 
-@pytest.mark.parametrize("sql, job", [
-    ("DELETE FROM {t} WHERE k = 1", "spark_jobs.merge"),
+@pytest.mark.parametrize("sql, job", [           # DELETE is taken: tests/spark/test_sql_delete.py
     ("UPDATE {t} SET v = 1.0 WHERE k = 1", "spark_jobs.merge"),
     ("MERGE INTO {t} USING (SELECT 1L AS k, 2.0 AS v, 'y' AS s) u ON {t}.k = u.k "
      "WHEN MATCHED THEN UPDATE SET v = u.v", "spark_jobs.merge"),

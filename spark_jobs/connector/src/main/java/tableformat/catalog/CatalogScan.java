@@ -30,7 +30,9 @@ final class CatalogScan implements Scan, SupportsReportStatistics {
     this.plan = plan;
   }
 
-  @Override public StructType readSchema() { return scan.readSchema(); }
+  /** The key columns NOT NULL, as the catalog's table schema shows them ({@link CatalogTable#keysNotNull}):
+   *  a scan's attributes agree with its relation's. */
+  @Override public StructType readSchema() { return CatalogTable.keysNotNull(scan.readSchema(), plan.state()); }
   @Override public String description() { return scan.description(); }
   @Override public Batch toBatch() { return scan.toBatch(); }
   @Override public ColumnarSupportMode columnarSupportMode() { return scan.columnarSupportMode(); }

@@ -48,7 +48,7 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     this.asOf = asOf;
     this.log = log;
     this.loaded = Snapshots.open(log, asOf);
-    this.schema = declaredTypes(Snapshots.schema(this.uri, loaded), loaded);
+    this.schema = keysNotNull(declaredTypes(Snapshots.schema(this.uri, loaded), loaded), loaded);
   }
 
   /** The schema with each varchar(n) column marked as Spark marks a declared VARCHAR(n) (it reads
@@ -69,6 +69,18 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
           .withMetadata(out[i].metadata()).putString("__CHAR_VARCHAR_TYPE_STRING", t).build();
       out[i] = new org.apache.spark.sql.types.StructField(out[i].name(), out[i].dataType(), out[i].nullable(), m);
     }
+    return new StructType(out);
+  }
+
+  /** The key columns marked NOT NULL, as they are (§2): Spark carries them as a DELETE's row id
+   *  ({@link RowLevelDelete}), which it requires to be non-nullable. */
+  static StructType keysNotNull(StructType schema, TableState state) {
+    java.util.Set<String> keys = new java.util.HashSet<>();
+    for (JsonNode k : state.schema().get("primary_key")) keys.add(k.asText());
+    org.apache.spark.sql.types.StructField[] out = schema.fields().clone();
+    for (int i = 0; i < out.length; i++)
+      if (keys.contains(out[i].name()))
+        out[i] = new org.apache.spark.sql.types.StructField(out[i].name(), out[i].dataType(), false, out[i].metadata());
     return new StructType(out);
   }
 
@@ -175,6 +187,13 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
   @Override
   public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
     String op = info.command().toString();
+    if (info.command() == org.apache.spark.sql.connector.write.RowLevelOperation.Command.DELETE) {
+      if (asOf != null)
+        throw new InvalidOptionError("table " + name() + " is a version of the past (VERSION AS OF / TIMESTAMP AS "
+            + "OF): write to the table itself");
+      TableState state = latest();
+      return () -> new RowLevelDelete(name, uri, state, schema);
+    }
     throw ReadOnly.refuse(op, ReadOnly.MERGE);
   }
 }

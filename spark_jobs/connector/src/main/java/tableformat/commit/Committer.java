@@ -22,6 +22,7 @@ import tableformat.commit.Matrix.Outcome;
 import tableformat.commit.Requirements.Context;
 import tableformat.commit.Requirements.Verdict;
 import tableformat.log.CommitConflictError;
+import tableformat.log.ContradictoryFragmentsError;
 import tableformat.log.CommitInfo;
 import tableformat.log.InvalidOptionError;
 import tableformat.log.Json;
@@ -127,7 +128,15 @@ public final class Committer {
       throw new InvalidOptionError("fragments must be a non-empty list of write fragments");
     List<Fragment> frags = new ArrayList<>();
     for (String j : fragmentJsons) frags.add(Fragment.parse(j));
-    Fragment f = Fragment.combine(frags, operation, counts);
+    Fragment f;
+    try {
+      f = Fragment.combine(frags, operation, counts);
+    } catch (ContradictoryFragmentsError e) {       // nothing of it lands, its files go (§10.3)
+      List<String> files = new ArrayList<>();
+      for (Fragment x : frags) files.addAll(x.files());
+      put.deleteQuietly(files);
+      throw e;
+    }
     if (txnAppId != null) {
       if (txnAppId.isEmpty() || txnVersion < 0)
         throw new InvalidOptionError("txn needs a non-empty app id and a version >= 0, got ('" + txnAppId + "', "

@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import tableformat.log.CanonicalJson;
+import tableformat.log.ContradictoryFragmentsError;
 import tableformat.log.InvalidOptionError;
 import tableformat.log.Json;
 
@@ -32,10 +33,12 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
                 Map<String, Long> counts, List<JsonNode> requirements, boolean dataChange, String tableId, String kind) {
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
-  /** The kinds this committer commits: the rows a JVM writer makes now (§10.2). The others
-   *  (mutations, merges, compactions) carry requirements that read and rewrite delta files, which
-   *  only the engine (Python's {@code Table.commit_fragments}) checks. */
-  static final Set<String> KINDS = Set.of("insert", "insert_ignore", "spark_insert", "alter");
+  /** The kinds this committer commits: the rows a JVM writer makes now (§10.2), deletes among
+   *  them (a mutation's {@code rows_live}; one whose REDO records a merging compaction would have
+   *  to remap is refused, {@link Requirements}). The others (compactions) rewrite delta files,
+   *  which only the engine (Python's {@code Table.commit_fragments}) does. */
+  static final Set<String> KINDS = Set.of("insert", "insert_ignore", "spark_insert", "alter", "mutation",
+      "spark_merge");
 
   static Fragment parse(String json) {
     JsonNode d;
@@ -112,6 +115,10 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
           + new TreeSet<>(Matrix.DATA_WRITES) + " share a commit");
     Map<String, Long> summed = new LinkedHashMap<>();
     for (Fragment f : fragments) for (Map.Entry<String, Long> e : f.counts.entrySet()) summed.merge(e.getKey(), e.getValue(), Long::sum);
+    if (fragments.size() > 1) {
+      rowsOnce(fragments);
+      absentKeysBesideInserts(fragments);
+    }
     List<JsonNode> reqs = new ArrayList<>();
     if (fragments.stream().filter(Fragment::addsRowsets).count() > 1)
       reqs.add(F.objectNode().put("kind", "rowsets_disjoint"));     // rows two fragments insert must not share a key
@@ -144,13 +151,73 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
         tables.isEmpty() ? null : tables.iterator().next(), kind);
   }
 
-  /** Python's _merged: keys found absent merged into one requirement, skipped rows likewise, the
-   *  others once each. */
+  /** Python's _rows_once (§10.3): two fragments of one commit must not change one live row (their
+   *  {@code rows_live}), nor may one change a row another skipped as live; refused before anything
+   *  is committed with ContradictoryFragmentsError. */
+  static void rowsOnce(List<Fragment> fragments) {
+    Map<String, List<Set<Long>>> live = new LinkedHashMap<>();
+    Map<String, Set<Long>> skipped = new LinkedHashMap<>();
+    for (Fragment f : fragments) {
+      Map<String, Set<Long>> mine = rowsOf(f, "rows_live");
+      for (Map.Entry<String, Set<Long>> e : mine.entrySet())
+        live.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).add(e.getValue());
+      for (Map.Entry<String, Set<Long>> e : rowsOf(f, "skipped_keys_still_live").entrySet()) {
+        Set<Long> s = new TreeSet<>(e.getValue());
+        s.removeAll(mine.getOrDefault(e.getKey(), Set.of()));      // a fragment's own rows count once
+        skipped.computeIfAbsent(e.getKey(), k -> new TreeSet<>()).addAll(s);
+      }
+    }
+    long hits = 0;
+    for (Map.Entry<String, List<Set<Long>>> e : live.entrySet()) {
+      Set<Long> seen = new HashSet<>(), twice = new HashSet<>();
+      for (Set<Long> s : e.getValue()) for (long id : s) if (!seen.add(id)) twice.add(id);
+      hits += twice.size();
+      for (long id : skipped.getOrDefault(e.getKey(), Set.of())) if (seen.contains(id)) hits++;
+    }
+    if (hits > 0)
+      throw new ContradictoryFragmentsError(hits + " row(s) are changed by one fragment of this commit and changed or "
+          + "skipped as live by another; fragments of one commit all read the same snapshot and have no order: "
+          + "write these keys in separate commits", hits);
+  }
+
+  /** A mutation's keys found absent beside another fragment's rowsets need {@code inserts_unread}
+   *  (§10.2), which only the engine checks: such a commit is refused here, nothing written. */
+  private static void absentKeysBesideInserts(List<Fragment> fragments) {
+    for (int i = 0; i < fragments.size(); i++) {
+      Fragment f = fragments.get(i);
+      if (!f.kind.equals("mutation") && !f.kind.equals("spark_merge")) continue;
+      boolean absent = false;
+      for (JsonNode r : f.requirements)
+        if (r.path("kind").asText().equals("keys_absent") && !r.path("own_rowsets").asBoolean(false)
+            && r.path("keys").size() > 0) absent = true;
+      if (!absent) continue;
+      for (int j = 0; j < fragments.size(); j++)
+        if (j != i && fragments.get(j).addsRowsets())
+          throw new InvalidOptionError("a mutation fragment's keys found absent beside another fragment's rowsets "
+              + "need inserts_unread, which the JVM committer does not check: commit them with the engine's "
+              + "Table.commit_fragments");
+    }
+  }
+
+  private static Map<String, Set<Long>> rowsOf(Fragment f, String kind) {
+    Map<String, Set<Long>> out = new LinkedHashMap<>();
+    for (JsonNode r : f.requirements)
+      if (r.path("kind").asText().equals(kind))
+        for (Iterator<Map.Entry<String, JsonNode>> it = r.path("rows").fields(); it.hasNext(); ) {
+          Map.Entry<String, JsonNode> e = it.next();
+          Set<Long> s = out.computeIfAbsent(e.getKey(), k -> new TreeSet<>());
+          for (long id : unpackRowids(e.getValue().asText())) s.add(id);
+        }
+    return out;
+  }
+
+  /** Python's _merged: keys found absent merged into one requirement, skipped rows likewise, rows
+   *  a mutation changes likewise, the others once each. */
   static List<JsonNode> merged(List<JsonNode> reqs) {
     List<JsonNode> out = new ArrayList<>();
     Set<String> seen = new HashSet<>();
     Map<String, LinkedHashSet<String>> keys = null;
-    Map<String, TreeSet<Long>> skipped = null;
+    Map<String, TreeSet<Long>> skipped = null, live = null;
     for (JsonNode r : reqs) {
       String k = r.path("kind").asText();
       if (k.equals("keys_absent") && !r.path("own_rowsets").asBoolean(false)) {
@@ -159,6 +226,13 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
           Map.Entry<String, JsonNode> e = it.next();
           LinkedHashSet<String> s = keys.computeIfAbsent(e.getKey(), t -> new LinkedHashSet<>());
           for (JsonNode h : e.getValue()) s.add(h.asText());
+        }
+      } else if (k.equals("rows_live")) {
+        if (live == null) live = new LinkedHashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = r.path("rows").fields(); it.hasNext(); ) {
+          Map.Entry<String, JsonNode> e = it.next();
+          TreeSet<Long> s = live.computeIfAbsent(e.getKey(), t -> new TreeSet<>());
+          for (long id : unpackRowids(e.getValue().asText())) s.add(id);
         }
       } else if (k.equals("skipped_keys_still_live")) {
         if (skipped == null) skipped = new LinkedHashMap<>();
@@ -179,6 +253,12 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
         for (String h : e.getValue()) a.add(h);
       }
       r.put("own_rowsets", false);
+      out.add(r);
+    }
+    if (live != null) {
+      ObjectNode r = F.objectNode().put("kind", "rows_live");
+      ObjectNode rows = r.putObject("rows");
+      for (Map.Entry<String, TreeSet<Long>> e : live.entrySet()) rows.put(e.getKey(), packRowids(e.getValue()));
       out.add(r);
     }
     if (skipped != null) {

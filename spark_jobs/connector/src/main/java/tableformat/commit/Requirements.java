@@ -42,10 +42,10 @@ import tableformat.plan.Schema;
 final class Requirements {
   private Requirements() {}
 
-  /** The requirement kinds checked here: those of insert, insert_ignore, Spark insert and alter
-   *  fragments, and a txn's. */
+  /** The requirement kinds checked here: those of insert, insert_ignore, Spark insert, alter and
+   *  delete fragments, and a txn's. */
   static final Set<String> KNOWN = Set.of("definition_unchanged", "keys_absent", "rowsets_disjoint", "of_kind",
-      "skipped_keys_still_live", "txn_unseen", "no_rows_in_tablets", "data_unchanged");
+      "skipped_keys_still_live", "txn_unseen", "no_rows_in_tablets", "data_unchanged", "rows_live");
 
   static void known(JsonNode r) {
     String k = r.path("kind").asText();
@@ -138,6 +138,9 @@ final class Requirements {
       case "keys_absent" -> {
         return keysAbsent(r, ctx);
       }
+      case "rows_live" -> {
+        return rowsLive(r, ctx);
+      }
       case "skipped_keys_still_live" -> {
         for (JsonNode c : ctx.winners)
           if (Matrix.dataChange(c) && deletes(c))
@@ -178,6 +181,60 @@ final class Requirements {
     return new Verdict(Outcome.FAIL, "txn '" + app + "' " + version + " already committed",
         new TxnAlreadyCommittedError("transaction " + version + " of application '" + app + "' is already committed ("
             + where + " records version " + committed + "); nothing was written", app, version, committed));
+  }
+
+  /** rows_live (Python's RowsLive): the rows this mutation changes (rowset -> rowids, and the rows
+   *  of its own REDO files) are still live. A winner that deleted one gives its matrix cell (restart
+   *  where the matrix says rebase: a deleted row cannot be carried over); one that removed such a
+   *  rowset gives its cell, and rebases when it re-added the rowset under its id (a major delta
+   *  compaction keeps rowids). A merging compaction of such a rowset (rebase in the matrix, the
+   *  engine then remaps the REDO records by key onto its outputs) is refused here with
+   *  CommitConflictError: this committer does not remap, so the statement runs again. */
+  private static Verdict rowsLive(JsonNode r, Context ctx) {
+    Map<String, BitSet> guarded = new HashMap<>();
+    for (Iterator<Map.Entry<String, JsonNode>> it = r.path("rows").fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      BitSet b = new BitSet();
+      for (long id : Fragment.unpackRowids(e.getValue().asText())) b.set(Math.toIntExact(id));
+      guarded.put(e.getKey(), b);
+    }
+    for (JsonNode a : ctx.own)
+      if (a.has("add_delta")) {
+        DeltaFile d = DeltaFile.of(a.get("add_delta"));
+        BitSet own = new BitSet();
+        rowids(ctx.store, d, own);
+        guarded.computeIfAbsent(d.rowset(), k -> new BitSet()).or(own);
+      }
+    List<Verdict> vs = new ArrayList<>();
+    for (JsonNode c : ctx.winners) {
+      Set<String> readded = new java.util.HashSet<>();
+      for (JsonNode a : c.path("actions")) if (a.has("add_rowset")) readded.add(a.get("add_rowset").path("id").asText());
+      for (JsonNode a : c.path("actions")) {
+        if (a.has("remove_rowset")) {
+          String id = a.get("remove_rowset").path("id").asText();
+          if (!guarded.containsKey(id)) continue;
+          Outcome o = ctx.decide(c);
+          if (o != Outcome.REBASE) vs.add(new Verdict(o, "rowset " + id + " was removed", null));
+          else if (!readded.contains(id))
+            return new Verdict(Outcome.FAIL, "rowset " + id + " was rewritten by a merging compaction",
+                new CommitConflictError("a compaction rewrote rowset " + id + " of table '" + ctx.base.name()
+                    + "', whose rows this write changes, while it ran; the JVM committer does not remap its delta "
+                    + "records onto the compaction's outputs: run the statement again"));
+        } else if (a.has("add_delta")) {
+          DeltaFile d = DeltaFile.of(a.get("add_delta"));
+          BitSet mine = guarded.get(d.rowset());
+          if (mine == null || d.deleteCount() + d.reinsertCount() == 0) continue;
+          BitSet dead = new BitSet();
+          ops(ctx.store, d, dead);
+          if (dead.intersects(mine)) {
+            Outcome o = ctx.decide(c);
+            vs.add(new Verdict(o == Outcome.REBASE ? Matrix.fallback(ctx.kind) : o,
+                "a row it changes was deleted concurrently", null));
+          }
+        }
+      }
+    }
+    return strictest(vs);
   }
 
   private static boolean deletes(JsonNode c) {
@@ -315,6 +372,15 @@ final class Requirements {
 
   /** A REDO file's DELETEs set, its REINSERTs clear, their rows (§9 columns rowid, op). */
   private static void ops(LogStore store, DeltaFile d, BitSet dead) {
+    read(store, d, dead, false);
+  }
+
+  /** Every row a delta file has a record of. */
+  private static void rowids(LogStore store, DeltaFile d, BitSet rows) {
+    read(store, d, rows, true);
+  }
+
+  private static void read(LogStore store, DeltaFile d, BitSet dead, boolean every) {
     byte[] raw = store.read(d.path());
     if (raw == null) throw new CorruptFileError("delta file " + d.path() + " is missing");
     try (ParquetReader<Group> rd = new ParquetReader.Builder<Group>(new BytesInputFile(raw)) {
@@ -326,7 +392,7 @@ final class Requirements {
       for (Group g = rd.read(); g != null; g = rd.read()) {
         int op = g.getInteger("op", 0);
         int rowid = g.getInteger("rowid", 0);
-        if (op == DELETE) dead.set(rowid);
+        if (every || op == DELETE) dead.set(rowid);
         else if (op == REINSERT) dead.clear(rowid);
       }
     } catch (IOException | RuntimeException e) {
