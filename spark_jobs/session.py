@@ -191,6 +191,7 @@ DELTA_SQL_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"   # get_spark: one per core
 # Transitive dependencies of delta-spark's kernel that pyspark already bundles
 # (newer): excluded so Ivy neither downloads them nor puts a second copy on the classpath.
 DELTA_EXCLUDES = ("org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime",
@@ -251,6 +252,10 @@ def get_spark(app: str = "tableformat", master: str | None = None, jars: Iterabl
         spark = b.getOrCreate()
     if resolving_s3a:
         mark_s3a_resolved()
+    if delta and not remote and SNAPSHOT_PARTITIONS not in (conf or {}):
+        # Delta rebuilds a snapshot's state (each time travel, MERGE, VACUUM) in 50 partitions by
+        # default, sized for clusters and long logs: one per core reads our logs 5-10x faster here
+        spark.conf.set(SNAPSHOT_PARTITIONS, str(spark.sparkContext.defaultParallelism))
     register(spark)
     return spark
 

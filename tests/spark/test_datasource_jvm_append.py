@@ -170,3 +170,32 @@ def test_columns_missing_or_in_another_order_stay_on_python(spark, tmp_path, jvm
     t = tf.open_table(uri)
     assert t.version == 2 and t.check().ok
     assert_same_rows(t.to_arrow(), r.to_arrow(), keys=KEYS)
+
+
+@pytest.mark.parametrize("chunk", ["0", "lots"])
+def test_review1_a_bad_write_chunk_bytes_is_refused_on_both_paths(spark, tmp_path, jvm_append, chunk):
+    """review1: the Python writer refuses a write_chunk_bytes that is not a positive integer
+    (InvalidOptionError, nothing committed); the JVM path must not take the append silently."""
+    uri = str(tmp_path / "t")
+    _table(uri)
+    for path in ("python", "auto"):
+        with pytest.raises(tf.InvalidOptionError, match="write_chunk_bytes"):
+            _append(_df(spark, _rows(5), 1), uri, writePath=path, WRITE_CHUNK_BYTES=chunk)
+        assert tf.open_table(uri).version == 0, path
+
+
+def test_review1_a_null_key_is_refused_typed_on_both_paths(spark, tmp_path, jvm_append):
+    """review1: an input whose key column is nullable and holds a null: the same typed error on
+    the JVM path as on the Python writer, and nothing committed."""
+    from pyspark.sql import functions as F
+    uri = str(tmp_path / "t")
+    _table(uri)
+    base = _df(spark, _rows(4), 1)
+    df = base.withColumn("s", F.when(F.col("v") > 0.6, F.col("s")))      # nullable, one null
+    errors = {}
+    for path in ("python", "auto"):
+        with pytest.raises(tf.TableFormatError) as e:
+            _append(df, uri, writePath=path)
+        errors[path] = type(e.value)
+        assert tf.open_table(uri).version == 0, path
+    assert errors["auto"] is errors["python"], errors

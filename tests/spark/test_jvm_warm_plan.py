@@ -161,3 +161,44 @@ def test_a_table_replaced_by_one_of_the_same_length_is_not_mixed(jvm, tmp_path):
     second, _ = warm_and_cold(jvm, str(path), {})
     assert first["version"] == second["version"] == t.version
     assert {r["id"] for r in first["rowsets"]}.isdisjoint(r["id"] for r in second["rowsets"])
+
+
+def test_review1_a_query_defined_before_a_commit_and_run_after_it_sees_the_commit(spark, jvm_connector, tmp_path):
+    """On main a DataFrame or spark.sql query reads the latest version when its action plans the scan
+    (CatalogTable.latest lists again); a commit of another process between the definition and the action
+    must be seen, as a cold reader sees it."""
+    from helpers import spark_catalog
+    t = tf.create_table(str(tmp_path / "wh" / "ns" / "t"),
+                        tf.Schema([tf.Column("k", "int64"), tf.Column("v", "double", nullable=True)], ["k"]))
+    t.insert(pa.table({"k": pa.array(range(100), pa.int64()), "v": [1.0] * 100}))
+    c = spark_catalog(spark, tmp_path / "wh")
+    q = spark.sql(f"SELECT count(*) AS n FROM {c}.ns.t")
+    df = spark.table(f"{c}.ns.t")
+    t.insert(pa.table({"k": pa.array(range(100, 150), pa.int64()), "v": [2.0] * 50}))
+    assert spark.sql(f"SELECT count(*) AS n FROM {c}.ns.t").collect()[0].n == 150     # a new query sees it
+    assert q.collect()[0].n == 150
+    assert len(df.collect()) == 150
+
+
+def test_review1_a_checkpoint_of_a_newer_format_appearing_after_warm_gives_the_cold_error(jvm, pristine_log, tmp_path):  # noqa: F811  (the fixture)
+    """review1: the reader was warmed at version 12; then commits 13..25 and the checkpoint at 20
+    appear, the checkpoint written in a format newer than this reader's. A cold reader starts from
+    that checkpoint and refuses it (UnsupportedFormatVersionError, §8.1); a warm one must not answer
+    from the commits after its head instead (§8.3: the warm answer or error is the cold one)."""
+    root = tmp_path / "t"
+    shutil.copytree(pristine_log, root)
+    held = tmp_path / "held"
+    held.mkdir()
+    for f in (root / "_log").iterdir():
+        if f.name[:20].isdigit() and int(f.name[:20]) > 12:
+            shutil.move(f, held / f.name)
+    first, _ = warm_and_cold(jvm, str(root), {})
+    assert first["version"] == 12
+    for f in held.iterdir():
+        shutil.move(f, root / "_log" / f.name)
+    cp = root / "_log" / f"{20:020d}.checkpoint.json"
+    text = cp.read_text()
+    assert text.startswith('{"format_version": ')
+    cp.write_text('{"format_version": 99' + text[text.index(","):])
+    latest, _ = warm_and_cold(jvm, str(root), {})
+    assert latest.get("error") == "UnsupportedFormatVersionError", latest

@@ -36,8 +36,6 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
   private final TableState loaded;
   private final StructType schema;
   private final LogReader log;
-  /** The query that loaded this table (Spark's planning tracker; null: loaded outside one). */
-  private final Object loadedBy;
 
   CatalogTable(String name, String uri, AsOf asOf) {
     this(name, uri, asOf, Snapshots.reader(Location.normalize(uri)));
@@ -49,7 +47,6 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     this.uri = Location.normalize(uri);
     this.asOf = asOf;
     this.log = log;
-    this.loadedBy = Snapshots.query();
     this.loaded = Snapshots.open(log, asOf);
     this.schema = keysNotNull(declaredTypes(Snapshots.schema(this.uri, loaded), loaded), loaded);
   }
@@ -168,13 +165,11 @@ public final class CatalogTable implements SupportsRead, SupportsWrite, Supports
     return new CatalogScanBuilder(uri, state, schema);
   }
 
-  /** The latest state for a scan: in the query that loaded this table, the state its listing
-   *  gave (that query's snapshot: one listing a query); in a later query (Spark keeps this Table
-   *  in a DataFrame or a view's plan), the log listed again (one listing; the files read before are
-   *  kept, so an unchanged log costs no read). */
+  /** The latest state for a scan: the log listed again when the scan is built (one listing; the
+   *  files read before are kept, so an unchanged log costs no read). Never the load's listing, even
+   *  in the query that loaded this table: Spark analyses a DataFrame when it is defined and plans it
+   *  when it runs, under the same planning tracker, and a commit may land in between. */
   private TableState latest() {
-    Object query = Snapshots.query();
-    if (query != null && query == loadedBy) return loaded;
     synchronized (log) {
       log.refresh();
       return Snapshots.open(log, null);

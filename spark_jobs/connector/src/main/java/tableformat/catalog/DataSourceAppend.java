@@ -49,6 +49,7 @@ public final class DataSourceAppend extends Rule<LogicalPlan> {
     String mode = rel.options().getOrDefault(OPTION, "auto").toLowerCase(Locale.ROOT);
     if (!mode.equals("auto") && !mode.equals("jvm") && !mode.equals("python"))
       throw new InvalidOptionError("option " + OPTION + " must be auto, jvm or python, got '" + mode + "'");
+    checkChunkBytes(rel.options());
     String why = mode.equals("python") ? OPTION + "=python" : reason(uri, options);
     CatalogTable target = why == null ? CatalogTable.atPath(jvmUri(uri), null) : null;
     if (why == null) why = typeReason(append.query(), target.schema());
@@ -97,6 +98,22 @@ public final class DataSourceAppend extends Rule<LogicalPlan> {
         return "column '" + a.name() + "' is given as " + a.dataType().simpleString() + ", not as the table's type";
     }
     return null;
+  }
+
+  /** The Python writer's option {@code write_chunk_bytes} (spark_jobs/datasource.py _positive_int):
+   *  the JVM writer bounds its memory its own way and ignores the value, but a bad one is refused
+   *  on either path, in the Python writer's words, before anything is written. */
+  static void checkChunkBytes(Map<String, String> options) {
+    String raw = options.get("write_chunk_bytes");
+    if (raw == null) return;
+    long v;
+    try {
+      v = Long.parseLong(raw.trim());
+    } catch (NumberFormatException e) {
+      v = 0;
+    }
+    if (v <= 0)
+      throw new InvalidOptionError("option 'write_chunk_bytes' must be a positive integer, got '" + raw + "'");
   }
 
   /** Why the JVM cannot run this append (null: it can). */

@@ -38,14 +38,6 @@ final class Snapshots {
     return LogCache.reader(uri, hadoopConf());
   }
 
-  /** The query Spark is analysing or optimizing on this thread (its planning tracker; null: none),
-   *  so a scan can tell the query that loaded its table from a later one. */
-  static Object query() {
-    scala.Option<org.apache.spark.sql.catalyst.QueryPlanningTracker> t =
-        org.apache.spark.sql.catalyst.QueryPlanningTracker$.MODULE$.get();
-    return t.isDefined() ? t.get() : null;
-  }
-
   /** The state at {@code asOf} (null: the latest version the reader's listing shows). */
   static TableState open(LogReader log, AsOf asOf) {
     return Mvcc.stateAt(log, asOf);

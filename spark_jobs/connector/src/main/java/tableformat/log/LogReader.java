@@ -243,8 +243,8 @@ public final class LogReader {
 
   /** The state at {@code version} (null: the newest listed commit): every commit after the start must
    *  be listed and readable; one missing there is a damaged log, never its end (§8.3). The latest
-   *  continues the head a refresh kept when every commit after it is listed: the same state as a
-   *  fresh start. Should a commit after it fail (one a newer checkpoint would have skipped), the
+   *  continues the head a refresh kept when every commit after it is listed and no checkpoint after
+   *  it is: the same state as a fresh start. Should a commit after it fail (one a newer checkpoint would have skipped), the
    *  read starts again as a fresh reader would, so the answer or error is the cold one. */
   private Loaded replay(Long version) {
     Listing l = listing();
@@ -256,7 +256,10 @@ public final class LogReader {
       long p = previous.state().version;
       Loaded from = previous;
       previous = null;
-      if (p <= target && l.commits().containsKey(p) && l.commits().subMap(p, false, target, true).size() == target - p) {
+      // a checkpoint listed after it is where a cold read starts (and what it checks: a newer format is
+      // refused there, §8.1), so the head is continued only when no checkpoint appeared after it
+      if (p <= target && l.commits().containsKey(p) && l.commits().subMap(p, false, target, true).size() == target - p
+          && l.checkpoints().subMap(p, false, target, true).isEmpty()) {
         try {
           return replay(l, from, target);
         } catch (TableFormatError e) {
