@@ -298,3 +298,36 @@ def test_review2_delete_with_the_key_in_another_order_than_the_columns_and_0x00_
     key = [("n", "ascending"), ("s", "ascending")]
     assert table.to_arrow().sort_by(key).equals(twin.to_arrow().sort_by(key))
     assert table.check().ok
+
+
+@pytest.mark.xfail(strict=True, reason="review2: a SQL DELETE rebased over a concurrent update of its row deletes "
+                                       "the row though its new values no longer match the WHERE (lost update)")
+def test_review2_sql_delete_does_not_delete_a_row_a_concurrent_update_took_out_of_its_where(spark, tmp_path):
+    """review2: DELETE ... WHERE v < 50 reads (h3, 3) at v = 1.5; an engine update sets it to 99
+    while the statement runs. Snapshot isolation (first committer wins on one row) or re-checking
+    the WHERE would both keep the row at 99: deleting it loses the update. Either the statement
+    fails with CommitConflictError, or the row stays."""
+    from spark_jobs.errors import typed_error
+    t, uri = make(spark, tmp_path)
+    marker = str(tmp_path / "raced")
+
+    def racer(ts):
+        import os
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return True
+        import pyarrow as pa
+        import tableformat as tf
+        tf.open_table(uri).update(pa.table({"host": ["h3"], "ts": pa.array([3], pa.int64()), "v": [99.0]}))
+        return True
+
+    spark.udf.register("racer_out_of_where", racer, "boolean")
+    try:
+        spark.sql(f"DELETE FROM {t} WHERE host = 'h3' AND v < 50 AND racer_out_of_where(ts)")
+    except Exception as e:  # noqa: BLE001 - only CommitConflictError is an answer
+        assert type(typed_error(e)).__name__ == "CommitConflictError", str(e)[:2000]
+    table = tf.open_table(uri)
+    got = table.lookup(pa.table({"host": ["h3"], "ts": pa.array([3], pa.int64())})).to_pylist()
+    assert [r["v"] for r in got] == [99.0]
+    assert table.check().ok
