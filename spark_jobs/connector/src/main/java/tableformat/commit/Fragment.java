@@ -218,6 +218,7 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
     Set<String> seen = new HashSet<>();
     Map<String, LinkedHashSet<String>> keys = null;
     Map<String, TreeSet<Long>> skipped = null, live = null;
+    boolean byValues = false;
     for (JsonNode r : reqs) {
       String k = r.path("kind").asText();
       if (k.equals("keys_absent") && !r.path("own_rowsets").asBoolean(false)) {
@@ -229,6 +230,7 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
         }
       } else if (k.equals("rows_live")) {
         if (live == null) live = new LinkedHashMap<>();
+        byValues |= r.path("chosen_by_values").asBoolean(false);
         for (Iterator<Map.Entry<String, JsonNode>> it = r.path("rows").fields(); it.hasNext(); ) {
           Map.Entry<String, JsonNode> e = it.next();
           TreeSet<Long> s = live.computeIfAbsent(e.getKey(), t -> new TreeSet<>());
@@ -259,6 +261,7 @@ record Fragment(String operation, long readVersion, List<JsonNode> actions, List
       ObjectNode r = F.objectNode().put("kind", "rows_live");
       ObjectNode rows = r.putObject("rows");
       for (Map.Entry<String, TreeSet<Long>> e : live.entrySet()) rows.put(e.getKey(), packRowids(e.getValue()));
+      if (byValues) r.put("chosen_by_values", true);
       out.add(r);
     }
     if (skipped != null) {

@@ -191,6 +191,7 @@ final class Requirements {
    *  engine then remaps the REDO records by key onto its outputs) is refused here with
    *  CommitConflictError: this committer does not remap, so the statement runs again. */
   private static Verdict rowsLive(JsonNode r, Context ctx) {
+    boolean chosenByValues = r.path("chosen_by_values").asBoolean(false);
     Map<String, BitSet> guarded = new HashMap<>();
     for (Iterator<Map.Entry<String, JsonNode>> it = r.path("rows").fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
@@ -223,7 +224,17 @@ final class Requirements {
         } else if (a.has("add_delta")) {
           DeltaFile d = DeltaFile.of(a.get("add_delta"));
           BitSet mine = guarded.get(d.rowset());
-          if (mine == null || d.deleteCount() + d.reinsertCount() == 0) continue;
+          if (mine == null) continue;
+          if (chosenByValues && d.isRedo()) {
+            BitSet touched = new BitSet();
+            rowids(ctx.store, d, touched);
+            if (touched.intersects(mine))
+              return new Verdict(Outcome.FAIL, "a row it chose by its values was changed concurrently",
+                  new CommitConflictError("a concurrent commit changed a row of table '" + ctx.base.name()
+                      + "' that this statement chose by its values (its condition read the row before the change); "
+                      + "nothing was committed: run the statement again"));
+          }
+          if (d.deleteCount() + d.reinsertCount() == 0) continue;
           BitSet dead = new BitSet();
           ops(ctx.store, d, dead);
           if (dead.intersects(mine)) {

@@ -124,7 +124,9 @@ public final class DeleteTask {
     f.putObject("counts").put("deleted", deleted);
     ArrayNode reqs = f.putArray("requirements");
     reqs.addObject().put("kind", "definition_unchanged");
-    ObjectNode live = reqs.addObject().put("kind", "rows_live").putObject("rows");
+    // the rows were chosen by the statement's condition on their values: a concurrent change to one
+    // of them is a conflict, never a rebase (Requirements.rowsLive, specs/format.md §17)
+    ObjectNode live = reqs.addObject().put("kind", "rows_live").put("chosen_by_values", true).putObject("rows");
     for (Map.Entry<String, List<Long>> e : rows.entrySet()) live.put(e.getKey(), packRowids(e.getValue()));
     f.put("data_change", true).put("table_id", plan.tableId).put("kind", "mutation");
     return out.toString();
