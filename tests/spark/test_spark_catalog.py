@@ -121,10 +121,10 @@ def test_writes_through_the_catalog_are_refused_naming_the_job(spark, tmp_path, 
     t = ranged(tmp_path / "wh" / "ns" / "t", ranges=2)
     c = catalog(spark, tmp_path / "wh")
     before = t.version
-    with pytest.raises(Exception, match="read-only") as e:
+    with pytest.raises(Exception, match="is refused") as e:
         spark.sql(sql.format(t=f"{c}.ns.t", c=c)).collect()
     assert job in str(e.value) and "(or the" not in str(e.value)
-    assert e.value.getMessage().startswith("tableformat's Spark catalog is read-only: ") and job in e.value.getMessage()
+    assert e.value.getMessage().startswith("tableformat's Spark catalog: ") and job in e.value.getMessage()
     assert tf.open_table(t.uri).version == before and os.path.isdir(t.uri)
     assert not (tmp_path / "wh" / "ns" / "new").exists()
 

@@ -65,8 +65,9 @@ def test_spark_sql_reads_from_s3_through_s3a_without_python(connector_jar, s3_ta
     check(t, out, v1)
 
 
-REFUSED = {"DELETE FROM tf.ns.t WHERE k = 1": "DELETE is refused. Change rows with the Spark job "
-                                              "spark_jobs.merge.mutation_merge",
+REFUSED = {"MERGE INTO tf.ns.t AS x USING (SELECT 1L AS k, 2.0 AS v, 'y' AS s) u ON x.k = u.k "
+           "WHEN MATCHED THEN UPDATE SET v = u.v": "MERGE is refused. Change rows with the Spark job "
+                                                   "spark_jobs.merge.mutation_merge",
            "UPDATE tf.ns.t SET v = 1.0 WHERE k = 1": "UPDATE is refused. Change rows with the Spark job "
                                                      "spark_jobs.merge.mutation_merge"}
 
@@ -85,7 +86,7 @@ def test_spark_sql_prints_each_refusal_once_without_a_stack_trace(connector_jar,
                          [s + ";" for s in [*REFUSED, early]], "--hiveconf", "hive.cli.errors.ignore=true")
     out = proc.stdout + proc.stderr
     for statement, message in REFUSED.items():
-        full = "tableformat's Spark catalog is read-only: " + message
+        full = "tableformat's Spark catalog: " + message
         assert out.count(full) == 1, (statement, out[-3000:])
     created = tf.Timestamp(t.history()[0].timestamp).iso()
     assert out.count(f"timestamp 2001-01-01T00:00:00Z is before the table was created ({created})") == 1, out[-3000:]

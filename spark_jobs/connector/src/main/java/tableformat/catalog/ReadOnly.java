@@ -3,7 +3,7 @@ package tableformat.catalog;
 import tableformat.log.PlainSparkError;
 
 /**
- * What the catalog refuses until a JVM writer exists, with what does it instead. A
+ * What the catalog refuses (UPDATE and MERGE until #46's JVM writes exist; renames), with what does it instead. A
  * {@link PlainSparkError}, so that {@code spark-sql} prints its one-line message once, without the
  * stack trace it prints (and logs) for an exception Spark does not know.
  */
@@ -17,7 +17,7 @@ public final class ReadOnly extends UnsupportedOperationException implements Pla
 
   /** "{@code what} is refused": the statement, then the remedy, a full sentence. */
   static ReadOnly refuse(String what, String remedy) {
-    return new ReadOnly("tableformat's Spark catalog is read-only: " + what + " is refused. " + remedy);
+    return new ReadOnly("tableformat's Spark catalog: " + what + " is refused. " + remedy);
   }
 
   static final String INSERT = "Insert rows with the Spark job spark_jobs.insert.partitioned_insert, "
